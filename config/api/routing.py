@@ -1,0 +1,72 @@
+"""Case-insensitive API paths: ``/v4.0/Orders`` and ``/v4.0/orders`` reach the same view.
+
+Each path segment whose lower-case form is a literal segment of a ``/v4.0`` route is rewritten
+to that route's spelling before URL resolution, so routes (and the OpenAPI document) keep the
+specification's camelCase while clients may use any case. A trailing slash is ignored.
+"""
+
+import re
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.urls import URLPattern, URLResolver, get_resolver
+
+if TYPE_CHECKING:
+    from django.http.request import _ImmutableQueryDict
+
+API_PREFIX = "/v4.0"
+_PARAM = re.compile(r"<[^>]+>")
+
+
+def _route_texts(patterns: Iterable[URLPattern | URLResolver], prefix: str = "") -> Iterable[str]:
+    for pattern in patterns:
+        route = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            yield from _route_texts(pattern.url_patterns, route)
+        else:
+            yield route
+
+
+@cache
+def _literal_segments(urlconf: str) -> dict[str, str]:
+    literals: dict[str, str] = {}
+    for route in _route_texts(get_resolver(urlconf).url_patterns):
+        if not route.lower().startswith("v4.0/"):
+            continue
+        for segment in route.strip("^$").split("/"):
+            if segment and not _PARAM.search(segment) and not re.search(r"[\\()\[\]*+?]", segment):
+                literals.setdefault(segment.lower(), segment)
+    return literals
+
+
+def canonical_api_path(path: str, urlconf: str) -> str:
+    """``path`` with its known literal segments in route spelling and no trailing slash."""
+    literals = _literal_segments(urlconf)
+    return "/".join(literals.get(s.lower(), s) for s in path.rstrip("/").split("/"))
+
+
+def _canonical_query(query: QueryDict) -> "_ImmutableQueryDict":
+    """Lower-case parameter names, with the bracket form ``orderIds[]`` folded into ``orderids``."""
+    result = QueryDict(mutable=True)
+    for key, values in query.lists():
+        name = key.lower().removesuffix("[]")
+        for value in values:
+            result.appendlist(name, value)
+    result._mutable = False
+    return result  # type: ignore[return-value]
+
+
+class CaseInsensitiveApiPathMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        path = request.path_info
+        if path.lower() == API_PREFIX or path.lower().startswith(API_PREFIX + "/"):
+            urlconf = getattr(request, "urlconf", None) or settings.ROOT_URLCONF
+            request.path_info = canonical_api_path(path, urlconf) or API_PREFIX
+            request.GET = _canonical_query(request.GET)
+        return self.get_response(request)

@@ -1,0 +1,89 @@
+"""OpenAPI document additions: the error envelope on every API operation, the trace header."""
+
+from typing import Any
+
+ERROR_ENVELOPE = {
+    "type": "object",
+    "description": "Every error response has this shape.",
+    "properties": {
+        "outcome": {
+            "type": "string",
+            "example": "ValidationFailed",
+            "description": (
+                "ValidationFailed, Unauthorized, EntityNotFound, EndpointDoesNotExist, "
+                "MethodNotAllowed, InvalidContentType, TooManyRequests, InternalServerError "
+                "or TimedOut."
+            ),
+        },
+        "statusCode": {"type": "integer", "example": 400},
+        "statusText": {"type": "string"},
+        "data": {
+            "type": "object",
+            "additionalProperties": {},
+            "description": "Details; for ValidationFailed, `failures` maps each field path to "
+            "a list of `{code, description}`.",
+            "properties": {
+                "failures": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "code": {"type": "string"},
+                                "description": {"type": "string"},
+                            },
+                            "required": ["code", "description"],
+                        },
+                    },
+                }
+            },
+        },
+        "traceParent": {
+            "type": "string",
+            "example": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        },
+    },
+    "required": ["outcome", "statusCode", "statusText", "data", "traceParent"],
+}
+
+_ERRORS = {
+    "400": "ValidationFailed: the request could not be validated.",
+    "401": "Unauthorized: the X-API-Key header is missing or not valid.",
+    "404": "EntityNotFound or EndpointDoesNotExist.",
+    "405": "MethodNotAllowed.",
+    "415": "InvalidContentType: a body must be sent as application/json.",
+    "429": "TooManyRequests.",
+    "500": "InternalServerError or TimedOut.",
+}
+
+_TRACE_HEADER = {
+    "traceParent": {
+        "description": "W3C trace context of this request (also in the JSON body).",
+        "schema": {"type": "string"},
+    }
+}
+
+
+def add_error_responses(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas["ErrorEnvelope"] = ERROR_ENVELOPE
+    ref = {"$ref": "#/components/schemas/ErrorEnvelope"}
+    for path, operations in result.get("paths", {}).items():
+        if not path.startswith("/v4.0"):
+            continue
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            for code, text in _ERRORS.items():
+                if code == "415" and method not in ("post", "put", "patch"):
+                    continue
+                if code not in responses:
+                    responses[code] = {
+                        "description": text,
+                        "content": {"application/json": {"schema": ref}},
+                    }
+            for response in responses.values():
+                response.setdefault("headers", {}).update(_TRACE_HEADER)
+    return result

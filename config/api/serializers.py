@@ -1,0 +1,45 @@
+"""Serializer building blocks shared by every API app."""
+
+from typing import Any
+
+from rest_framework import serializers
+
+
+class StrictSerializer(serializers.Serializer):
+    """An input serializer that refuses fields it does not declare, naming each one.
+
+    Nested ``StrictSerializer`` fields refuse theirs too, so the failure path is exact
+    (``recipient.address.flat``).
+    """
+
+    default_error_messages = {"unknown_field": "Unknown field."}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            errors: dict[str, Any] = {}
+            if unknown:
+                errors = {
+                    name: [serializers.ErrorDetail("Unknown field.", code="unknown_field")]
+                    for name in unknown
+                }
+            try:
+                value = super().to_internal_value(data)
+            except serializers.ValidationError as exc:
+                if not errors:
+                    raise
+                detail = (
+                    exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+                )
+                raise serializers.ValidationError({**detail, **errors}) from exc
+            if errors:
+                raise serializers.ValidationError(errors)
+            return value
+        return super().to_internal_value(data)
+
+
+class OutcomeSerializer(serializers.Serializer):
+    """Fields of every order-related response."""
+
+    outcome = serializers.CharField()
+    traceParent = serializers.CharField()

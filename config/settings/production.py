@@ -1,0 +1,18 @@
+"""Production settings: refuse to start without a real secret key and allowed hosts."""
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env
+from config.settings.base import *  # noqa: F403
+
+DEBUG = False
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=[])
+if not SECRET_KEY or len(SECRET_KEY) < 32:
+    raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set to at least 32 characters.")
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must list the service's host names.")
+
+SESSION_COOKIE_SECURE = True
+CSRF_COOKIE_SECURE = True
+SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -1,0 +1,13 @@
+"""Test settings: the same code paths, faster password hashing, files in a temporary folder."""
+
+import tempfile
+from pathlib import Path
+
+from config.settings.base import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="print-api-media-"))
+STORAGES["staticfiles"] = {  # noqa: F405
+    "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+}
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": "100000/min"}  # noqa: F405

@@ -1,0 +1,43 @@
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from config.api.views import endpoint_does_not_exist
+from config.health import healthz
+
+api_patterns: list[URLPattern | URLResolver] = [
+    path(
+        "schema",
+        SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]),
+        name="schema",
+    ),
+    path(
+        "docs",
+        SpectacularSwaggerView.as_view(
+            url_name="schema", authentication_classes=[], permission_classes=[]
+        ),
+        name="swagger-ui",
+    ),
+    path(
+        "redoc",
+        SpectacularRedocView.as_view(
+            url_name="schema", authentication_classes=[], permission_classes=[]
+        ),
+        name="redoc",
+    ),
+    path("", include("products.api.urls")),
+    path("", include("quotes.api.urls")),
+    path("", include("orders.api.urls")),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("v4.0/", include(api_patterns)),
+    re_path(r"^v4\.0(?:/.*)?$", endpoint_does_not_exist),
+]
+
+handler400 = "config.api.views.bad_request"
+handler403 = "config.api.views.permission_denied"
+handler404 = "config.api.views.not_found"
+handler500 = "config.api.views.server_error"

@@ -1,0 +1,64 @@
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from merchants.models import ApiKey, Environment, Merchant
+from merchants.services import api_key_create, api_key_revoke
+
+
+class EnvironmentInline(admin.TabularInline):
+    model = Environment
+    extra = 0
+    can_delete = False
+    max_num = 2
+    fields = ("kind", "callback_url", "pause_mode", "pause_minutes")
+    readonly_fields = ("kind",)
+
+
+@admin.register(Merchant)
+class MerchantAdmin(admin.ModelAdmin):
+    list_display = ("name", "email", "billing_currency", "billing_mode", "created")
+    search_fields = ("name", "email")
+    list_filter = ("billing_mode", "billing_currency")
+    inlines = [EnvironmentInline]
+
+
+@admin.register(Environment)
+class EnvironmentAdmin(admin.ModelAdmin):
+    list_display = ("merchant", "kind", "callback_url", "pause_mode", "pause_minutes")
+    list_filter = ("kind", "pause_mode")
+    search_fields = ("merchant__name",)
+    readonly_fields = ("merchant", "kind", "callback_signing_secret")
+    actions = ["issue_api_key"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # environments are created with their merchant
+
+    @admin.action(description="Issue a new API key (shown once)")
+    def issue_api_key(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
+        for environment in queryset:
+            _, clear = api_key_create(environment=environment, name=f"issued by {request.user}")
+            self.message_user(
+                request,
+                f"New key for {environment}: {clear} (copy it now, it is not shown again)",
+                messages.WARNING,
+            )
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "environment", "name", "created", "last_used_at", "revoked_at")
+    list_filter = ("environment__kind", "revoked_at")
+    search_fields = ("prefix", "environment__merchant__name", "name")
+    fields = ("environment", "name", "prefix", "created", "last_used_at", "revoked_at")
+    readonly_fields = ("environment", "prefix", "created", "last_used_at", "revoked_at")
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # keys are issued from the environment page so the clear key can be shown once
+
+    @admin.action(description="Revoke selected keys")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        for api_key in queryset:
+            api_key_revoke(api_key=api_key)
+        self.message_user(request, f"Revoked {queryset.count()} key(s).")

@@ -1,0 +1,50 @@
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from common.errors import ValidationFailed
+from merchants.services import merchant_create
+
+
+class Command(BaseCommand):
+    help = "Create a merchant with Sandbox and Live environments and print their API keys."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--email", default="")
+        parser.add_argument(
+            "--sandbox-api-key", help="Use this Sandbox key instead of a generated one."
+        )
+        parser.add_argument("--live-api-key", help="Use this Live key instead of a generated one.")
+        parser.add_argument(
+            "--callback-url", default="", help="Default callback URL of both environments."
+        )
+        pause = parser.add_mutually_exclusive_group()
+        pause.add_argument("--pause-minutes", type=int, help="Hold new orders for N minutes.")
+        pause.add_argument(
+            "--pause-indefinite", action="store_true", help="Hold new orders until submitted."
+        )
+        parser.add_argument("--currency", default="GBP", help="Billing currency (ISO 4217).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["pause_minutes"] is not None and options["pause_minutes"] < 0:
+            raise CommandError("--pause-minutes must be zero or more.")
+        if len(options["currency"]) != 3 or not options["currency"].isalpha():
+            raise CommandError("--currency must be a three-letter ISO 4217 code.")
+        try:
+            created = merchant_create(
+                name=options["name"],
+                email=options["email"],
+                sandbox_api_key=options["sandbox_api_key"],
+                live_api_key=options["live_api_key"],
+                callback_url=options["callback_url"],
+                pause_minutes=options["pause_minutes"],
+                pause_indefinite=options["pause_indefinite"],
+                currency=options["currency"],
+            )
+        except ValidationFailed as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"MERCHANT_ID={created.merchant.pk}")
+        self.stdout.write(f"SANDBOX_API_KEY={created.sandbox_api_key}")
+        self.stdout.write(f"LIVE_API_KEY={created.live_api_key}")

@@ -1,0 +1,88 @@
+"""Merchant accounts, their Sandbox and Live environments, and API keys."""
+
+from django.db import models
+from django.utils import timezone
+
+
+class BillingMode(models.TextChoices):
+    INVOICE = "Invoice", "On account (invoice)"
+    CARD = "Card", "Card (authorised per order)"
+
+
+class Merchant(models.Model):
+    """An account; creating it creates its Sandbox and Live environments together."""
+
+    name = models.CharField(max_length=200)
+    email = models.EmailField(blank=True)
+    billing_currency = models.CharField(max_length=3, default="GBP")
+    billing_mode = models.CharField(
+        max_length=10, choices=BillingMode.choices, default=BillingMode.INVOICE
+    )
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EnvironmentKind(models.TextChoices):
+    SANDBOX = "Sandbox"
+    LIVE = "Live"
+
+
+class PauseMode(models.TextChoices):
+    NONE = "None", "No pause: orders go to fulfilment at once"
+    MINUTES = "Minutes", "Hold each order for a number of minutes"
+    INDEFINITE = "Indefinite", "Hold each order until submitted by hand"
+
+
+class Environment(models.Model):
+    """A merchant's Sandbox or Live side: its own keys, orders, callbacks and settings."""
+
+    merchant = models.ForeignKey(Merchant, on_delete=models.CASCADE, related_name="environments")
+    kind = models.CharField(max_length=10, choices=EnvironmentKind.choices)
+    callback_url = models.URLField(
+        max_length=2000, blank=True, help_text="Default callback URL for orders without one."
+    )
+    pause_mode = models.CharField(max_length=12, choices=PauseMode.choices, default=PauseMode.NONE)
+    pause_minutes = models.PositiveIntegerField(default=0)
+    # Standard Webhooks secret ("whsec_" + base64); needed in clear to sign callbacks.
+    callback_signing_secret = models.CharField(max_length=80)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["merchant", "kind"], name="one_environment_per_kind")
+        ]
+        ordering = ["merchant__name", "kind"]
+
+    def __str__(self) -> str:
+        return f"{self.merchant.name} ({self.kind})"
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self.kind == EnvironmentKind.SANDBOX
+
+
+class ApiKey(models.Model):
+    """An API key; only its SHA-256 digest is stored, the key itself is shown once."""
+
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, help_text="First characters, to recognise the key.")
+    digest = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.environment})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

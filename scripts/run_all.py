@@ -1,0 +1,72 @@
+"""Run web (gunicorn), Celery worker and Celery beat together in the foreground.
+
+Ctrl-C (or SIGTERM) stops all three; if one exits, the others are stopped too.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+PYTHON_BIN = os.path.dirname(sys.executable)
+
+
+def _command(name: str) -> list[str]:
+    return [os.path.join(PYTHON_BIN, name)]
+
+
+def main() -> int:
+    port = os.environ.get("PORT", "8000")
+    processes = {
+        "web": [
+            *_command("gunicorn"),
+            "config.wsgi:application",
+            "--bind", f"127.0.0.1:{port}",
+            "--workers", os.environ.get("WEB_CONCURRENCY", "2"),
+            "--timeout", "75",
+            "--access-logfile", "-",
+        ],
+        "worker": [
+            *_command("celery"),
+            "-A", "config", "worker", "--loglevel", "INFO",
+            "--queues", os.environ.get("CELERY_QUEUES", "default,callbacks"),
+            "--concurrency", os.environ.get("CELERY_CONCURRENCY", "2"),
+        ],
+        "beat": [*_command("celery"), "-A", "config", "beat", "--loglevel", "INFO"],
+    }  # fmt: skip
+    running = {
+        name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in processes.items()
+    }
+    print(f"Serving on http://127.0.0.1:{port} (web, worker, beat); Ctrl-C stops all.", flush=True)
+
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    exit_code = 0
+    while not stopping:
+        for name, process in running.items():
+            if process.poll() is not None:
+                print(f"{name} exited with {process.returncode}; stopping the others.", flush=True)
+                exit_code = process.returncode or 1
+                stopping = True
+        time.sleep(0.5)
+    for process in running.values():
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    for process in running.values():
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
