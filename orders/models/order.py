@@ -1,0 +1,352 @@
+"""Orders and their parts: items, assets, shipments, charges and issues.
+
+Every public id is a type prefix and the row's primary key (``ord_<pk>``); keys come from
+``common.ids.new_id`` and grow with creation time, so "by id, descending" is "newest first".
+"""
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from common.ids import PREFIXES, format_id, new_id
+from merchants.models import Environment
+
+
+class ShippingMethod(models.TextChoices):
+    BUDGET = "Budget"
+    STANDARD = "Standard"
+    STANDARD_PLUS = "StandardPlus"
+    EXPRESS = "Express"
+    OVERNIGHT = "Overnight"
+
+
+class Sizing(models.TextChoices):
+    FILL = "fillPrintArea"
+    FIT = "fitPrintArea"
+    STRETCH = "stretchToPrintArea"
+
+
+class Stage(models.TextChoices):
+    ON_HOLD = "OnHold"
+    IN_PROGRESS = "InProgress"
+    COMPLETE = "Complete"
+    CANCELLED = "Cancelled"
+
+
+class DetailState(models.TextChoices):
+    NOT_STARTED = "NotStarted"
+    IN_PROGRESS = "InProgress"
+    COMPLETE = "Complete"
+    ERROR = "Error"
+
+
+class PipelineStep(models.TextChoices):
+    """Where the fulfilment state machine stands; each step claims the order from the one before."""
+
+    HELD = "Held"
+    DOWNLOAD = "Download"
+    ALLOCATE = "Allocate"
+    PREPARE = "Prepare"
+    SUBMIT = "Submit"
+    PRODUCTION = "Production"
+    DONE = "Done"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+
+class ItemStatus(models.TextChoices):
+    NOT_YET_DOWNLOADED = "NotYetDownloaded"
+    OK = "Ok"
+    INVALID = "Invalid"
+
+
+class ItemAvailability(models.TextChoices):
+    AVAILABLE = "Available"
+    UNAVAILABLE = "Unavailable"
+
+
+class AssetStatus(models.TextChoices):
+    IN_PROGRESS = "InProgress"
+    COMPLETE = "Complete"
+    ERROR = "Error"
+
+
+class ShipmentStatus(models.TextChoices):
+    PROCESSING = "Processing"
+    SHIPPED = "Shipped"
+    CANCELLED = "Cancelled"
+
+
+class ChargeType(models.TextChoices):
+    ITEM = "Item"
+    SHIPPING = "Shipping"
+    REFUND = "Refund"
+    OTHER = "Other"
+
+
+class Order(models.Model):
+    """A merchant's order in one environment, with its fulfilment progress."""
+
+    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="orders")
+    oms_id = models.BigIntegerField(null=True, blank=True)
+    merchant_reference = models.CharField(max_length=200, blank=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # SHA-256 of the canonical request body: same key and same body is AlreadyExists.
+    request_fingerprint = models.CharField(max_length=64, blank=True)
+    shipping_method = models.CharField(max_length=16, choices=ShippingMethod.choices)
+    callback_url = models.URLField(max_length=2000, blank=True)
+
+    recipient_name = models.CharField(max_length=200)
+    recipient_email = models.CharField(max_length=254, blank=True)
+    recipient_phone = models.CharField(max_length=50, blank=True)
+    address_line1 = models.CharField(max_length=200)
+    address_line2 = models.CharField(max_length=200, blank=True)
+    address_postal_or_zip_code = models.CharField(max_length=40)
+    address_country_code = models.CharField(max_length=2)
+    address_town_or_city = models.CharField(max_length=100)
+    address_state_or_county = models.CharField(max_length=100, blank=True)
+
+    metadata = models.JSONField(default=dict, blank=True)
+    branding = models.JSONField(default=dict, blank=True)
+    packing_slip_url = models.URLField(max_length=2000, blank=True)
+    packing_slip_status = models.CharField(max_length=20, blank=True)
+    tag = models.CharField(max_length=100, blank=True)
+    us_sales_tax_already_collected = models.BooleanField(default=False)
+    currency = models.CharField(max_length=3, default="GBP", help_text="Currency of the charges.")
+
+    stage = models.CharField(max_length=12, choices=Stage.choices, default=Stage.IN_PROGRESS)
+    download_assets = models.CharField(
+        max_length=12, choices=DetailState.choices, default=DetailState.NOT_STARTED
+    )
+    allocate_production_location = models.CharField(
+        max_length=12, choices=DetailState.choices, default=DetailState.NOT_STARTED
+    )
+    print_ready_assets_prepared = models.CharField(
+        max_length=12, choices=DetailState.choices, default=DetailState.NOT_STARTED
+    )
+    in_production = models.CharField(
+        max_length=12, choices=DetailState.choices, default=DetailState.NOT_STARTED
+    )
+    shipping = models.CharField(
+        max_length=12, choices=DetailState.choices, default=DetailState.NOT_STARTED
+    )
+
+    # Pause window: OnHold until this time; null while OnHold means held until submitted by hand.
+    held_until = models.DateTimeField(null=True, blank=True)
+    # The durable state machine: the step, when it is next due, and until when a worker owns it.
+    pipeline_step = models.CharField(
+        max_length=12, choices=PipelineStep.choices, default=PipelineStep.DOWNLOAD
+    )
+    due_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True, help_text="Sent to fulfilment.")
+    files_deleted_at = models.DateTimeField(null=True, blank=True)
+
+    created = models.DateTimeField(default=timezone.now)
+    last_updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["environment", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="order_idempotency_key_unique",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["environment", "-id"], name="order_env_id"),
+            models.Index(fields=["environment", "stage", "-id"], name="order_env_stage_id"),
+            models.Index(fields=["environment", "merchant_reference"], name="order_env_reference"),
+            models.Index(fields=["environment", "created"], name="order_env_created"),
+            models.Index(fields=["due_at"], name="order_due", condition=Q(due_at__isnull=False)),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return format_id(PREFIXES["order"], self.id)
+
+
+class OrderItem(models.Model):
+    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField()
+    oms_id = models.BigIntegerField(null=True, blank=True)
+    merchant_reference = models.CharField(max_length=200, blank=True)
+    sku = models.CharField(max_length=100)
+    copies = models.PositiveIntegerField()
+    sizing = models.CharField(max_length=20, choices=Sizing.choices, default=Sizing.FILL)
+    attributes = models.JSONField(default=dict, blank=True)
+    spine = models.JSONField(null=True, blank=True)
+    recipient_cost_amount = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True
+    )
+    recipient_cost_currency = models.CharField(max_length=3, blank=True)
+    status = models.CharField(
+        max_length=20, choices=ItemStatus.choices, default=ItemStatus.NOT_YET_DOWNLOADED
+    )
+    shipment = models.ForeignKey(
+        "Shipment", on_delete=models.SET_NULL, null=True, blank=True, related_name="items"
+    )
+    availability = models.CharField(
+        max_length=12, choices=ItemAvailability.choices, default=ItemAvailability.AVAILABLE
+    )
+    thumbnail = models.CharField(
+        max_length=500, blank=True, help_text="Storage name of the thumbnail."
+    )
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "position"], name="item_position_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return format_id(PREFIXES["order_item"], self.id)
+
+
+class Asset(models.Model):
+    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    item = models.ForeignKey(OrderItem, on_delete=models.CASCADE, related_name="assets")
+    position = models.PositiveIntegerField()
+    oms_id = models.BigIntegerField(null=True, blank=True)
+    print_area = models.CharField(max_length=50, default="default")
+    url = models.URLField(max_length=2000)
+    md5_hash = models.CharField(max_length=32, blank=True)
+    page_count = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(
+        max_length=12, choices=AssetStatus.choices, default=AssetStatus.IN_PROGRESS
+    )
+    download_attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    source_file = models.CharField(
+        max_length=500, blank=True, help_text="Storage name of the download."
+    )
+    source_size = models.BigIntegerField(null=True, blank=True)
+    print_file = models.CharField(
+        max_length=500, blank=True, help_text="Storage name of the print file."
+    )
+    thumbnail = models.CharField(
+        max_length=500, blank=True, help_text="Storage name of the thumbnail."
+    )
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "position"], name="asset_position_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return format_id(PREFIXES["asset"], self.id)
+
+
+class Shipment(models.Model):
+    """The part of an order one lab makes and ships (a lab order)."""
+
+    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="shipments")
+    lab_code = models.CharField(max_length=20)
+    lab_country_code = models.CharField(max_length=2)
+    status = models.CharField(
+        max_length=12, choices=ShipmentStatus.choices, default=ShipmentStatus.PROCESSING
+    )
+    shipping_method = models.CharField(max_length=16, choices=ShippingMethod.choices)
+    carrier_name = models.CharField(max_length=100, blank=True)
+    carrier_service = models.CharField(max_length=100, blank=True)
+    tracking_number = models.CharField(max_length=100, blank=True)
+    tracking_url = models.URLField(max_length=2000, blank=True)
+    dispatch_date = models.DateTimeField(null=True, blank=True)
+    lab_order_reference = models.CharField(max_length=100, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    in_production_at = models.DateTimeField(null=True, blank=True)
+    due_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [
+            models.Index(fields=["due_at"], name="shipment_due", condition=Q(due_at__isnull=False))
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return format_id(PREFIXES["shipment"], self.id)
+
+
+class Charge(models.Model):
+    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="charges")
+    charge_type = models.CharField(max_length=10, choices=ChargeType.choices)
+    currency = models.CharField(max_length=3)
+    total_cost = models.DecimalField(max_digits=12, decimal_places=2)
+    total_tax = models.DecimalField(max_digits=12, decimal_places=2)
+    service_invoice_number = models.CharField(max_length=50, null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created", "id"]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return format_id(PREFIXES["charge"], self.id)
+
+
+class ChargeItem(models.Model):
+    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    charge = models.ForeignKey(Charge, on_delete=models.CASCADE, related_name="items")
+    charge_type = models.CharField(max_length=10, choices=ChargeType.choices)
+    item = models.ForeignKey(OrderItem, on_delete=models.CASCADE, null=True, blank=True)
+    shipment = models.ForeignKey(Shipment, on_delete=models.CASCADE, null=True, blank=True)
+    cost = models.DecimalField(max_digits=12, decimal_places=2)
+    tax = models.DecimalField(max_digits=12, decimal_places=2, default=0)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return format_id(PREFIXES["charge_item"], self.id)
+
+
+class OrderIssue(models.Model):
+    """A problem shown on ``status.issues``; at most one per (order, object, asset, code)."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="issues")
+    object_id = models.CharField(max_length=40, help_text="The ord_ or ori_ id the issue is about.")
+    asset = models.ForeignKey(Asset, on_delete=models.CASCADE, null=True, blank=True)
+    error_code = models.CharField(max_length=80)
+    description = models.TextField()
+    authorisation_url = models.URLField(max_length=2000, blank=True)
+    payment_amount = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    payment_currency = models.CharField(max_length=3, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.error_code} on {self.object_id}"
