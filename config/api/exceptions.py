@@ -25,6 +25,8 @@ def _pascal(code: str) -> str:
 
 
 def _join(path: str, key: object) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
     key = str(key)
     if key in ("non_field_errors", "__all__"):
         return path or BODY_PATH
