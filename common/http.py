@@ -1,0 +1,424 @@
+"""The one guarded outbound HTTP client: asset downloads and merchant callbacks.
+
+Every URL here comes from a merchant, so every request goes through requests-hardened's IP
+filter: the host is resolved once, the resolved address is checked (private, loopback,
+link-local and cloud metadata, multicast, reserved, carrier-grade NAT ...) and the connection is
+pinned to that address, so DNS rebinding cannot swap in an internal one afterwards. Redirects
+are never followed by requests itself: a download follows a few by hand, each target going
+through the same filter before anything is sent to it; a callback follows none.
+
+``settings.ALLOW_PRIVATE_URLS`` (local development and tests only) switches the address filter
+off for sessions created while it is on; the scheme check and the limits stay.
+
+Errors carry a sentence that is shown to merchants as an order issue description, and say
+whether trying again can help (``retryable``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import requests
+import urllib3.exceptions
+from django.conf import settings
+from requests_hardened import Config, HTTPSession
+from requests_hardened.ip_filter import InvalidIPAddress
+
+USER_AGENT = "print-api/4.0 (+fulfilment)"
+ALLOWED_SCHEMES = frozenset({"http", "https"})
+CONNECT_TIMEOUT_SECONDS = 10.0
+# Longest wait for one socket read before the total deadline gives a shorter one.
+READ_TIMEOUT_SECONDS = 30.0
+CHUNK_BYTES = 64 * 1024
+# A callback receiver's answer is only recorded, never trusted; more than this is cut off.
+MAX_CALLBACK_RESPONSE_BYTES = 64 * 1024
+# Statuses that say "try later" although they are 4xx.
+_RETRYABLE_CLIENT_STATUSES = frozenset({408, 425, 429})
+
+
+class OutboundRefused(Exception):
+    """The URL or the address it resolves to is not allowed; trying again cannot help."""
+
+    retryable = False
+
+
+class OutboundError(Exception):
+    """The request was allowed but failed: network, timeout, size, or an unwanted status.
+
+    ``retryable`` is False when the same request would fail the same way (a 404, a file over the
+    size cap); ``status_code`` is the HTTP status when one was received.
+    """
+
+    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status_code = status_code
+
+
+@dataclass(frozen=True)
+class DownloadedFile:
+    path: Path
+    size: int
+    md5: str
+    content_type: str | None
+
+
+def guarded_session() -> requests.Session:
+    """A new session with the address filter and without automatic redirects.
+
+    Callers keep one per process for keep-alive. The environment is ignored (``trust_env``):
+    a proxy from ``HTTP_PROXY`` would be the address checked instead of the real target, and
+    ``.netrc`` credentials must never be sent to a merchant's host.
+    """
+    allow_private = bool(settings.ALLOW_PRIVATE_URLS)
+    config = Config(
+        ip_filter_enable=not allow_private,
+        ip_filter_allow_loopback_ips=allow_private,
+        never_redirect=True,
+        default_timeout=(CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+        user_agent_override=USER_AGENT,
+    )
+    session = HTTPSession(config)
+    session.trust_env = False
+    return session
+
+
+def post_json_bytes(
+    session: requests.Session,
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    timeout: float,
+) -> requests.Response:
+    """POST the exact ``body`` bytes and return the response, whatever its status.
+
+    No redirect is followed (a 3xx comes back as the response). The caller decides what a
+    status means (410 stops callbacks, other non-2xx are retried); ``OutboundError`` means no
+    complete response arrived within ``timeout`` seconds in total. The response body is read
+    here, at most ``MAX_CALLBACK_RESPONSE_BYTES`` of it, so ``response.content`` is safe to use.
+    """
+    _check_url(url)
+    deadline = time.monotonic() + timeout
+    send_headers = {"Content-Type": "application/json", **headers}
+    response = _send(
+        session,
+        "POST",
+        url,
+        deadline=deadline,
+        data=body,
+        headers=send_headers,
+        stream=True,
+    )
+    kept = bytearray()
+    try:
+        _read_body(
+            response,
+            deadline=deadline,
+            deadline_seconds=timeout,
+            max_bytes=MAX_CALLBACK_RESPONSE_BYTES,
+            sink=kept.extend,
+            on_too_large=None,
+        )
+    finally:
+        response.close()
+    response._content = bytes(kept)
+    return response
+
+
+def download_to_file(
+    url: str,
+    destination: Path,
+    *,
+    max_bytes: int,
+    deadline_seconds: float,
+    session: requests.Session | None = None,
+    max_redirects: int = 3,
+) -> DownloadedFile:
+    """Stream ``url`` into ``destination``, hashing as it goes, within a size cap and a deadline.
+
+    The deadline covers the whole download (connects, redirects and every byte), so a server
+    that dribbles a byte a second is cut off like one that stalls. Redirects are followed by
+    hand, at most ``max_redirects``, and each target passes the same scheme and address checks
+    before any request is sent to it. On any failure ``destination`` does not exist afterwards.
+    """
+    own_session = session is None
+    http = guarded_session() if session is None else session
+    deadline = time.monotonic() + deadline_seconds
+    current = url
+    try:
+        for _hop in range(max_redirects + 1):
+            _check_url(current)
+            response = _send(
+                http,
+                "GET",
+                current,
+                deadline=deadline,
+                stream=True,
+                headers={"Accept-Encoding": "identity"},
+            )
+            try:
+                if response.is_redirect:
+                    target = response.headers.get("Location", "")
+                    current = urljoin(current, target)
+                    continue
+                if response.status_code != 200:
+                    raise status_error(response)
+                return _save_body(
+                    response,
+                    destination=destination,
+                    deadline=deadline,
+                    deadline_seconds=deadline_seconds,
+                    max_bytes=max_bytes,
+                )
+            finally:
+                response.close()
+        raise OutboundError(
+            f"The download was redirected more than {max_redirects} times.", retryable=False
+        )
+    finally:
+        if own_session:
+            http.close()
+
+
+def status_error(response: requests.Response) -> OutboundError:
+    """The error for an unwanted status: 5xx, 408, 425 and 429 retryable, other 4xx not."""
+    code = response.status_code
+    reason = f" {response.reason}" if response.reason else ""
+    retryable = code >= 500 or code in _RETRYABLE_CLIENT_STATUSES
+    return OutboundError(
+        f"The server answered HTTP {code}{reason} for {_redact(response.url)}.",
+        retryable=retryable,
+        status_code=code,
+    )
+
+
+def _check_url(url: str) -> None:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError on a malformed port
+    except ValueError as exc:
+        raise OutboundRefused(f"'{_redact(url)}' is not a valid URL.") from exc
+    if parts.scheme.lower() not in ALLOWED_SCHEMES:
+        raise OutboundRefused(
+            f"'{_redact(url)}' is refused: only http and https URLs can be fetched."
+        )
+    if not parts.hostname:
+        raise OutboundRefused(f"'{_redact(url)}' is refused: the URL has no host.")
+    if parts.username or parts.password:
+        raise OutboundRefused(
+            f"'{_redact(url)}' is refused: URLs with credentials are not fetched."
+        )
+
+
+def _send(
+    session: requests.Session,
+    method: str,
+    url: str,
+    *,
+    deadline: float,
+    **kwargs: object,
+) -> requests.Response:
+    remaining = _remaining(deadline)
+    if remaining <= 0:
+        raise OutboundError(
+            f"The time allowed ran out before {_redact(url)} could be requested.", retryable=True
+        )
+    timeout = (min(CONNECT_TIMEOUT_SECONDS, remaining), min(READ_TIMEOUT_SECONDS, remaining))
+    host = urlsplit(url).hostname or ""
+    try:
+        return session.request(method, url, timeout=timeout, allow_redirects=False, **kwargs)  # type: ignore[arg-type]
+    except InvalidIPAddress as exc:
+        address = exc.args[0] if exc.args else "?"
+        raise OutboundRefused(
+            f"'{_redact(url)}' is refused: host '{host}' resolves to {_describe_address(address)}, "
+            "which cannot be fetched."
+        ) from exc
+    except requests.exceptions.InvalidSchema as exc:
+        raise OutboundRefused(
+            f"'{_redact(url)}' is refused: only http and https URLs can be fetched."
+        ) from exc
+    except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema) as exc:
+        raise OutboundRefused(f"'{_redact(url)}' is not a valid URL.") from exc
+    except requests.exceptions.Timeout as exc:
+        raise OutboundError(
+            f"Requesting {_redact(url)} timed out (no answer from '{host}').", retryable=True
+        ) from exc
+    except requests.exceptions.SSLError as exc:
+        raise OutboundError(
+            f"The TLS connection to '{host}' failed: {_reason(exc)}.", retryable=True
+        ) from exc
+    except requests.exceptions.ConnectionError as exc:
+        raise OutboundError(
+            f"Could not connect to '{host}' for {_redact(url)}: {_reason(exc)}.", retryable=True
+        ) from exc
+    except requests.exceptions.RequestException as exc:
+        raise OutboundError(
+            f"Requesting {_redact(url)} failed: {_reason(exc)}.", retryable=True
+        ) from exc
+
+
+def _save_body(
+    response: requests.Response,
+    *,
+    destination: Path,
+    deadline: float,
+    deadline_seconds: float,
+    max_bytes: int,
+) -> DownloadedFile:
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(max_bytes, f"the server declares {int(declared)} bytes")
+    digest = hashlib.md5(usedforsecurity=False)
+    size = 0
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = destination.with_name(destination.name + ".part")
+    try:
+        with partial.open("wb") as out:
+
+            def write(chunk: bytes) -> None:
+                digest.update(chunk)
+                out.write(chunk)
+
+            size = _read_body(
+                response,
+                deadline=deadline,
+                deadline_seconds=deadline_seconds,
+                max_bytes=max_bytes,
+                sink=write,
+                on_too_large=lambda: _too_large(max_bytes, "the body is longer"),
+            )
+        os.replace(partial, destination)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return DownloadedFile(
+        path=destination,
+        size=size,
+        md5=digest.hexdigest(),
+        content_type=response.headers.get("Content-Type"),
+    )
+
+
+def _read_body(
+    response: requests.Response,
+    *,
+    deadline: float,
+    deadline_seconds: float,
+    max_bytes: int,
+    sink: Callable[[bytes], None],
+    on_too_large: Callable[[], Exception] | None,
+) -> int:
+    """Pass the body to ``sink`` chunk by chunk; the number of bytes passed.
+
+    ``read1`` returns whatever one socket read brings, and the socket's timeout is cut to the
+    time left before every read, so the deadline holds however slowly the bytes arrive. Over
+    ``max_bytes`` the error from ``on_too_large`` is raised, or (without one) reading stops.
+    """
+    raw = response.raw
+    size = 0
+    url = _redact(response.url)
+    try:
+        while True:
+            remaining = _remaining(deadline)
+            if remaining <= 0:
+                raise TimeoutError
+            _limit_socket_wait(response, min(remaining, READ_TIMEOUT_SECONDS))
+            chunk = raw.read1(CHUNK_BYTES)
+            if not chunk:
+                return size
+            if size + len(chunk) > max_bytes:
+                if on_too_large is None:
+                    sink(chunk[: max_bytes - size])
+                    return max_bytes
+                raise on_too_large()
+            size += len(chunk)
+            sink(chunk)
+    except (TimeoutError, urllib3.exceptions.TimeoutError) as exc:
+        raise OutboundError(
+            f"Reading {url} did not finish within {deadline_seconds:g} seconds "
+            f"({size} bytes received).",
+            retryable=True,
+        ) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise OutboundError(
+            f"The connection broke while reading {url} after {size} bytes: {_reason(exc)}.",
+            retryable=True,
+        ) from exc
+
+
+def _limit_socket_wait(response: requests.Response, seconds: float) -> None:
+    connection = getattr(response.raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        sock.settimeout(max(seconds, 0.001))
+
+
+def _too_large(max_bytes: int, detail: str) -> OutboundError:
+    return OutboundError(
+        f"The file is too large: the limit is {max_bytes} bytes and {detail}.", retryable=False
+    )
+
+
+def _remaining(deadline: float) -> float:
+    return deadline - time.monotonic()
+
+
+def _describe_address(address: object) -> str:
+    try:
+        ip = ipaddress.ip_address(str(address))
+    except ValueError:
+        return f"a forbidden address ({address})"
+    if ip.is_loopback:
+        kind = "a loopback address"
+    elif str(ip) in {"169.254.169.254", "100.100.100.200", "fd00:ec2::254"}:
+        kind = "a cloud metadata address"
+    elif ip.is_link_local:
+        kind = "a link-local address"
+    elif ip.is_multicast:
+        kind = "a multicast address"
+    elif ip.is_reserved or ip.is_unspecified:
+        kind = "a reserved address"
+    else:
+        kind = "a private or internal address"
+    return f"{kind} ({ip})"
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause's message, which names the real problem (refused, reset, DNS)."""
+    inner: BaseException = exc
+    while True:
+        nested = inner.args[0] if inner.args and isinstance(inner.args[0], BaseException) else None
+        reason = getattr(inner, "reason", None)
+        following = nested or (reason if isinstance(reason, BaseException) else None)
+        if following is None or following is inner:
+            break
+        inner = following
+    text = str(inner) or type(inner).__name__
+    if "HTTPConnection" in text or "HTTPSConnection" in text:
+        text = text.split(": ", 1)[-1]
+    return text.rstrip(".")
+
+
+def _redact(url: str | None) -> str:
+    """The URL without its query string, which may carry a signed token."""
+    if not url:
+        return "the URL"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "the URL"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"

@@ -1,0 +1,506 @@
+"""The guarded outbound client against real local servers (pytest-httpserver)."""
+
+import hashlib
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pytest_httpserver import HTTPServer
+from requests_hardened import Config, HTTPSession
+from werkzeug import Request, Response
+
+from common.http import (
+    DownloadedFile,
+    OutboundError,
+    OutboundRefused,
+    download_to_file,
+    guarded_session,
+    post_json_bytes,
+)
+
+PAYLOAD = bytes(range(256)) * 400  # 102400 bytes
+
+
+@pytest.fixture
+def private_urls_allowed(settings) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+
+
+@pytest.fixture
+def second_server() -> Iterator[HTTPServer]:
+    """Another server on all interfaces, so it is reachable on a private address as well."""
+    server = HTTPServer(host="0.0.0.0", port=0)
+    server.start()
+    yield server
+    server.clear()
+    server.stop()
+
+
+def outward_private_address() -> str:
+    """This machine's non-loopback address (the one a packet to the internet leaves from)."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.123", 9))
+        address = str(probe.getsockname()[0])
+    except OSError:
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    finally:
+        probe.close()
+    if address.startswith("127."):
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    return address
+
+
+def loopback_only_session() -> HTTPSession:
+    """requests-hardened's own filter, letting loopback through but no other private range."""
+    session = HTTPSession(
+        Config(
+            ip_filter_enable=True,
+            ip_filter_allow_loopback_ips=True,
+            never_redirect=True,
+            default_timeout=(5, 5),
+        )
+    )
+    session.trust_env = False
+    return session
+
+
+# --- the address guard ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "described_as"),
+    [
+        ("http://127.0.0.1:{port}/a.jpg", "a loopback address (127.0.0.1)"),
+        ("http://localhost:{port}/a.jpg", "a loopback address"),
+        ("http://[::1]:{port}/a.jpg", "a loopback address (::1)"),
+        ("http://10.1.2.3:{port}/a.jpg", "a private or internal address (10.1.2.3)"),
+        ("http://192.168.0.10:{port}/a.jpg", "a private or internal address (192.168.0.10)"),
+        ("http://169.254.169.254/latest/meta-data/", "a cloud metadata address (169.254.169.254)"),
+        ("http://100.100.100.200/", "a cloud metadata address (100.100.100.200)"),
+        ("http://224.0.0.1/", "a multicast address (224.0.0.1)"),
+        ("http://0.0.0.0:{port}/", "a reserved address (0.0.0.0)"),
+    ],
+)
+def test_download_refuses_internal_addresses_when_private_urls_are_off(
+    settings, httpserver: HTTPServer, tmp_path: Path, url: str, described_as: str
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = False
+    httpserver.expect_request("/a.jpg").respond_with_data(PAYLOAD)
+    destination = tmp_path / "a.jpg"
+
+    with pytest.raises(OutboundRefused) as refused:
+        download_to_file(
+            url.format(port=httpserver.port),
+            destination,
+            max_bytes=10**6,
+            deadline_seconds=5,
+        )
+
+    assert described_as in str(refused.value)
+    assert refused.value.retryable is False
+    assert httpserver.log == []
+    assert not destination.exists()
+
+
+def test_download_reaches_loopback_when_private_urls_are_allowed(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    httpserver.expect_request("/a.jpg").respond_with_data(PAYLOAD, content_type="image/jpeg")
+
+    downloaded = download_to_file(
+        httpserver.url_for("/a.jpg"), tmp_path / "a.jpg", max_bytes=10**6, deadline_seconds=5
+    )
+
+    assert downloaded == DownloadedFile(
+        path=tmp_path / "a.jpg",
+        size=len(PAYLOAD),
+        md5=hashlib.md5(PAYLOAD).hexdigest(),
+        content_type="image/jpeg",
+    )
+    assert (tmp_path / "a.jpg").read_bytes() == PAYLOAD
+
+
+def test_guarded_session_keeps_the_setting_it_was_created_with(
+    settings, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = False
+    session = guarded_session()
+    settings.ALLOW_PRIVATE_URLS = True
+    httpserver.expect_request("/a.jpg").respond_with_data(PAYLOAD)
+
+    with pytest.raises(OutboundRefused):
+        download_to_file(
+            httpserver.url_for("/a.jpg"),
+            tmp_path / "a.jpg",
+            max_bytes=10**6,
+            deadline_seconds=5,
+            session=session,
+        )
+    assert httpserver.log == []
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("file:///etc/passwd", "only http and https URLs can be fetched"),
+        ("ftp://example.com/a.jpg", "only http and https URLs can be fetched"),
+        ("gopher://127.0.0.1:70/", "only http and https URLs can be fetched"),
+        ("http:///a.jpg", "the URL has no host"),
+        ("http://user:secret@example.com/a.jpg", "URLs with credentials are not fetched"),
+        ("http://example.com:99999/a.jpg", "is not a valid URL"),
+    ],
+)
+def test_download_refuses_other_schemes_and_malformed_urls(
+    private_urls_allowed: None, tmp_path: Path, url: str, message: str
+) -> None:
+    with pytest.raises(OutboundRefused) as refused:
+        download_to_file(url, tmp_path / "a.jpg", max_bytes=10**6, deadline_seconds=5)
+
+    assert message in str(refused.value)
+
+
+# --- redirects ------------------------------------------------------------------------------
+
+
+def test_download_follows_redirects_to_allowed_addresses(
+    private_urls_allowed: None,
+    httpserver: HTTPServer,
+    second_server: HTTPServer,
+    tmp_path: Path,
+) -> None:
+    target = f"http://127.0.0.1:{second_server.port}/stored/a.png"
+    httpserver.expect_request("/a.png").respond_with_data(
+        "", status=302, headers={"Location": target}
+    )
+    second_server.expect_request("/stored/a.png").respond_with_data(PAYLOAD)
+
+    downloaded = download_to_file(
+        httpserver.url_for("/a.png"), tmp_path / "a.png", max_bytes=10**6, deadline_seconds=5
+    )
+
+    assert downloaded.size == len(PAYLOAD)
+    assert len(httpserver.log) == 1
+    assert len(second_server.log) == 1
+
+
+def test_download_follows_relative_redirects(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    httpserver.expect_request("/old").respond_with_data(
+        "", status=301, headers={"Location": "/new"}
+    )
+    httpserver.expect_request("/new").respond_with_data(PAYLOAD)
+
+    downloaded = download_to_file(
+        httpserver.url_for("/old"), tmp_path / "a", max_bytes=10**6, deadline_seconds=5
+    )
+
+    assert downloaded.md5 == hashlib.md5(PAYLOAD).hexdigest()
+    assert [request.path for request, _ in httpserver.log] == ["/old", "/new"]
+
+
+def test_redirect_to_a_refused_address_is_refused_and_never_fetched(
+    httpserver: HTTPServer, second_server: HTTPServer, tmp_path: Path
+) -> None:
+    private_address = outward_private_address()
+    target = f"http://{private_address}:{second_server.port}/internal/secret"
+    httpserver.expect_request("/a.jpg").respond_with_data(
+        "", status=302, headers={"Location": target}
+    )
+    second_server.expect_request("/internal/secret").respond_with_data(b"secret")
+
+    with pytest.raises(OutboundRefused) as refused:
+        download_to_file(
+            f"http://127.0.0.1:{httpserver.port}/a.jpg",
+            tmp_path / "a.jpg",
+            max_bytes=10**6,
+            deadline_seconds=5,
+            session=loopback_only_session(),
+        )
+
+    assert f"({private_address})" in str(refused.value)
+    assert len(httpserver.log) == 1
+    assert second_server.log == []
+    assert not (tmp_path / "a.jpg").exists()
+
+
+def test_redirect_to_another_scheme_is_refused(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    httpserver.expect_request("/a.jpg").respond_with_data(
+        "", status=302, headers={"Location": "file:///etc/passwd"}
+    )
+
+    with pytest.raises(OutboundRefused, match="only http and https"):
+        download_to_file(
+            httpserver.url_for("/a.jpg"), tmp_path / "a.jpg", max_bytes=10**6, deadline_seconds=5
+        )
+
+
+def test_download_stops_after_max_redirects(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    for hop in range(5):
+        httpserver.expect_request(f"/hop{hop}").respond_with_data(
+            "", status=302, headers={"Location": f"/hop{hop + 1}"}
+        )
+
+    with pytest.raises(OutboundError) as failed:
+        download_to_file(
+            httpserver.url_for("/hop0"),
+            tmp_path / "a",
+            max_bytes=10**6,
+            deadline_seconds=5,
+            max_redirects=2,
+        )
+
+    assert str(failed.value) == "The download was redirected more than 2 times."
+    assert failed.value.retryable is False
+    assert [request.path for request, _ in httpserver.log] == ["/hop0", "/hop1", "/hop2"]
+
+
+# --- statuses, size, deadline ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"),
+    [(404, False), (403, False), (410, False), (408, True), (429, True), (500, True), (503, True)],
+)
+def test_download_status_errors_name_the_status_and_classify_retries(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path, status: int, retryable: bool
+) -> None:
+    httpserver.expect_request("/a.jpg").respond_with_data("nope", status=status)
+
+    with pytest.raises(OutboundError) as failed:
+        download_to_file(
+            httpserver.url_for("/a.jpg") + "?token=secret",
+            tmp_path / "a.jpg",
+            max_bytes=10**6,
+            deadline_seconds=5,
+        )
+
+    assert str(failed.value).startswith(f"The server answered HTTP {status} ")
+    assert f"for {httpserver.url_for('/a.jpg')}." in str(failed.value)
+    assert "secret" not in str(failed.value)
+    assert failed.value.status_code == status
+    assert failed.value.retryable is retryable
+    assert not (tmp_path / "a.jpg").exists()
+
+
+def test_download_refuses_a_declared_length_over_the_cap_before_reading(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    httpserver.expect_request("/big").respond_with_data(PAYLOAD)
+
+    with pytest.raises(OutboundError) as failed:
+        download_to_file(
+            httpserver.url_for("/big"), tmp_path / "big", max_bytes=1000, deadline_seconds=5
+        )
+
+    assert str(failed.value) == (
+        "The file is too large: the limit is 1000 bytes and the server declares 102400 bytes."
+    )
+    assert failed.value.retryable is False
+    assert not (tmp_path / "big").exists()
+    assert not (tmp_path / "big.part").exists()
+
+
+def test_download_stops_an_undeclared_body_at_the_cap(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    def endless(_request: Request) -> Response:
+        def body() -> Iterator[bytes]:
+            for _ in range(1000):
+                yield b"x" * 10_000
+
+        return Response(body(), mimetype="image/jpeg")  # chunked: no Content-Length
+
+    httpserver.expect_request("/big").respond_with_handler(endless)
+
+    with pytest.raises(OutboundError) as failed:
+        download_to_file(
+            httpserver.url_for("/big"), tmp_path / "big", max_bytes=50_000, deadline_seconds=5
+        )
+
+    assert str(failed.value) == (
+        "The file is too large: the limit is 50000 bytes and the body is longer."
+    )
+    assert not (tmp_path / "big").exists()
+    assert not (tmp_path / "big.part").exists()
+
+
+def test_download_accepts_a_body_exactly_at_the_cap(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    httpserver.expect_request("/a").respond_with_data(PAYLOAD)
+
+    downloaded = download_to_file(
+        httpserver.url_for("/a"), tmp_path / "a", max_bytes=len(PAYLOAD), deadline_seconds=5
+    )
+
+    assert downloaded.size == len(PAYLOAD)
+
+
+def test_download_enforces_a_total_deadline_against_a_dribbling_server(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    def dribble(_request: Request) -> Response:
+        def body() -> Iterator[bytes]:
+            for _ in range(40):
+                yield b"x"
+                time.sleep(0.1)  # every byte arrives well within any per-read timeout
+
+        return Response(body(), mimetype="image/jpeg", headers={"Content-Length": "40"})
+
+    httpserver.expect_request("/slow").respond_with_handler(dribble)
+    started = time.monotonic()
+
+    with pytest.raises(OutboundError) as failed:
+        download_to_file(
+            httpserver.url_for("/slow"), tmp_path / "slow", max_bytes=10**6, deadline_seconds=1.0
+        )
+
+    elapsed = time.monotonic() - started
+    assert 0.9 < elapsed < 1.6
+    assert str(failed.value).startswith(
+        f"Reading {httpserver.url_for('/slow')} did not finish within 1 seconds ("
+    )
+    assert failed.value.retryable is True
+    assert not (tmp_path / "slow").exists()
+
+
+def test_download_enforces_the_deadline_when_the_server_stalls_after_headers(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    def stall(_request: Request) -> Response:
+        def body() -> Iterator[bytes]:
+            yield b"x"
+            time.sleep(2)
+            yield b"y"
+
+        return Response(body(), headers={"Content-Length": "2"})
+
+    httpserver.expect_request("/stall").respond_with_handler(stall)
+    started = time.monotonic()
+
+    with pytest.raises(OutboundError, match=r"did not finish within 0\.5 seconds"):
+        download_to_file(
+            httpserver.url_for("/stall"), tmp_path / "s", max_bytes=10**6, deadline_seconds=0.5
+        )
+
+    assert time.monotonic() - started < 1.0
+
+
+def test_connection_refused_is_retryable(private_urls_allowed: None, tmp_path: Path) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+
+    with pytest.raises(OutboundError) as failed:
+        download_to_file(
+            f"http://127.0.0.1:{port}/a.jpg", tmp_path / "a", max_bytes=10, deadline_seconds=5
+        )
+
+    assert str(failed.value).startswith(
+        f"Could not connect to '127.0.0.1' for http://127.0.0.1:{port}/a.jpg:"
+    )
+    assert "Connection refused" in str(failed.value)
+    assert failed.value.retryable is True
+
+
+def test_download_md5_is_computed_over_the_streamed_bytes(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    def chunked(_request: Request) -> Response:
+        return Response(iter([PAYLOAD[:1000], PAYLOAD[1000:70_000], PAYLOAD[70_000:]]))
+
+    httpserver.expect_request("/a").respond_with_handler(chunked)
+
+    downloaded = download_to_file(
+        httpserver.url_for("/a"), tmp_path / "nested" / "a", max_bytes=10**6, deadline_seconds=5
+    )
+
+    assert downloaded.md5 == hashlib.md5(PAYLOAD).hexdigest()
+    assert downloaded.size == len(PAYLOAD)
+    assert hashlib.md5(downloaded.path.read_bytes()).hexdigest() == downloaded.md5
+
+
+# --- callbacks ------------------------------------------------------------------------------
+
+
+def test_post_json_bytes_sends_the_exact_bytes_and_returns_any_status(
+    private_urls_allowed: None, httpserver: HTTPServer
+) -> None:
+    body = json.dumps({"id": "evt_1", "data": {"é": 1}}, ensure_ascii=False).encode()
+    httpserver.expect_request("/hook", method="POST").respond_with_data("gone", status=410)
+    session = guarded_session()
+
+    response = post_json_bytes(
+        session,
+        httpserver.url_for("/hook"),
+        body,
+        {"Content-Type": "application/cloudevents+json; charset=UTF-8", "webhook-id": "evt_1"},
+        5.0,
+    )
+
+    assert response.status_code == 410
+    assert response.content == b"gone"
+    request, _ = httpserver.log[0]
+    assert request.get_data() == body
+    assert request.headers["Content-Type"] == "application/cloudevents+json; charset=UTF-8"
+    assert request.headers["webhook-id"] == "evt_1"
+
+
+def test_post_json_bytes_follows_no_redirect(
+    private_urls_allowed: None, httpserver: HTTPServer, second_server: HTTPServer
+) -> None:
+    httpserver.expect_request("/hook", method="POST").respond_with_data(
+        "", status=307, headers={"Location": second_server.url_for("/elsewhere")}
+    )
+
+    response = post_json_bytes(guarded_session(), httpserver.url_for("/hook"), b"{}", {}, 5.0)
+
+    assert response.status_code == 307
+    assert second_server.log == []
+
+
+def test_post_json_bytes_refuses_private_addresses(settings, httpserver: HTTPServer) -> None:
+    settings.ALLOW_PRIVATE_URLS = False
+
+    with pytest.raises(OutboundRefused, match="a loopback address"):
+        post_json_bytes(guarded_session(), httpserver.url_for("/hook"), b"{}", {}, 5.0)
+
+    assert httpserver.log == []
+
+
+def test_post_json_bytes_keeps_only_the_start_of_a_huge_answer(
+    private_urls_allowed: None, httpserver: HTTPServer
+) -> None:
+    httpserver.expect_request("/hook", method="POST").respond_with_data(b"a" * 1_000_000)
+
+    response = post_json_bytes(guarded_session(), httpserver.url_for("/hook"), b"{}", {}, 5.0)
+
+    assert response.status_code == 200
+    assert response.content == b"a" * 65_536
+
+
+def test_post_json_bytes_times_out_as_a_retryable_error(
+    private_urls_allowed: None, httpserver: HTTPServer
+) -> None:
+    def slow(_request: Request) -> Response:
+        time.sleep(1.0)
+        return Response("late")
+
+    httpserver.expect_request("/hook", method="POST").respond_with_handler(slow)
+
+    with pytest.raises(OutboundError) as failed:
+        post_json_bytes(guarded_session(), httpserver.url_for("/hook"), b"{}", {}, 0.3)
+
+    assert str(failed.value) == (
+        f"Requesting {httpserver.url_for('/hook')} timed out (no answer from 'localhost')."
+    )
+    assert failed.value.retryable is True
