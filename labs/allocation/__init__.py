@@ -1,0 +1,74 @@
+"""The pricing and allocation engine, shared by quotes (now) and orders (at allocation).
+
+Given a basket, a destination country, a shipping method and a currency, it finds the cheapest
+feasible plan: a lab for every item, one shipment per lab used, with item, shipping and tax
+amounts in that currency. An order is split into several shipments only when no single lab can
+make everything or when splitting is cheaper overall.
+
+Public interface (keyword-only)::
+
+    plan_basket(*, items, country_code, shipping_method, currency) -> AllocationPlan
+    plan_all_methods(*, items, country_code, currency) -> dict[method, AllocationPlan]
+    methods_available(*, items, country_code) -> list[str]
+    canonical_method(method) -> str | None
+
+``items`` is a sequence of ``BasketItem(key, sku, attributes, copies, pages=None)``. They raise
+``Infeasible`` (``failures_by_item_key``: item key → ``[ItemFailure(code, description)]``) and
+``UnknownCurrency``; see ``types.FAILURE_CODES`` for the codes.
+
+What is cheapest: the plan's grand total including tax in the requested currency (see
+``money`` for where amounts are rounded, and ``optimiser`` for the exact search and the
+tie-break: fewer shipments, then lab codes in basket order). Labs must be active, make the
+product, have it in stock, and have a shipping rate for the destination and method.
+
+Lab-level stock and rates change; an order should therefore plan once, at allocation, and
+store the plan's numbers. A quote for the same basket, destination, method and currency made
+against the same data gives the same numbers to the cent.
+
+Charges of an order (what the orders app writes from an ``AllocationPlan``):
+
+- ``Item`` charge: one ChargeItem per ``plan.item_lines`` entry with ``cost`` =
+  ``line.total_cost`` (``unit_cost * copies``, tax excluded); ``totalTax`` =
+  ``plan.items_tax``; ``totalCost`` = ``plan.items_cost + plan.items_tax``.
+- ``Shipping`` charge: one ChargeItem per ``plan.shipments`` entry with ``cost`` =
+  ``shipment.shipping_cost`` (tax excluded); ``totalTax`` = ``plan.shipping_tax``;
+  ``totalCost`` = ``plan.shipping_cost + plan.shipping_tax``.
+- All amounts in ``plan.currency``. The two charges' ``totalCost`` add up to
+  ``plan.total_cost``. A quote's ``costSummary.items`` and ``.shipping`` are
+  ``plan.items_cost`` and ``plan.shipping_cost``; its ``totalTax`` and ``totalCost`` are
+  ``plan.total_tax`` and ``plan.total_cost``.
+"""
+
+from labs.allocation.engine import (
+    METHODS,
+    canonical_method,
+    methods_available,
+    plan_all_methods,
+    plan_basket,
+)
+from labs.allocation.types import (
+    FAILURE_CODES,
+    AllocationPlan,
+    BasketItem,
+    Infeasible,
+    ItemFailure,
+    ItemLine,
+    PlannedShipment,
+    UnknownCurrency,
+)
+
+__all__ = [
+    "FAILURE_CODES",
+    "METHODS",
+    "AllocationPlan",
+    "BasketItem",
+    "Infeasible",
+    "ItemFailure",
+    "ItemLine",
+    "PlannedShipment",
+    "UnknownCurrency",
+    "canonical_method",
+    "methods_available",
+    "plan_all_methods",
+    "plan_basket",
+]

@@ -1,0 +1,391 @@
+"""Loading what the engine needs from the database, and turning the optimum into a plan."""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Q
+
+from labs.allocation.money import convert, tax_of, to_cents
+from labs.allocation.optimiser import cheapest_assignment
+from labs.allocation.types import (
+    AllocationPlan,
+    BasketItem,
+    Infeasible,
+    ItemFailure,
+    ItemLine,
+    PlannedShipment,
+    UnknownCurrency,
+)
+from labs.models import ExchangeRate, Lab, LabProduct, ShippingMethod, ShippingRate, TaxRule
+from products.models import Product
+from products.selectors import products_by_sku
+from products.validation import attribute_failures, resolve_attributes
+
+METHODS: tuple[str, ...] = tuple(ShippingMethod.values)
+
+
+@dataclass(frozen=True)
+class _Offer:
+    """A lab able to make one item: its price for one copy, in the lab's currency."""
+
+    lab: Lab
+    unit_price: Decimal
+    in_stock: bool
+
+
+@dataclass(frozen=True)
+class _PreparedItem:
+    item: BasketItem
+    product: Product
+    attributes: Mapping[str, str]
+    offers: tuple[_Offer, ...]
+
+
+@dataclass
+class _Snapshot:
+    """Everything about a basket and destination that does not depend on the method."""
+
+    country_code: str
+    items: list[_PreparedItem]
+    failures: dict[str, list[ItemFailure]]
+    # rates[lab code][method]: the most specific rate to the destination.
+    rates: dict[str, dict[str, ShippingRate]]
+    units_per_base: dict[str, Decimal]
+    tax_rule: TaxRule | None
+
+
+def _rate_specificity(rate: ShippingRate, country_code: str) -> int | None:
+    if rate.country_code:
+        return 0 if rate.country_code == country_code else None
+    assert rate.zone is not None
+    if country_code in rate.zone.countries:
+        return 1
+    return 2 if rate.zone.rest_of_world else None
+
+
+def _load(*, items: Sequence[BasketItem], country_code: str) -> _Snapshot:
+    country_code = country_code.upper()
+    products = products_by_sku(skus=(item.sku for item in items))
+    failures: dict[str, list[ItemFailure]] = {}
+    valid: list[tuple[BasketItem, Product, dict[str, str]]] = []
+    for item in items:
+        problems = _item_problems(item, products.get(item.sku.strip().upper()))
+        if problems:
+            failures[item.key] = problems
+        else:
+            product = products[item.sku.strip().upper()]
+            attributes = resolve_attributes(product=product, attributes=item.attributes)
+            valid.append((item, product, attributes))
+
+    lab_products = LabProduct.objects.filter(
+        product__in=[product for _, product, _ in valid], lab__is_active=True
+    ).select_related("lab")
+    by_product: dict[int, list[LabProduct]] = {}
+    for lab_product in lab_products:
+        by_product.setdefault(lab_product.product_id, []).append(lab_product)
+    prepared = [
+        _PreparedItem(
+            item=item,
+            product=product,
+            attributes=attributes,
+            offers=tuple(
+                _Offer(
+                    lab=lp.lab,
+                    unit_price=_unit_price(lp, product, item.pages),
+                    in_stock=lp.in_stock,
+                )
+                for lp in sorted(by_product.get(product.pk, []), key=lambda lp: lp.lab.code)
+            ),
+        )
+        for item, product, attributes in valid
+    ]
+
+    lab_ids = {lp.lab_id for lps in by_product.values() for lp in lps}
+    rates: dict[str, dict[str, tuple[int, ShippingRate]]] = {}
+    candidates = ShippingRate.objects.filter(lab_id__in=lab_ids).filter(
+        Q(country_code=country_code) | Q(zone__isnull=False)
+    )
+    for rate in candidates.select_related("lab", "zone"):
+        specificity = _rate_specificity(rate, country_code)
+        if specificity is None:
+            continue
+        current = rates.setdefault(rate.lab.code, {}).get(rate.method)
+        if current is None or specificity < current[0]:
+            rates[rate.lab.code][rate.method] = (specificity, rate)
+
+    units_per_base = {ExchangeRate.BASE_CURRENCY: Decimal(1)}
+    units_per_base.update(ExchangeRate.objects.values_list("currency", "units_per_base"))
+    return _Snapshot(
+        country_code=country_code,
+        items=prepared,
+        failures=failures,
+        rates={lab: {m: r for m, (_, r) in by_method.items()} for lab, by_method in rates.items()},
+        units_per_base=units_per_base,
+        tax_rule=TaxRule.objects.filter(country_code=country_code).first(),
+    )
+
+
+def _item_problems(item: BasketItem, product: Product | None) -> list[ItemFailure]:
+    if product is None:
+        return [ItemFailure("UnknownSku", f"There is no product with SKU '{item.sku}'.")]
+    problems = [
+        ItemFailure("MissingAttribute" if code == "Required" else code, description)
+        for found in attribute_failures(
+            product=product, attributes=item.attributes, path=""
+        ).values()
+        for code, description in found
+    ]
+    if item.copies < 1:
+        problems.append(ItemFailure("InvalidCopies", "At least one copy."))
+    if product.priced_by_page and item.pages is not None:
+        low, high = product.min_pages or 0, product.max_pages or item.pages
+        if not low <= item.pages <= high:
+            problems.append(
+                ItemFailure(
+                    "PageCountOutOfRange", f"{product.sku} has between {low} and {high} pages."
+                )
+            )
+    return problems
+
+
+def _unit_price(lab_product: LabProduct, product: Product, pages: int | None) -> Decimal:
+    """One copy at this lab in its currency: base price plus pages beyond those included."""
+    price = lab_product.unit_cost
+    if product.pages_included is not None and pages is not None:
+        price += lab_product.extra_page_cost * max(0, pages - product.pages_included)
+    return price
+
+
+def _convert(snapshot: _Snapshot, amount: Decimal, *, from_: str, to: str) -> Decimal:
+    try:
+        return convert(
+            amount,
+            from_units_per_base=snapshot.units_per_base[from_],
+            to_units_per_base=snapshot.units_per_base[to],
+        )
+    except KeyError as missing:
+        raise UnknownCurrency(f"No exchange rate for {missing.args[0]}.") from None
+
+
+def _method_failures(snapshot: _Snapshot, method: str) -> dict[str, list[ItemFailure]]:
+    failures = dict(snapshot.failures)
+    for prepared in snapshot.items:
+        failure = _offer_failure(snapshot, prepared, method)
+        if failure is not None:
+            failures[prepared.item.key] = [failure]
+    return failures
+
+
+def _usable_offers(snapshot: _Snapshot, prepared: _PreparedItem, method: str) -> list[_Offer]:
+    return [
+        offer
+        for offer in prepared.offers
+        if offer.in_stock and method in snapshot.rates.get(offer.lab.code, {})
+    ]
+
+
+def _offer_failure(snapshot: _Snapshot, prepared: _PreparedItem, method: str) -> ItemFailure | None:
+    if _usable_offers(snapshot, prepared, method):
+        return None
+    sku, country = prepared.product.sku, snapshot.country_code
+    reaching = [o for o in prepared.offers if snapshot.rates.get(o.lab.code)]
+    if not reaching:
+        return ItemFailure("NotShippedToCountry", f"{sku} cannot be delivered to {country}.")
+    by_method = [o for o in reaching if method in snapshot.rates[o.lab.code]]
+    if not by_method:
+        offered = _methods_of(snapshot, reaching)
+        return ItemFailure(
+            "MethodNotOffered",
+            f"{sku} cannot be delivered to {country} by {method} (methods: {', '.join(offered)}).",
+        )
+    return ItemFailure("TemporarilyUnavailable", f"{sku} is temporarily unavailable.")
+
+
+def _methods_of(snapshot: _Snapshot, offers: Iterable[_Offer]) -> list[str]:
+    methods = {m for o in offers for m in snapshot.rates.get(o.lab.code, {})}
+    return [m for m in METHODS if m in methods]
+
+
+def _plan(snapshot: _Snapshot, method: str, currency: str) -> AllocationPlan:
+    failures = _method_failures(snapshot, method)
+    if failures:
+        raise Infeasible(failures)
+    currency = currency.upper()
+    if currency not in snapshot.units_per_base:
+        raise UnknownCurrency(f"No exchange rate for {currency}.")
+    tax_rate = snapshot.tax_rule.rate if snapshot.tax_rule else Decimal(0)
+    shipping_taxed = snapshot.tax_rule.applies_to_shipping if snapshot.tax_rule else False
+
+    # Everything the optimiser compares is already a rounded amount in the basket currency,
+    # so the plan it picks is priced exactly as it was compared.
+    unit_prices: list[dict[str, Decimal]] = []
+    item_costs: list[dict[str, int]] = []
+    labs: dict[str, Lab] = {}
+    for prepared in snapshot.items:
+        prices: dict[str, Decimal] = {}
+        costs: dict[str, int] = {}
+        for offer in _usable_offers(snapshot, prepared, method):
+            unit = _convert(snapshot, offer.unit_price, from_=offer.lab.currency, to=currency)
+            line = unit * prepared.item.copies
+            prices[offer.lab.code] = unit
+            costs[offer.lab.code] = to_cents(line + tax_of(line, tax_rate))
+            labs[offer.lab.code] = offer.lab
+        unit_prices.append(prices)
+        item_costs.append(costs)
+    shipping_prices: dict[str, Decimal] = {}
+    shipment_costs: dict[str, int] = {}
+    for code, lab in labs.items():
+        rate = snapshot.rates[code][method]
+        price = _convert(snapshot, rate.price, from_=lab.currency, to=currency)
+        shipping_prices[code] = price
+        shipment_costs[code] = to_cents(price + (tax_of(price, tax_rate) if shipping_taxed else 0))
+
+    assignment = cheapest_assignment(item_costs, shipment_costs)
+
+    lines = []
+    for prepared, prices, lab_code in zip(snapshot.items, unit_prices, assignment, strict=True):
+        unit = prices[lab_code]
+        total = unit * prepared.item.copies
+        lines.append(
+            ItemLine(
+                key=prepared.item.key,
+                sku=prepared.product.sku,
+                attributes=dict(prepared.attributes),
+                copies=prepared.item.copies,
+                pages=_pages(prepared),
+                lab_code=lab_code,
+                unit_cost=unit,
+                total_cost=total,
+                tax=tax_of(total, tax_rate),
+            )
+        )
+    shipments = []
+    for lab_code in sorted(set(assignment)):
+        lab, rate, price = (
+            labs[lab_code],
+            snapshot.rates[lab_code][method],
+            shipping_prices[lab_code],
+        )
+        shipments.append(
+            PlannedShipment(
+                lab_code=lab_code,
+                lab_name=lab.name,
+                lab_country_code=lab.country_code,
+                shipping_method=method,
+                carrier_name=rate.carrier_name,
+                carrier_service=rate.carrier_service,
+                min_delivery_days=rate.min_days,
+                max_delivery_days=rate.max_days,
+                item_keys=tuple(line.key for line in lines if line.lab_code == lab_code),
+                shipping_cost=price,
+                shipping_tax=tax_of(price, tax_rate) if shipping_taxed else Decimal("0.00"),
+            )
+        )
+    plan = AllocationPlan(
+        country_code=snapshot.country_code,
+        shipping_method=method,
+        currency=currency,
+        tax_rate=tax_rate,
+        shipments=tuple(shipments),
+        item_lines=tuple(lines),
+        items_cost=sum((line.total_cost for line in lines), Decimal("0.00")),
+        items_tax=sum((line.tax for line in lines), Decimal("0.00")),
+        shipping_cost=sum((s.shipping_cost for s in shipments), Decimal("0.00")),
+        shipping_tax=sum((s.shipping_tax for s in shipments), Decimal("0.00")),
+    )
+    assert to_cents(plan.total_cost) == sum(
+        item_costs[i][lab] for i, lab in enumerate(assignment)
+    ) + sum(shipment_costs[lab] for lab in set(assignment)), "plan priced as compared"
+    return plan
+
+
+def _pages(prepared: _PreparedItem) -> int | None:
+    if not prepared.product.priced_by_page:
+        return None
+    return (
+        prepared.item.pages if prepared.item.pages is not None else prepared.product.pages_included
+    )
+
+
+def canonical_method(method: str) -> str | None:
+    """The method's canonical spelling (``standardplus`` → ``StandardPlus``), or None."""
+    return next((m for m in METHODS if m.lower() == method.strip().lower()), None)
+
+
+def plan_basket(
+    *, items: Sequence[BasketItem], country_code: str, shipping_method: str, currency: str
+) -> AllocationPlan:
+    """The cheapest feasible plan for ``items`` delivered to ``country_code`` by
+    ``shipping_method`` (any letter case), priced in ``currency``.
+
+    Raises ``Infeasible`` (failures per item key) when some item cannot be placed,
+    ``UnknownCurrency`` when ``currency`` or a needed lab currency has no exchange rate, and
+    ``ValueError`` for an unknown method or an empty basket.
+    """
+    method = canonical_method(shipping_method)
+    if method is None:
+        raise ValueError(f"Unknown shipping method '{shipping_method}'.")
+    _check_basket(items)
+    return _plan(_load(items=items, country_code=country_code), method, currency)
+
+
+def plan_all_methods(
+    *, items: Sequence[BasketItem], country_code: str, currency: str
+) -> dict[str, AllocationPlan]:
+    """A plan for every method that can deliver the whole basket, in method order.
+
+    Raises ``Infeasible`` when no method can; each item then gets the reason it fails under
+    every method (``NotShippedToCountry``, ``TemporarilyUnavailable``, ...), or
+    ``NoCommonShippingMethod`` when it could be sent on its own but not with the others.
+    """
+    _check_basket(items)
+    snapshot = _load(items=items, country_code=country_code)
+    plans: dict[str, AllocationPlan] = {}
+    for method in METHODS:
+        try:
+            plans[method] = _plan(snapshot, method, currency)
+        except Infeasible:
+            continue
+    if not plans:
+        raise Infeasible(_explain_no_method(snapshot))
+    return plans
+
+
+def methods_available(*, items: Sequence[BasketItem], country_code: str) -> list[str]:
+    """The methods (in the order Budget, Standard, StandardPlus, Express, Overnight) by which
+    the whole basket can be delivered to ``country_code``."""
+    _check_basket(items)
+    snapshot = _load(items=items, country_code=country_code)
+    return [m for m in METHODS if not _method_failures(snapshot, m)]
+
+
+def _explain_no_method(snapshot: _Snapshot) -> dict[str, list[ItemFailure]]:
+    failures = dict(snapshot.failures)
+    for prepared in snapshot.items:
+        own = [m for m in METHODS if not _offer_failure(snapshot, prepared, m)]
+        if own:
+            failures[prepared.item.key] = [
+                ItemFailure(
+                    "NoCommonShippingMethod",
+                    f"{prepared.product.sku} can only be delivered to {snapshot.country_code} "
+                    f"by {', '.join(own)}, which cannot deliver the rest of the basket.",
+                )
+            ]
+        else:
+            failure = _offer_failure(snapshot, prepared, METHODS[0])
+            reaching = [o for o in prepared.offers if snapshot.rates.get(o.lab.code)]
+            if reaching:
+                failure = ItemFailure(
+                    "TemporarilyUnavailable", f"{prepared.product.sku} is temporarily unavailable."
+                )
+            assert failure is not None
+            failures[prepared.item.key] = [failure]
+    return failures
+
+
+def _check_basket(items: Sequence[BasketItem]) -> None:
+    if not items:
+        raise ValueError("A basket needs at least one item.")
+    if len({item.key for item in items}) != len(items):
+        raise ValueError("Basket item keys must be unique.")

@@ -1,0 +1,33 @@
+"""Reads of labs, their products, shipping rates and exchange rates."""
+
+from labs.geography import COUNTRY_CODES
+from labs.models import ExchangeRate, Lab, ShippingRate
+from products.models import Product
+
+
+def lab_get(*, code: str) -> Lab | None:
+    return Lab.objects.filter(code=code.strip().lower()).first()
+
+
+def countries_reached(*, product: Product) -> list[str]:
+    """Countries that some active lab making ``product`` delivers to by at least one method.
+
+    Stock is ignored: a product out of stock for a while still ships to the same places.
+    """
+    rates = ShippingRate.objects.filter(
+        lab__is_active=True, lab__products__product=product
+    ).select_related("zone")
+    countries: set[str] = set()
+    for rate in rates:
+        if rate.zone is None:
+            countries.add(rate.country_code)
+        elif rate.zone.rest_of_world:
+            return sorted(COUNTRY_CODES)
+        else:
+            countries.update(rate.zone.countries)
+    return sorted(countries)
+
+
+def currencies_supported() -> set[str]:
+    """Currencies a quote or order can be priced in: the base and every one with a rate."""
+    return {ExchangeRate.BASE_CURRENCY, *ExchangeRate.objects.values_list("currency", flat=True)}

@@ -1,0 +1,154 @@
+"""Writes for labs and the catalogue as a whole."""
+
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.db import transaction
+
+from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
+from products import demo_catalogue as demo
+from products.models import Category, Paper, PrintArea, Product, ProductAttribute, Variant
+
+
+def _product_load(spec: demo.ProductSpec) -> Product:
+    product, _ = Product.objects.update_or_create(
+        sku=spec.sku,
+        defaults={
+            "description": spec.description,
+            "category": spec.category,
+            "width": spec.width,
+            "height": spec.height,
+            "units": spec.units,
+            "pages_included": spec.pages_included,
+            "min_pages": spec.min_pages,
+            "max_pages": spec.max_pages,
+            "paper": Paper.objects.get(name=spec.paper) if spec.paper else None,
+            "spine_base_mm": spec.spine_base_mm,
+            "is_active": True,
+        },
+    )
+    for attribute in spec.attributes:
+        ProductAttribute.objects.update_or_create(
+            product=product,
+            name=attribute.name,
+            defaults={
+                "values": list(attribute.values),
+                "required": attribute.required,
+                "default": attribute.default,
+            },
+        )
+    product.attributes.exclude(name__in=[a.name for a in spec.attributes]).delete()
+    for name, required in spec.print_areas:
+        PrintArea.objects.update_or_create(
+            product=product, name=name, defaults={"required": required}
+        )
+    product.print_areas.exclude(name__in=[name for name, _ in spec.print_areas]).delete()
+    existing = list(product.variants.all())
+    kept: set[int] = set()
+    for wanted in spec.variants():
+        match = next((v for v in existing if v.attributes == wanted["attributes"]), None)
+        if match is None:
+            match = Variant(product=product, attributes=wanted["attributes"])
+        match.print_area_sizes = wanted["sizes"]
+        match.save()
+        kept.add(match.pk)
+    product.variants.exclude(pk__in=kept).delete()
+    return product
+
+
+def _demo_unit_cost(
+    spec: demo.ProductSpec, lab: demo.LabSpec, units_per_gbp: Decimal
+) -> tuple[Decimal, Decimal]:
+    """(unit cost, extra page cost) in the lab's currency, from the per-category GBP prices."""
+    base, rate = demo.CATEGORY_PRICES[Category(spec.category)]
+    factor = lab.price_index * units_per_gbp
+    if spec.category == Category.PHOTOBOOK:
+        unit, per_page = base * factor, rate * factor
+    else:
+        unit, per_page = (base + spec.width_in * spec.height_in / 100 * rate) * factor, Decimal(0)
+    return (
+        unit.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP),
+        per_page.quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP),
+    )
+
+
+@transaction.atomic
+def demo_catalogue_load() -> dict[str, int]:
+    """Create or update the demo catalogue (``products.demo_catalogue``); safe to re-run.
+
+    Rows the demo defines are brought back to the demo's values; rows it does not define
+    (added by staff) are left alone, except attributes, print areas, variants and shipping
+    rates of demo products and labs, which are made to match the demo exactly.
+    """
+    for currency, units in demo.EXCHANGE_RATES.items():
+        ExchangeRate.objects.update_or_create(currency=currency, defaults={"units_per_base": units})
+    units_per_gbp = {ExchangeRate.BASE_CURRENCY: Decimal(1), **demo.EXCHANGE_RATES}
+    for country, (name, tax_rate, shipping) in demo.TAX_RULES.items():
+        TaxRule.objects.update_or_create(
+            country_code=country,
+            defaults={"name": name, "rate": tax_rate, "applies_to_shipping": shipping},
+        )
+    zones = {}
+    for code, (name, countries, rest_of_world) in demo.ZONES.items():
+        zones[code], _ = ShippingZone.objects.update_or_create(
+            code=code,
+            defaults={"name": name, "countries": countries, "rest_of_world": rest_of_world},
+        )
+    for name, thickness in demo.PAPERS.items():
+        Paper.objects.update_or_create(name=name, defaults={"mm_per_page": thickness})
+    products = {spec.sku: (spec, _product_load(spec)) for spec in demo.PRODUCTS}
+
+    rate_count = 0
+    for lab_spec in demo.LABS:
+        lab, _ = Lab.objects.update_or_create(
+            code=lab_spec.code,
+            defaults={
+                "name": lab_spec.name,
+                "country_code": lab_spec.country_code,
+                "currency": lab_spec.currency,
+                "connector": "simulator",
+                "capabilities": lab_spec.capabilities,
+                "is_active": True,
+            },
+        )
+        made = []
+        for spec, product in products.values():
+            if spec.category not in lab_spec.categories:
+                continue
+            unit_cost, page_cost = _demo_unit_cost(spec, lab_spec, units_per_gbp[lab.currency])
+            LabProduct.objects.update_or_create(
+                lab=lab,
+                product=product,
+                defaults={
+                    "unit_cost": unit_cost,
+                    "extra_page_cost": page_cost,
+                    "in_stock": spec.sku not in lab_spec.out_of_stock,
+                },
+            )
+            made.append(product.pk)
+        lab.products.filter(product__sku__in=products).exclude(product__in=made).delete()
+        kept = []
+        for destination, method, price, carrier, service, low, high in lab_spec.rates:
+            zone = zones.get(destination)
+            shipping_rate, _ = ShippingRate.objects.update_or_create(
+                lab=lab,
+                method=method,
+                country_code="" if zone else destination,
+                zone=zone,
+                defaults={
+                    "price": Decimal(price),
+                    "carrier_name": carrier,
+                    "carrier_service": service,
+                    "min_days": low,
+                    "max_days": high,
+                },
+            )
+            kept.append(shipping_rate.pk)
+        lab.shipping_rates.exclude(pk__in=kept).delete()
+        rate_count += len(kept)
+    return {
+        "products": len(products),
+        "labs": len(demo.LABS),
+        "shipping_rates": rate_count,
+        "exchange_rates": len(demo.EXCHANGE_RATES),
+        "tax_rules": len(demo.TAX_RULES),
+    }

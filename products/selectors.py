@@ -1,0 +1,53 @@
+"""Reads of the catalogue."""
+
+from collections.abc import Iterable
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.db.models import Prefetch, QuerySet
+
+from products.models import PrintArea, Product, ProductAttribute, Variant
+
+
+def _products() -> QuerySet[Product]:
+    return (
+        Product.objects.filter(is_active=True)
+        .select_related("paper")
+        .prefetch_related(
+            Prefetch("attributes", queryset=ProductAttribute.objects.order_by("name")),
+            Prefetch("print_areas", queryset=PrintArea.objects.order_by("-required", "name")),
+            Prefetch("variants", queryset=Variant.objects.order_by("id")),
+        )
+    )
+
+
+def product_get(*, sku: str) -> Product | None:
+    """The active product with this SKU in any letter case, attributes and print areas loaded."""
+    return _products().filter(sku=sku.strip().upper()).first()
+
+
+def products_by_sku(*, skus: Iterable[str]) -> dict[str, Product]:
+    """Active products keyed by canonical (upper-case) SKU, in two queries whatever the count."""
+    wanted = {sku.strip().upper() for sku in skus}
+    return {p.sku: p for p in _products().filter(sku__in=wanted)}
+
+
+def product_ships_to(*, product: Product) -> list[str]:
+    """Countries some lab that makes the product delivers to by at least one method."""
+    from labs.selectors import countries_reached
+
+    return countries_reached(product=product)
+
+
+def spine_width_mm(*, product: Product, pages: int) -> Decimal:
+    """Spine width of a book with ``pages`` pages: boards plus paper, to 0.01 mm (half up).
+
+    Raises ``ValueError`` for a product without a spine or a page count outside its range.
+    """
+    if not product.has_spine or product.paper is None or product.spine_base_mm is None:
+        raise ValueError(f"{product.sku} has no spine.")
+    if product.min_pages is not None and pages < product.min_pages:
+        raise ValueError(f"{product.sku} has at least {product.min_pages} pages.")
+    if product.max_pages is not None and pages > product.max_pages:
+        raise ValueError(f"{product.sku} has at most {product.max_pages} pages.")
+    width = product.spine_base_mm + product.paper.mm_per_page * pages
+    return width.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)

@@ -1,0 +1,172 @@
+"""Whether a request item describes a catalogue product completely: shared by quotes and orders.
+
+Failures are keyed by field path below the item's own path (``items[0].attributes.wrap``,
+``items[0].assets[1].printArea``) and are ``(code, description)`` pairs, the form
+``common.errors.ValidationFailed`` takes.
+"""
+
+from collections.abc import Mapping, Sequence
+
+from products.models import Product
+from products.selectors import product_get
+
+Failures = dict[str, list[tuple[str, str]]]
+
+DEFAULT_PRINT_AREA = "default"
+
+
+def _add(failures: Failures, path: str, code: str, description: str) -> None:
+    failures.setdefault(path, []).append((code, description))
+
+
+def attribute_failures(*, product: Product, attributes: Mapping[str, str], path: str) -> Failures:
+    """Unknown names, values not allowed, required attributes missing (names and values match
+    in any letter case)."""
+    failures: Failures = {}
+    by_name = {a.name.lower(): a for a in product.attributes.all()}
+    given: set[str] = set()
+    for name, value in attributes.items():
+        attribute = by_name.get(name.lower())
+        if attribute is None:
+            known = ", ".join(sorted(a.name for a in by_name.values())) or "none"
+            _add(
+                failures,
+                f"{path}.attributes.{name}",
+                "UnknownAttribute",
+                f"{product.sku} has no attribute '{name}' (attributes: {known}).",
+            )
+            continue
+        given.add(attribute.name)
+        if not isinstance(value, str) or value.lower() not in {v.lower() for v in attribute.values}:
+            _add(
+                failures,
+                f"{path}.attributes.{name}",
+                "UnknownAttributeValue",
+                f"'{value}' is not a value of {attribute.name} for {product.sku} "
+                f"(values: {', '.join(attribute.values)}).",
+            )
+    for attribute in by_name.values():
+        if attribute.required and attribute.name not in given:
+            _add(
+                failures,
+                f"{path}.attributes.{attribute.name}",
+                "Required",
+                f"{product.sku} needs attribute '{attribute.name}' "
+                f"(values: {', '.join(attribute.values)}).",
+            )
+    return failures
+
+
+def resolve_attributes(*, product: Product, attributes: Mapping[str, str]) -> dict[str, str]:
+    """Every attribute of the product in canonical spelling, defaults filled in.
+
+    Call only with attributes that passed ``attribute_failures``.
+    """
+    given = {name.lower(): value.lower() for name, value in attributes.items()}
+    resolved: dict[str, str] = {}
+    for attribute in product.attributes.all():
+        wanted = given.get(attribute.name.lower())
+        if wanted is None:
+            resolved[attribute.name] = attribute.default
+        else:
+            resolved[attribute.name] = next(v for v in attribute.values if v.lower() == wanted)
+    return resolved
+
+
+def canonical_attributes(*, product: Product, attributes: Mapping[str, str]) -> dict[str, str]:
+    """The given attributes only (no defaults), names and values in canonical spelling."""
+    resolved = resolve_attributes(product=product, attributes=attributes)
+    given = {name.lower() for name in attributes}
+    return {name: value for name, value in resolved.items() if name.lower() in given}
+
+
+def canonical_print_area(*, product: Product, print_area: str) -> str | None:
+    return next(
+        (a.name for a in product.print_areas.all() if a.name.lower() == print_area.lower()),
+        None,
+    )
+
+
+def item_failures(
+    *,
+    sku: str,
+    attributes: Mapping[str, str],
+    print_areas: Sequence[str],
+    page_count: int | None,
+    path: str,
+    require_page_count: bool,
+    product: Product | None = None,
+) -> Failures:
+    """Everything wrong with one request item, keyed by field path; empty when it is valid.
+
+    ``print_areas`` are the item's assets' print areas in request order (their index is the
+    asset's index). ``page_count`` is the item's page count (from its assets' ``pageCount``);
+    a product priced by page needs one when ``require_page_count`` (orders), otherwise its
+    included pages are assumed (quotes). ``product`` may be passed when already loaded.
+    """
+    failures: Failures = {}
+    if product is None or product.sku != sku.strip().upper():
+        product = product_get(sku=sku)
+    if product is None:
+        _add(failures, f"{path}.sku", "UnknownSku", f"There is no product with SKU '{sku}'.")
+        return failures
+
+    for key, items in attribute_failures(product=product, attributes=attributes, path=path).items():
+        failures.setdefault(key, []).extend(items)
+    if not failures:
+        resolved = resolve_attributes(product=product, attributes=attributes)
+        variants = list(product.variants.all())
+        if variants and not any(v.attributes == resolved for v in variants):
+            values = ", ".join(f"{k}={v}" for k, v in resolved.items())
+            _add(
+                failures,
+                f"{path}.attributes",
+                "VariantNotAvailable",
+                f"{product.sku} is not made with {values}.",
+            )
+
+    seen: set[str] = set()
+    for index, print_area in enumerate(print_areas):
+        name = canonical_print_area(product=product, print_area=print_area)
+        area_path = f"{path}.assets[{index}].printArea"
+        if name is None:
+            known = ", ".join(a.name for a in product.print_areas.all())
+            _add(
+                failures,
+                area_path,
+                "UnknownPrintArea",
+                f"{product.sku} has no print area '{print_area}' (print areas: {known}).",
+            )
+        elif name in seen:
+            _add(failures, area_path, "DuplicatePrintArea", f"Print area '{name}' is repeated.")
+        else:
+            seen.add(name)
+    for area in product.print_areas.all():
+        if area.required and area.name not in seen:
+            _add(
+                failures,
+                f"{path}.assets",
+                "MissingPrintArea",
+                f"{product.sku} needs an asset for print area '{area.name}'.",
+            )
+
+    if product.priced_by_page:
+        lowered = [p.lower() for p in print_areas]
+        index = lowered.index(DEFAULT_PRINT_AREA) if DEFAULT_PRINT_AREA in lowered else 0
+        page_path = f"{path}.assets[{index}].pageCount"
+        if page_count is None:
+            if require_page_count:
+                _add(
+                    failures,
+                    page_path,
+                    "Required",
+                    f"{product.sku} is priced by page: give the pageCount of its assets.",
+                )
+        elif not (product.min_pages or 0) <= page_count <= (product.max_pages or page_count):
+            _add(
+                failures,
+                page_path,
+                "PageCountOutOfRange",
+                f"{product.sku} has between {product.min_pages} and {product.max_pages} pages.",
+            )
+    return failures
