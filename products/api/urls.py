@@ -1,3 +1,8 @@
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from products.api.views import ProductDetailView, SpineView
+
+urlpatterns = [
+    path("products/spine", SpineView.as_view(), name="products-spine"),
+    path("products/<str:sku>", ProductDetailView.as_view(), name="products-detail"),
+]

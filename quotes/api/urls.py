@@ -1,3 +1,7 @@
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from quotes.api.views import QuoteCreateView
+
+urlpatterns = [
+    path("quotes", QuoteCreateView.as_view(), name="quotes-create"),
+]

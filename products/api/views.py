@@ -1,0 +1,96 @@
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from common.errors import EntityNotFound, ValidationFailed
+from config.api.views import ApiView
+from labs.geography import is_country_code
+from products.api.serializers import (
+    ProductDetailsSerializer,
+    ProductResponseSerializer,
+    SpineRequestSerializer,
+    SpineResponseSerializer,
+)
+from products.models import Product
+from products.selectors import product_get, product_ships_to, spine_width_mm
+
+
+def _product_details(product: Product) -> dict[str, Any]:
+    ships_to = product_ships_to(product=product)
+    return {
+        "sku": product.sku,
+        "description": product.description,
+        "productDimensions": {
+            "width": product.width,
+            "height": product.height,
+            "units": product.units,
+        },
+        "attributes": {a.name: list(a.values) for a in product.attributes.all()},
+        "printAreas": {a.name: {"required": a.required} for a in product.print_areas.all()},
+        "variants": [
+            {
+                "attributes": v.attributes,
+                "shipsTo": ships_to,
+                "printAreaSizes": v.print_area_sizes,
+            }
+            for v in product.variants.all()
+        ],
+    }
+
+
+class ProductDetailView(ApiView):
+    @extend_schema(
+        operation_id="products_get",
+        summary="Product details by SKU (any letter case)",
+        parameters=[OpenApiParameter("sku", str, OpenApiParameter.PATH)],
+        responses={200: ProductResponseSerializer},
+        tags=["products"],
+    )
+    def get(self, request: Request, sku: str) -> Response:
+        product = product_get(sku=sku)
+        if product is None:
+            raise EntityNotFound(f"There is no product with SKU '{sku}'.")
+        details = ProductDetailsSerializer(_product_details(product)).data
+        return Response({"outcome": "Ok", "product": details})
+
+
+class SpineView(ApiView):
+    @extend_schema(
+        operation_id="products_spine",
+        summary="Spine width of a photobook with a given number of pages",
+        request=SpineRequestSerializer,
+        responses={200: SpineResponseSerializer},
+        tags=["products"],
+    )
+    def post(self, request: Request) -> Response:
+        serializer = SpineRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        country = data.get("destinationCountryCode")
+        if country is not None and not is_country_code(country):
+            raise ValidationFailed.single(
+                "destinationCountryCode",
+                "InvalidCountryCode",
+                f"'{country}' is not a two-letter ISO country code.",
+            )
+        product = product_get(sku=data["sku"])
+        if product is None:
+            return _spine_response(False, f"There is no product with SKU '{data['sku']}'.")
+        if not product.has_spine:
+            return _spine_response(False, f"{product.sku} has no spine.")
+        try:
+            width = spine_width_mm(product=product, pages=data["numberOfPages"])
+        except ValueError as problem:
+            return _spine_response(False, str(problem))
+        return _spine_response(True, "", float(width))
+
+
+def _spine_response(success: bool, message: str, width_mm: float | None = None) -> Response:
+    body = {
+        "success": success,
+        "message": message,
+        "spineInfo": None if width_mm is None else {"widthMm": width_mm},
+    }
+    return Response(body)

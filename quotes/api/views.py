@@ -1,0 +1,92 @@
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.authentication import client_environment
+from config.api.views import ApiView
+from quotes.api.serializers import (
+    QuoteIssueSerializer,
+    QuoteRequestSerializer,
+    QuoteResponseSerializer,
+    QuoteSerializer,
+    cost,
+)
+from quotes.services import Quote, QuoteItemRequest, quotes_create
+
+
+def _quote_body(quote: Quote) -> dict[str, Any]:
+    plan, currency = quote.plan, quote.plan.currency
+    return {
+        "shipmentMethod": plan.shipping_method,
+        "costSummary": {
+            "items": cost(plan.items_cost, currency),
+            "shipping": cost(plan.shipping_cost, currency),
+            "totalTax": cost(plan.total_tax, currency),
+            "totalCost": cost(plan.total_cost, currency),
+        },
+        "shipments": [
+            {
+                "carrier": {"name": s.carrier_name, "service": s.carrier_service},
+                "fulfillmentLocation": {"countryCode": s.lab_country_code, "labCode": s.lab_code},
+                "cost": cost(s.shipping_cost, currency),
+                "items": [quote.item_ids[key] for key in s.item_keys],
+            }
+            for s in plan.shipments
+        ],
+        "items": [
+            {
+                "id": item.id,
+                "sku": item.sku,
+                "copies": item.copies,
+                "unitCost": cost(line.unit_cost, currency),
+                "attributes": item.attributes,
+                "assets": [{"printArea": area} for area in item.print_areas],
+            }
+            for item, line in zip(quote.items, plan.item_lines, strict=True)
+        ],
+    }
+
+
+class QuoteCreateView(ApiView):
+    @extend_schema(
+        operation_id="quotes_create",
+        summary="Price a basket for a destination, per shipping method or for one",
+        request=QuoteRequestSerializer,
+        responses={200: QuoteResponseSerializer},
+        tags=["quotes"],
+    )
+    def post(self, request: Request) -> Response:
+        serializer = QuoteRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        result = quotes_create(
+            items=[
+                QuoteItemRequest(
+                    sku=item["sku"],
+                    copies=item["copies"],
+                    attributes=item["attributes"],
+                    print_areas=[asset["printArea"] for asset in item["assets"]],
+                    page_counts=[asset.get("pageCount") for asset in item["assets"]],
+                )
+                for item in data["items"]
+            ],
+            destination_country_code=data["destinationCountryCode"],
+            shipping_method=data.get("shippingMethod"),
+            currency=data.get("currencyCode")
+            or client_environment(request).merchant.billing_currency,
+        )
+        return Response(
+            {
+                "outcome": "CreatedWithIssues" if result.issues else "Created",
+                "quotes": QuoteSerializer([_quote_body(q) for q in result.quotes], many=True).data,
+                "issues": QuoteIssueSerializer(
+                    [
+                        {"errorCode": i.error_code, "description": i.description}
+                        for i in result.issues
+                    ],
+                    many=True,
+                ).data,
+            }
+        )
