@@ -7,7 +7,7 @@ from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZon
 from tests.products.factories import ProductFactory
 
 
-class LabFactory(DjangoModelFactory):
+class LabFactory(DjangoModelFactory[Lab]):
     class Meta:
         model = Lab
         django_get_or_create = ("code",)
@@ -20,7 +20,7 @@ class LabFactory(DjangoModelFactory):
     capabilities = ["cancel", "hold", "unhold", "updateAddress", "updateShippingMethod"]
 
 
-class LabProductFactory(DjangoModelFactory):
+class LabProductFactory(DjangoModelFactory[LabProduct]):
     class Meta:
         model = LabProduct
 
@@ -31,7 +31,7 @@ class LabProductFactory(DjangoModelFactory):
     in_stock = True
 
 
-class ShippingZoneFactory(DjangoModelFactory):
+class ShippingZoneFactory(DjangoModelFactory[ShippingZone]):
     class Meta:
         model = ShippingZone
         django_get_or_create = ("code",)
@@ -42,7 +42,7 @@ class ShippingZoneFactory(DjangoModelFactory):
     rest_of_world = False
 
 
-class ShippingRateFactory(DjangoModelFactory):
+class ShippingRateFactory(DjangoModelFactory[ShippingRate]):
     """A country rate by default; pass ``zone=...`` and ``country_code=""`` for a zone rate."""
 
     class Meta:
@@ -59,7 +59,7 @@ class ShippingRateFactory(DjangoModelFactory):
     max_days = 3
 
 
-class ExchangeRateFactory(DjangoModelFactory):
+class ExchangeRateFactory(DjangoModelFactory[ExchangeRate]):
     class Meta:
         model = ExchangeRate
         django_get_or_create = ("currency",)
@@ -68,7 +68,7 @@ class ExchangeRateFactory(DjangoModelFactory):
     units_per_base = Decimal("1.250000")
 
 
-class TaxRuleFactory(DjangoModelFactory):
+class TaxRuleFactory(DjangoModelFactory[TaxRule]):
     class Meta:
         model = TaxRule
         django_get_or_create = ("country_code",)

@@ -101,7 +101,7 @@ def test_splitting_happens_only_when_cheaper_overall() -> None:
     gb1, gb2 = LabFactory(code="gb1"), LabFactory(code="gb2")
     LabProductFactory(lab=gb1, product=a, unit_cost=Decimal("10.00"))
     LabProductFactory(lab=gb1, product=b, unit_cost=Decimal("10.00"))
-    cheap_b = LabProductFactory(lab=gb2, product=b, unit_cost=Decimal("7.00"))
+    cheap_b = LabProductFactory.create(lab=gb2, product=b, unit_cost=Decimal("7.00"))
     ShippingRateFactory(lab=gb1, price=Decimal("4.00"))
     ShippingRateFactory(lab=gb2, price=Decimal("4.00"))
 
@@ -176,7 +176,7 @@ def test_an_item_out_of_stock_everywhere_is_temporarily_unavailable() -> None:
     a = ProductFactory(sku="A")
     gb1, gb2 = LabFactory(code="gb1"), LabFactory(code="gb2")
     LabProductFactory(lab=gb1, product=a, in_stock=False, unit_cost=Decimal("1.00"))
-    elsewhere = LabProductFactory(lab=gb2, product=a, unit_cost=Decimal("9.00"))
+    elsewhere = LabProductFactory.create(lab=gb2, product=a, unit_cost=Decimal("9.00"))
     ShippingRateFactory(lab=gb1)
     ShippingRateFactory(lab=gb2)
 
@@ -398,7 +398,7 @@ def test_plan_basket_total_is_the_brute_force_minimum(
         basket = []
         for index, costs in enumerate(unit_costs):
             product = ProductFactory(sku=f"H-{index}")
-            basket.append(item(str(index), product.sku, copies=copies[index]))
+            basket.append(item(str(index), f"H-{index}", copies=copies[index]))
             for lab, cost in zip(labs, costs, strict=True):
                 if cost is not None:
                     LabProductFactory(lab=lab, product=product, unit_cost=cost)
@@ -409,11 +409,14 @@ def test_plan_basket_total_is_the_brute_force_minimum(
         options = [[i for i, c in enumerate(costs) if c is not None] for costs in unit_costs]
         totals = []
         for assignment in product_of(*options):
-            total = Decimal(0)
+            total = Decimal("0")
             for costs, n, lab_index in zip(unit_costs, copies, assignment, strict=False):
-                line = costs[lab_index] * n  # type: ignore[operator]
+                cost = costs[lab_index]
+                assert cost is not None
+                line = cost * n
                 total += line + vat(line)
-            total += sum(shipping[i] + vat(shipping[i]) for i in set(assignment))
+            for i in set(assignment):
+                total += shipping[i] + vat(shipping[i])
             totals.append(total)
 
         if not totals:

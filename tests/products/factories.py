@@ -6,7 +6,7 @@ from factory.django import DjangoModelFactory
 from products.models import Category, Paper, PrintArea, Product, ProductAttribute, Variant
 
 
-class PaperFactory(DjangoModelFactory):
+class PaperFactory(DjangoModelFactory[Paper]):
     class Meta:
         model = Paper
         django_get_or_create = ("name",)
@@ -15,7 +15,7 @@ class PaperFactory(DjangoModelFactory):
     mm_per_page = Decimal("0.0900")
 
 
-class ProductFactory(DjangoModelFactory):
+class ProductFactory(DjangoModelFactory[Product]):
     """A plain print with a required ``default`` print area and no attributes."""
 
     class Meta:
@@ -30,7 +30,9 @@ class ProductFactory(DjangoModelFactory):
     units = "in"
 
     @factory.post_generation
-    def default_print_area(self, create: bool, extracted: bool | None, **kwargs: object) -> None:
+    def default_print_area(
+        self: Product, create: bool, extracted: bool | None, **kwargs: object
+    ) -> None:
         if create and extracted is not False:
             PrintArea.objects.create(product=self, name="default", required=True)
 
@@ -48,12 +50,14 @@ class PhotobookFactory(ProductFactory):
     spine_base_mm = Decimal("6.00")
 
     @factory.post_generation
-    def spine_print_area(self, create: bool, extracted: bool | None, **kwargs: object) -> None:
+    def spine_print_area(
+        self: Product, create: bool, extracted: bool | None, **kwargs: object
+    ) -> None:
         if create:
             PrintArea.objects.create(product=self, name="spine", required=False)
 
 
-class ProductAttributeFactory(DjangoModelFactory):
+class ProductAttributeFactory(DjangoModelFactory[ProductAttribute]):
     class Meta:
         model = ProductAttribute
 
@@ -64,7 +68,7 @@ class ProductAttributeFactory(DjangoModelFactory):
     default = ""
 
 
-class PrintAreaFactory(DjangoModelFactory):
+class PrintAreaFactory(DjangoModelFactory[PrintArea]):
     class Meta:
         model = PrintArea
 
@@ -73,7 +77,7 @@ class PrintAreaFactory(DjangoModelFactory):
     required = False
 
 
-class VariantFactory(DjangoModelFactory):
+class VariantFactory(DjangoModelFactory[Variant]):
     class Meta:
         model = Variant
 

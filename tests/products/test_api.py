@@ -1,0 +1,187 @@
+"""GET /v4.0/products/{sku} and POST /v4.0/products/spine."""
+
+import re
+from decimal import Decimal
+
+import pytest
+from rest_framework.test import APIClient
+
+from labs.geography import COUNTRY_CODES
+from tests.labs.factories import (
+    LabFactory,
+    LabProductFactory,
+    ShippingRateFactory,
+    ShippingZoneFactory,
+)
+from tests.products.factories import (
+    PaperFactory,
+    PhotobookFactory,
+    ProductAttributeFactory,
+    ProductFactory,
+    VariantFactory,
+)
+
+pytestmark = pytest.mark.django_db
+TRACE = re.compile(r"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$")
+
+
+def canvas() -> None:
+    product = ProductFactory(sku="GLOBAL-CAN-10X10", description="Canvas 10x10")
+    ProductAttributeFactory(product=product, name="wrap", values=["Black", "ImageWrap"])
+    VariantFactory(
+        product=product,
+        attributes={"wrap": "Black"},
+        print_area_sizes={"default": {"horizontalResolution": 3000, "verticalResolution": 3000}},
+    )
+    VariantFactory(
+        product=product,
+        attributes={"wrap": "ImageWrap"},
+        print_area_sizes={"default": {"horizontalResolution": 3750, "verticalResolution": 3750}},
+    )
+    gb1, us1 = LabFactory(code="gb1"), LabFactory(code="us1", country_code="US", currency="USD")
+    LabProductFactory(lab=gb1, product=product)
+    LabProductFactory(lab=us1, product=product)
+    ShippingRateFactory(lab=gb1, country_code="GB")
+    ShippingRateFactory(
+        lab=gb1, country_code="", zone=ShippingZoneFactory(code="EU", countries=["FR", "DE"])
+    )
+    ShippingRateFactory(lab=us1, country_code="US")
+
+
+def test_product_details_in_any_letter_case(sandbox_api: APIClient) -> None:
+    canvas()
+
+    response = sandbox_api.get("/v4.0/Products/global-can-10x10")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert TRACE.match(body.pop("traceParent"))
+    assert response["traceParent"]
+    ships_to = ["DE", "FR", "GB", "US"]
+    assert body == {
+        "outcome": "Ok",
+        "product": {
+            "sku": "GLOBAL-CAN-10X10",
+            "description": "Canvas 10x10",
+            "productDimensions": {"width": 10.0, "height": 10.0, "units": "in"},
+            "attributes": {"wrap": ["Black", "ImageWrap"]},
+            "printAreas": {"default": {"required": True}},
+            "variants": [
+                {
+                    "attributes": {"wrap": "Black"},
+                    "shipsTo": ships_to,
+                    "printAreaSizes": {
+                        "default": {"horizontalResolution": 3000, "verticalResolution": 3000}
+                    },
+                },
+                {
+                    "attributes": {"wrap": "ImageWrap"},
+                    "shipsTo": ships_to,
+                    "printAreaSizes": {
+                        "default": {"horizontalResolution": 3750, "verticalResolution": 3750}
+                    },
+                },
+            ],
+        },
+    }
+
+
+def test_a_rest_of_world_rate_ships_everywhere(sandbox_api: APIClient) -> None:
+    product = ProductFactory(sku="P")
+    VariantFactory(product=product)
+    lab = LabFactory(code="gb1")
+    LabProductFactory(lab=lab, product=product)
+    world = ShippingZoneFactory(code="ROW", countries=[], rest_of_world=True)
+    ShippingRateFactory(lab=lab, country_code="", zone=world)
+
+    body = sandbox_api.get("/v4.0/products/p").json()
+
+    assert body["product"]["variants"][0]["shipsTo"] == sorted(COUNTRY_CODES)
+
+
+def test_an_unknown_sku_is_entity_not_found(sandbox_api: APIClient) -> None:
+    response = sandbox_api.get("/v4.0/products/NOPE-1")
+
+    assert response.status_code == 404
+    body = response.json()
+    assert TRACE.match(body.pop("traceParent"))
+    assert body == {
+        "outcome": "EntityNotFound",
+        "statusCode": 404,
+        "statusText": "The entity was not found.",
+        "data": {"reason": "There is no product with SKU 'NOPE-1'."},
+    }
+
+
+def test_products_need_an_api_key(api: APIClient) -> None:
+    canvas()
+
+    response = api.get("/v4.0/products/GLOBAL-CAN-10X10")
+
+    assert response.status_code == 401
+    assert response.json()["outcome"] == "Unauthorized"
+
+
+def spine(client: APIClient, **body: object):  # type: ignore[no-untyped-def]
+    return client.post("/v4.0/products/spine", body, format="json")
+
+
+def test_spine_width_of_a_photobook(sandbox_api: APIClient) -> None:
+    PhotobookFactory(
+        sku="BOOK-A4-L-HARD-M",
+        spine_base_mm=Decimal("6.00"),
+        paper=PaperFactory(name="Matte", mm_per_page=Decimal("0.0900")),
+    )
+
+    response = spine(
+        sandbox_api,
+        sku="book-a4-l-hard-m",
+        destinationCountryCode="GB",
+        state="",
+        numberOfPages=45,
+    )
+
+    assert response.status_code == 200
+    body = response.json()
+    assert TRACE.match(body.pop("traceParent"))
+    # 6.00 + 45 * 0.09 = 10.05
+    assert body == {"success": True, "message": "", "spineInfo": {"widthMm": 10.05}}
+
+
+def test_spine_refusals_are_success_false(sandbox_api: APIClient) -> None:
+    PhotobookFactory(sku="BOOK")
+    ProductFactory(sku="FLAT")
+
+    cases = {
+        "FLAT": "FLAT has no spine.",
+        "NOPE": "There is no product with SKU 'NOPE'.",
+    }
+    for sku, message in cases.items():
+        body = spine(sandbox_api, sku=sku, numberOfPages=30).json()
+        assert (body["success"], body["message"], body["spineInfo"]) == (False, message, None)
+    body = spine(sandbox_api, sku="BOOK", numberOfPages=300).json()
+    assert (body["success"], body["message"]) == (False, "BOOK has at most 200 pages.")
+
+
+def test_spine_request_validation(sandbox_api: APIClient) -> None:
+    response = spine(sandbox_api, sku="BOOK", pages=3, destinationCountryCode="ZZ")
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["outcome"] == "ValidationFailed"
+    assert TRACE.match(body["traceParent"])
+    assert body["data"]["failures"] == {
+        "numberOfPages": [{"code": "Required", "description": "This field is required."}],
+        "pages": [{"code": "UnknownField", "description": "Unknown field."}],
+    }
+
+    response = spine(sandbox_api, sku="BOOK", numberOfPages=30, destinationCountryCode="ZZ")
+    assert response.status_code == 400
+    assert response.json()["data"]["failures"] == {
+        "destinationCountryCode": [
+            {
+                "code": "InvalidCountryCode",
+                "description": "'ZZ' is not a two-letter ISO country code.",
+            }
+        ]
+    }
