@@ -58,7 +58,7 @@ def main() -> int:
         time.sleep(0.5)
     for process in running.values():
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
+            process.terminate()  # each main process shuts its own children down warmly
     deadline = time.monotonic() + 20
     for process in running.values():
         try:

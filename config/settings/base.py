@@ -141,6 +141,35 @@ LAB_SIMULATOR_SECONDS = env.float("LAB_SIMULATOR_SECONDS", default=60.0)
 REQUEST_TIMEOUT_SECONDS = env.float("REQUEST_TIMEOUT_SECONDS", default=60.0)
 API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="1200/min")
 
+# --- Fulfilment pipeline --------------------------------------------------------------------
+ASSET_MAX_BYTES = env.int("ASSET_MAX_BYTES", default=300 * 1024 * 1024)
+ASSET_DOWNLOAD_DEADLINE_SECONDS = env.float("ASSET_DOWNLOAD_DEADLINE_SECONDS", default=300.0)
+ASSET_DOWNLOAD_ATTEMPTS = 10
+ASSET_DOWNLOAD_PARALLELISM = env.int("ASSET_DOWNLOAD_PARALLELISM", default=4)
+# Backoff between download attempts: base * 2^(attempt-1), capped.
+ASSET_RETRY_BASE_SECONDS = env.float("ASSET_RETRY_BASE_SECONDS", default=30.0)
+ASSET_RETRY_MAX_SECONDS = env.float("ASSET_RETRY_MAX_SECONDS", default=3600.0)
+LAB_SUBMIT_ATTEMPTS = env.int("LAB_SUBMIT_ATTEMPTS", default=5)
+# How long a worker owns an order step before the sweeper may hand it to another worker.
+PIPELINE_CLAIM_SECONDS = env.float("PIPELINE_CLAIM_SECONDS", default=300.0)
+PIPELINE_SWEEP_SECONDS = env.float("PIPELINE_SWEEP_SECONDS", default=10.0)
+IMAGE_RETENTION_DAYS = env.int("IMAGE_RETENTION_DAYS", default=30)
+CELERY_BEAT_SCHEDULE["sweep-due-orders"] = {
+    "task": "orders.tasks.sweep_due_orders",
+    "schedule": PIPELINE_SWEEP_SECONDS,
+}
+CALLBACK_TIMEOUT_SECONDS = env.float("CALLBACK_TIMEOUT_SECONDS", default=10.0)
+CALLBACK_EVENT_TYPE_PREFIX = env.str("CALLBACK_EVENT_TYPE_PREFIX", default="com.service.order")
+CELERY_TASK_ROUTES["orders.callbacks.*"] = {"queue": "callbacks"}
+CELERY_BEAT_SCHEDULE["sweep-due-callbacks"] = {
+    "task": "orders.callbacks.sweep_due_callbacks",
+    "schedule": PIPELINE_SWEEP_SECONDS,
+}
+CELERY_BEAT_SCHEDULE["purge-expired-images"] = {
+    "task": "orders.tasks.purge_expired_images",
+    "schedule": 3600.0,
+}
+
 # --- Internationalisation, static, media ----------------------------------------------------
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"

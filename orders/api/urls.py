@@ -1,3 +1,30 @@
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from orders.api import views
+
+urlpatterns = [
+    path("orders", views.OrdersView.as_view(), name="orders"),
+    path("orders/<str:order_id>", views.OrderDetailView.as_view(), name="order"),
+    path("orders/<str:order_id>/actions", views.OrderActionsView.as_view(), name="order-actions"),
+    path("orders/<str:order_id>/actions/cancel", views.CancelView.as_view(), name="order-cancel"),
+    path(
+        "orders/<str:order_id>/actions/updateShippingMethod",
+        views.UpdateShippingMethodView.as_view(),
+        name="order-update-shipping-method",
+    ),
+    path(
+        "orders/<str:order_id>/actions/updateShipping",
+        views.UpdateShippingAliasView.as_view(),
+        name="order-update-shipping",
+    ),
+    path(
+        "orders/<str:order_id>/actions/updateRecipient",
+        views.UpdateRecipientView.as_view(),
+        name="order-update-recipient",
+    ),
+    path(
+        "orders/<str:order_id>/actions/updateMetadata",
+        views.UpdateMetadataView.as_view(),
+        name="order-update-metadata",
+    ),
+]

@@ -142,6 +142,9 @@ class Order(models.Model):
     claimed_until = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="Sent to fulfilment.")
     files_deleted_at = models.DateTimeField(null=True, blank=True)
+    callback_sequence = models.PositiveIntegerField(
+        default=0, help_text="Last callback event number."
+    )
 
     created = models.DateTimeField(default=timezone.now)
     last_updated = models.DateTimeField(default=timezone.now)

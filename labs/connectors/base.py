@@ -1,0 +1,96 @@
+"""The interface every lab connector implements, over plain data (no ORM rows)."""
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+CAPABILITIES = ("cancel", "hold", "unhold", "updateAddress", "updateShippingMethod")
+
+
+@dataclass(frozen=True)
+class LabOrderItem:
+    item_id: str
+    sku: str
+    copies: int
+    attributes: Mapping[str, str]
+    files: Mapping[str, str]  # print area → print-ready file URL
+
+
+@dataclass(frozen=True)
+class LabOrder:
+    """What a lab needs to make and ship one shipment."""
+
+    shipment_id: str
+    order_id: str
+    lab_code: str
+    shipping_method: str
+    recipient: Mapping[str, Any]
+    items: tuple[LabOrderItem, ...]
+    reference: str = ""  # the lab's own order reference once submitted
+
+
+@dataclass(frozen=True)
+class LabResult:
+    successful: bool
+    reference: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class LabProgress:
+    """Where a submitted lab order stands; a due time says when to ask again."""
+
+    in_production_at: datetime | None = None
+    shipped_at: datetime | None = None
+    carrier_name: str = ""
+    carrier_service: str = ""
+    tracking_number: str = ""
+    tracking_url: str = ""
+    next_check_at: datetime | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class LabConnector(ABC):
+    """Submit, change and follow lab orders. Operations a lab lacks answer unsuccessfully."""
+
+    def __init__(self, *, lab_code: str, capabilities: frozenset[str]) -> None:
+        self.lab_code = lab_code
+        self.capabilities = capabilities
+
+    def supports(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def _unsupported(self, capability: str) -> LabResult:
+        return LabResult(False, message=f"Lab {self.lab_code} does not support {capability}.")
+
+    @abstractmethod
+    def submit(self, order: LabOrder) -> LabResult: ...
+
+    @abstractmethod
+    def progress(
+        self, order: LabOrder, *, submitted_at: datetime, now: datetime
+    ) -> LabProgress: ...
+
+    @abstractmethod
+    def cancel(self, order: LabOrder) -> LabResult: ...
+
+    @abstractmethod
+    def hold(self, order: LabOrder) -> LabResult: ...
+
+    @abstractmethod
+    def unhold(self, order: LabOrder) -> LabResult: ...
+
+    @abstractmethod
+    def update_address(self, order: LabOrder, recipient: Mapping[str, Any]) -> LabResult: ...
+
+    @abstractmethod
+    def update_shipping_method(self, order: LabOrder, shipping_method: str) -> LabResult: ...
+
+    def map_to_json(self, order: LabOrder, *, include_nulls: bool = True) -> dict[str, Any]:
+        """The lab order as this connector would send it."""
+        data = asdict(order)
+        if include_nulls:
+            return data
+        return {k: v for k, v in data.items() if v not in (None, "")}

@@ -1,0 +1,83 @@
+"""The built-in lab simulator: serves Sandbox always, and Live labs configured for it.
+
+It produces half-way through ``LAB_SIMULATOR_SECONDS`` after submission and ships at the end,
+with a carrier, a tracking number and URL. A lab's ``simulator_failure_share`` makes that share
+of submissions fail, chosen deterministically from the shipment id so tests can rely on it.
+"""
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
+
+_CARRIERS = {
+    "Budget": ("Royal Mail", "2nd Class"),
+    "Standard": ("Royal Mail", "Tracked 48"),
+    "StandardPlus": ("DPD", "Next Day"),
+    "Express": ("DHL", "Express Worldwide"),
+    "Overnight": ("FedEx", "Priority Overnight"),
+}
+
+
+def _fraction(text: str) -> Decimal:
+    digest = hashlib.sha256(text.encode()).digest()
+    return Decimal(int.from_bytes(digest[:4], "big") % 10_000) / Decimal(10_000)
+
+
+class SimulatorConnector(LabConnector):
+    def __init__(
+        self, *, lab_code: str, capabilities: frozenset[str], failure_share: Decimal = Decimal(0)
+    ) -> None:
+        super().__init__(lab_code=lab_code, capabilities=capabilities)
+        self.failure_share = failure_share
+
+    def submit(self, order: LabOrder) -> LabResult:
+        if _fraction(order.shipment_id) < self.failure_share:
+            return LabResult(False, message=f"Simulated rejection by lab {self.lab_code}.")
+        return LabResult(
+            True, reference=f"SIM-{self.lab_code.upper()}-{order.shipment_id.split('_')[-1]}"
+        )
+
+    def progress(self, order: LabOrder, *, submitted_at: datetime, now: datetime) -> LabProgress:
+        seconds = float(settings.LAB_SIMULATOR_SECONDS)
+        produced = submitted_at + timedelta(seconds=seconds / 2)
+        shipped = submitted_at + timedelta(seconds=seconds)
+        if now < produced:
+            return LabProgress(next_check_at=produced)
+        if now < shipped:
+            return LabProgress(in_production_at=produced, next_check_at=shipped)
+        carrier, service = _CARRIERS.get(order.shipping_method, ("Royal Mail", "Tracked 48"))
+        number = "SIM" + hashlib.sha256(order.shipment_id.encode()).hexdigest()[:12].upper()
+        return LabProgress(
+            in_production_at=produced,
+            shipped_at=shipped,
+            carrier_name=carrier,
+            carrier_service=service,
+            tracking_number=number,
+            tracking_url=f"https://tracking.example.com/{number}",
+        )
+
+    def _simple(self, capability: str, order: LabOrder) -> LabResult:
+        if not self.supports(capability):
+            return self._unsupported(capability)
+        return LabResult(True, reference=order.reference)
+
+    def cancel(self, order: LabOrder) -> LabResult:
+        return self._simple("cancel", order)
+
+    def hold(self, order: LabOrder) -> LabResult:
+        return self._simple("hold", order)
+
+    def unhold(self, order: LabOrder) -> LabResult:
+        return self._simple("unhold", order)
+
+    def update_address(self, order: LabOrder, recipient: Mapping[str, Any]) -> LabResult:
+        return self._simple("updateAddress", order)
+
+    def update_shipping_method(self, order: LabOrder, shipping_method: str) -> LabResult:
+        return self._simple("updateShippingMethod", order)

@@ -1,0 +1,219 @@
+"""The four order actions and their availability, one rule for both.
+
+An order is open while it is OnHold or InProgress. A shipment can still be changed or cancelled
+until its lab starts production. Before submission a change is local; after submission it goes
+through the lab's connector and each shipment reports its own result.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from labs.connectors import LabResult, connector_for
+from orders.charges import refund_write
+from orders.labs import lab_order
+from orders.models import (
+    Order,
+    PipelineStep,
+    Shipment,
+    ShipmentStatus,
+    Stage,
+)
+
+OPEN_STAGES = (Stage.ON_HOLD, Stage.IN_PROGRESS)
+
+
+@dataclass(frozen=True)
+class ShipmentResult:
+    shipment_id: str
+    successful: bool
+    error_code: str | None = None
+    description: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "shipmentId": self.shipment_id,
+            "successful": self.successful,
+            "errorCode": self.error_code,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    outcome: str
+    shipment_results: tuple[ShipmentResult, ...] = ()
+
+
+def _changeable(shipment: Shipment) -> bool:
+    return shipment.status == ShipmentStatus.PROCESSING and shipment.in_production_at is None
+
+
+def _live_shipments(order: Order) -> list[Shipment]:
+    return [s for s in order.shipments.all() if s.status != ShipmentStatus.CANCELLED]
+
+
+def actions_available(order: Order) -> dict[str, bool]:
+    """What ``GET .../actions`` shows and what each action checks first."""
+    is_open = order.stage in OPEN_STAGES
+    shipments = _live_shipments(order)
+    changeable = is_open and (not shipments or any(_changeable(s) for s in shipments))
+    return {
+        "cancel": is_open,
+        "changeRecipientDetails": changeable,
+        "changeShippingMethod": changeable,
+        "changeMetaData": True,
+    }
+
+
+def _touch(order: Order, *fields: str) -> None:
+    order.last_updated = timezone.now()
+    order.save(update_fields=[*fields, "last_updated"])
+
+
+def _lock(order: Order) -> Order:
+    return Order.objects.select_for_update().get(pk=order.pk)
+
+
+@transaction.atomic
+def order_cancel(*, order: Order) -> ActionResult:
+    """Cancel the whole order: locally before lab submission, else lab by lab."""
+    locked = _lock(order)
+    if not actions_available(locked)["cancel"]:
+        return ActionResult("ActionNotAvailable")
+    shipments = _live_shipments(locked)
+    if any(not _changeable(s) for s in shipments):
+        return ActionResult("FailedToCancel")
+    results: list[ShipmentResult] = []
+    sandbox = locked.environment.is_sandbox
+    for shipment in shipments:
+        if shipment.submitted_at is None:
+            outcome = LabResult(True)
+        else:
+            outcome = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).cancel(
+                lab_order(shipment)
+            )
+        if outcome.successful:
+            shipment.status = ShipmentStatus.CANCELLED
+            shipment.due_at = None
+            shipment.save(update_fields=["status", "due_at"])
+        results.append(
+            ShipmentResult(
+                shipment.public_id,
+                outcome.successful,
+                None if outcome.successful else "order.shipments.updateFailed",
+                outcome.message or None,
+            )
+        )
+    if not all(r.successful for r in results):
+        _touch(locked)
+        return ActionResult("FailedToCancel", tuple(results))
+    locked.stage = Stage.CANCELLED
+    locked.pipeline_step = PipelineStep.CANCELLED
+    locked.due_at = None
+    locked.claimed_until = None
+    _touch(locked, "stage", "pipeline_step", "due_at", "claimed_until")
+    refund_write(order=locked)
+    from orders.events import order_stage_changed
+
+    order_stage_changed(order=locked)
+    return ActionResult("Cancelled", tuple(results))
+
+
+def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentResult, ...]]:
+    """Apply a change to every live shipment; the outcome follows how many succeeded."""
+    results: list[ShipmentResult] = []
+    sandbox = order.environment.is_sandbox
+    for shipment in _live_shipments(order):
+        if not _changeable(shipment):
+            results.append(
+                ShipmentResult(
+                    shipment.public_id, False, "order.shipments.notAvailable",
+                    "The shipment is already in production or shipped.",
+                )
+            )  # fmt: skip
+            continue
+        if shipment.submitted_at is None:
+            outcome = LabResult(True)
+        else:
+            connector = connector_for(lab_code=shipment.lab_code, sandbox=sandbox)
+            outcome = apply(connector, lab_order(shipment))
+        results.append(
+            ShipmentResult(
+                shipment.public_id,
+                outcome.successful,
+                None if outcome.successful else "order.shipments.updateFailed",
+                outcome.message or None,
+            )
+        )
+    succeeded = sum(r.successful for r in results)
+    if not results or succeeded == len(results):
+        return "Updated", tuple(results)
+    if succeeded == 0:
+        return "FailedToUpdate", tuple(results)
+    return "PartiallyUpdated", tuple(results)
+
+
+@transaction.atomic
+def order_update_shipping_method(*, order: Order, shipping_method: str) -> ActionResult:
+    locked = _lock(order)
+    if not actions_available(locked)["changeShippingMethod"]:
+        return ActionResult("ActionNotAvailable")
+
+    def apply(connector: Any, payload: Any) -> LabResult:
+        return connector.update_shipping_method(payload, shipping_method)
+
+    outcome, results = _update_shipments(locked, apply=apply)
+    if outcome != "FailedToUpdate":
+        ok = {r.shipment_id for r in results if r.successful}
+        for shipment in _live_shipments(locked):
+            if shipment.public_id in ok:
+                shipment.shipping_method = shipping_method
+                shipment.save(update_fields=["shipping_method"])
+        locked.shipping_method = shipping_method
+        _touch(locked, "shipping_method")
+    return ActionResult(outcome, results)
+
+
+RECIPIENT_FIELDS = {
+    "recipient_name": ("name",),
+    "recipient_email": ("email",),
+    "recipient_phone": ("phoneNumber",),
+    "address_line1": ("address", "line1"),
+    "address_line2": ("address", "line2"),
+    "address_postal_or_zip_code": ("address", "postalOrZipCode"),
+    "address_country_code": ("address", "countryCode"),
+    "address_town_or_city": ("address", "townOrCity"),
+    "address_state_or_county": ("address", "stateOrCounty"),
+}
+
+
+@transaction.atomic
+def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> ActionResult:
+    locked = _lock(order)
+    if not actions_available(locked)["changeRecipientDetails"]:
+        return ActionResult("ActionNotAvailable")
+
+    def apply(connector: Any, payload: Any) -> LabResult:
+        return connector.update_address(payload, recipient)
+
+    outcome, results = _update_shipments(locked, apply=apply)
+    if outcome != "FailedToUpdate":
+        for column, path in RECIPIENT_FIELDS.items():
+            value: Any = recipient
+            for key in path:
+                value = (value or {}).get(key)
+            setattr(locked, column, value or "")
+        _touch(locked, *RECIPIENT_FIELDS)
+    return ActionResult(outcome, results)
+
+
+@transaction.atomic
+def order_update_metadata(*, order: Order, metadata: dict[str, Any]) -> ActionResult:
+    """Replace the metadata entirely; allowed at any time, even after completion."""
+    locked = _lock(order)
+    locked.metadata = metadata
+    _touch(locked, "metadata")
+    return ActionResult("Updated")

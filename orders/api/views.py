@@ -1,0 +1,369 @@
+"""The order endpoints: input serializer validates, a service acts, the representation renders."""
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from common.errors import ValidationFailed
+from common.ids import PREFIXES, format_id, parse_id
+from config.api.authentication import client_environment
+from config.api.views import ApiView
+from orders import actions
+from orders.api import serializers as s
+from orders.creation import order_create, order_validate
+from orders.models import Order
+from orders.representation import order_representation
+from orders.selectors import EMPTY_STATUSES, LIST_STATUS_STAGES, OrderFilter, order_get, order_list
+
+ORDER_ID = OpenApiParameter(
+    "orderId", OpenApiTypes.STR, OpenApiParameter.PATH, description="An `ord_` id."
+)
+TAG = ["Orders"]
+
+
+def _base_url(request: Request) -> str:
+    return request.build_absolute_uri("/").rstrip("/")
+
+
+def _render(request: Request, order: Order) -> dict[str, Any]:
+    return order_representation(order, base_url=_base_url(request))
+
+
+def _order(request: Request, order_id: str) -> Order:
+    number = parse_id(PREFIXES["order"], order_id, field="orderId")
+    return order_get(environment=client_environment(request), order_id=number)
+
+
+def _flag(value: str | None, *, name: str) -> bool:
+    if value is None or value.lower() in ("false", "0", ""):
+        return False
+    if value.lower() in ("true", "1"):
+        return True
+    raise ValidationFailed.single(name, "Invalid", "Must be true or false.")
+
+
+class OrdersView(ApiView):
+    body_required = ("POST",)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_create",
+        summary="Create an order",
+        request=s.OrderCreateInput,
+        parameters=[
+            OpenApiParameter(
+                "validationOnly",
+                OpenApiTypes.BOOL,
+                OpenApiParameter.QUERY,
+                description="Only validate the order; nothing is stored.",
+            )
+        ],
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="OrderCreateResult",
+                serializers=[s.OrderResponse, s.OnHoldResponse, s.ValidationOnlyResponse],
+                resource_type_field_name=None,
+            )
+        },
+    )
+    def post(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):
+            raise ValidationFailed.single("body", "Invalid", "The body must be a JSON object.")
+        serializer = s.OrderCreateInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if _flag(request.query_params.get("validationonly"), name="validationOnly"):
+            order_validate(data=data)
+            return Response({"outcome": "Ok"})
+        result = order_create(
+            environment=client_environment(request), data=data, raw_body=request.data
+        )
+        if result.outcome == "OnHold":
+            return Response({"outcome": "OnHold", "order": {"id": result.order.public_id}})
+        order = order_get(environment=client_environment(request), order_id=result.order.id)
+        return Response({"outcome": result.outcome, "order": _render(request, order)})
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_list",
+        summary="List orders, newest first",
+        parameters=[
+            OpenApiParameter(
+                "top", OpenApiTypes.INT, description="Page size, 1 to 100 (default 10)."
+            ),
+            OpenApiParameter("skip", OpenApiTypes.INT, description="Orders to skip (default 0)."),
+            OpenApiParameter(
+                "createdFrom", OpenApiTypes.DATETIME, description="Placed after this instant."
+            ),
+            OpenApiParameter(
+                "createdTo", OpenApiTypes.DATETIME, description="Placed before this instant."
+            ),
+            OpenApiParameter(
+                "status",
+                OpenApiTypes.STR,
+                enum=["draft", "awaitingPayment", "inProgress", "complete", "cancelled"],
+            ),
+            OpenApiParameter(
+                "orderIds", OpenApiTypes.STR, many=True, description="Repeat or use orderIds[]."
+            ),
+            OpenApiParameter("merchantReferences", OpenApiTypes.STR, many=True),
+            OpenApiParameter(
+                "cursor",
+                OpenApiTypes.STR,
+                description="Set by nextUrl: continue after this order id (skip is then ignored).",
+            ),
+        ],
+        responses={200: s.OrderListResponse},
+    )
+    def get(self, request: Request) -> Response:
+        filters = parse_list_query(request)
+        orders, has_more = order_list(environment=client_environment(request), filters=filters)
+        next_url = None
+        if has_more:
+            next_url = _next_url(request, filters, last_id=orders[-1].id)
+        return Response(
+            {
+                "outcome": "Ok",
+                "orders": [_render(request, o) for o in orders],
+                "hasMore": has_more,
+                "nextUrl": next_url,
+            }
+        )
+
+
+def _int(params: Any, name: str, key: str, default: int, low: int, high: int | None) -> int:
+    raw = params.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationFailed.single(name, "Invalid", f"'{raw}' is not an integer.") from None
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ValidationFailed.single(name, "OutOfRange", f"{name} must be {bound}.")
+    return value
+
+
+def _when(params: Any, name: str, key: str) -> datetime | None:
+    raw = params.get(key)
+    if not raw:
+        return None
+    value = parse_datetime(raw.replace(" ", "+"))
+    if value is None:
+        raise ValidationFailed.single(name, "Invalid", f"'{raw}' is not an ISO 8601 date-time.")
+    if value.tzinfo is None:
+        from datetime import UTC
+
+        value = value.replace(tzinfo=UTC)
+    return value
+
+
+def _list(params: Any, key: str) -> list[str]:
+    return [v for raw in params.getlist(key) for v in raw.split(",") if v.strip()]
+
+
+def parse_list_query(request: Request) -> OrderFilter:
+    params = request.query_params
+    failures: dict[str, list[tuple[str, str]]] = {}
+
+    def attempt(fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except ValidationFailed as exc:
+            for path, items in exc.failures.items():
+                failures.setdefault(path, []).extend(items)
+            return None
+
+    top = attempt(_int, params, "top", "top", 10, 1, 100)
+    skip = attempt(_int, params, "skip", "skip", 0, 0, None)
+    created_from = attempt(_when, params, "createdFrom", "createdfrom")
+    created_to = attempt(_when, params, "createdTo", "createdto")
+    status = None
+    raw_status = params.get("status")
+    if raw_status:
+        known = {k.lower(): k for k in [*LIST_STATUS_STAGES, *EMPTY_STATUSES]}
+        status = known.get(raw_status.lower())
+        if status is None:
+            failures.setdefault("status", []).append(
+                (
+                    "InvalidChoice",
+                    f"'{raw_status}' is not one of {', '.join(sorted(known.values()))}.",
+                )
+            )
+    order_ids = []
+    for index, raw in enumerate(_list(params, "orderids")):
+        number = attempt(parse_id, PREFIXES["order"], raw, f"orderIds[{index}]")
+        if number is not None:
+            order_ids.append(number)
+    cursor = params.get("cursor")
+    before_id = attempt(parse_id, PREFIXES["order"], cursor, "cursor") if cursor else None
+    if failures:
+        raise ValidationFailed(failures)
+    return OrderFilter(
+        top=top,
+        skip=skip,
+        before_id=before_id,
+        created_from=created_from,
+        created_to=created_to,
+        status=status,
+        order_ids=tuple(order_ids),
+        merchant_references=tuple(_list(params, "merchantreferences")),
+    )
+
+
+def _next_url(request: Request, filters: OrderFilter, *, last_id: int) -> str:
+    query: list[tuple[str, str]] = [
+        ("top", str(filters.top)),
+        ("skip", str(filters.skip + filters.top)),
+    ]
+    if filters.created_from:
+        query.append(("createdFrom", filters.created_from.isoformat()))
+    if filters.created_to:
+        query.append(("createdTo", filters.created_to.isoformat()))
+    if filters.status:
+        query.append(("status", filters.status))
+    query += [("orderIds", format_id(PREFIXES["order"], i)) for i in filters.order_ids]
+    query += [("merchantReferences", r) for r in filters.merchant_references]
+    query.append(("cursor", format_id(PREFIXES["order"], last_id)))
+    return f"{_base_url(request)}/v4.0/orders?{urlencode(query)}"
+
+
+class OrderDetailView(ApiView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_get",
+        summary="Get an order",
+        parameters=[ORDER_ID],
+        responses={200: s.OrderResponse},
+    )
+    def get(self, request: Request, order_id: str) -> Response:
+        return Response({"outcome": "Ok", "order": _render(request, _order(request, order_id))})
+
+
+def _yes(value: bool) -> dict[str, str]:
+    return {"isAvailable": "Yes" if value else "No"}
+
+
+class OrderActionsView(ApiView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_actions",
+        summary="Which actions are available",
+        parameters=[ORDER_ID],
+        responses={200: s.ActionsResponse},
+    )
+    def get(self, request: Request, order_id: str) -> Response:
+        available = actions.actions_available(_order(request, order_id))
+        return Response({"outcome": "Ok", **{name: _yes(flag) for name, flag in available.items()}})
+
+
+class CancelView(ApiView):
+    body_required = ()
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_cancel",
+        summary="Cancel the order",
+        request=None,
+        parameters=[ORDER_ID],
+        responses={200: s.CancelResponse},
+    )
+    def post(self, request: Request, order_id: str) -> Response:
+        order = _order(request, order_id)
+        result = actions.order_cancel(order=order)
+        order = order_get(environment=client_environment(request), order_id=order.id)
+        return Response({"outcome": result.outcome, "order": _render(request, order)})
+
+
+class UpdateShippingMethodView(ApiView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_update_shipping_method",
+        summary="Change the shipping method",
+        request=s.ShippingMethodInput,
+        parameters=[ORDER_ID],
+        responses={200: s.ShippingUpdateResponse},
+    )
+    def post(self, request: Request, order_id: str) -> Response:
+        order = _order(request, order_id)
+        serializer = s.ShippingMethodInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = actions.order_update_shipping_method(
+            order=order, shipping_method=serializer.validated_data["shippingMethod"]
+        )
+        order = order_get(environment=client_environment(request), order_id=order.id)
+        shipment_results = [r.as_dict() for r in result.shipment_results]
+        return Response(
+            {
+                "outcome": result.outcome,
+                "order": _render(request, order),
+                "shipmentUpdateResults": shipment_results,
+                "shippingUpdateResults": shipment_results,
+            }
+        )
+
+
+class UpdateShippingAliasView(UpdateShippingMethodView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_update_shipping",
+        summary="Alias of updateShippingMethod",
+        request=s.ShippingMethodInput,
+        parameters=[ORDER_ID],
+        responses={200: s.ShippingUpdateResponse},
+    )
+    def post(self, request: Request, order_id: str) -> Response:
+        return super().post(request, order_id)
+
+
+class UpdateRecipientView(ApiView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_update_recipient",
+        summary="Change the recipient",
+        request=s.RecipientUpdateInput,
+        parameters=[ORDER_ID],
+        responses={200: s.RecipientUpdateResponse},
+    )
+    def post(self, request: Request, order_id: str) -> Response:
+        order = _order(request, order_id)
+        serializer = s.RecipientUpdateInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = actions.order_update_recipient(
+            order=order, recipient=dict(serializer.validated_data)
+        )
+        order = order_get(environment=client_environment(request), order_id=order.id)
+        return Response(
+            {
+                "outcome": result.outcome,
+                "order": _render(request, order),
+                "shipmentUpdateResults": [r.as_dict() for r in result.shipment_results],
+            }
+        )
+
+
+class UpdateMetadataView(ApiView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="orders_update_metadata",
+        summary="Replace the metadata",
+        request=s.MetadataInput,
+        parameters=[ORDER_ID],
+        responses={200: s.MetadataUpdateResponse},
+    )
+    def post(self, request: Request, order_id: str) -> Response:
+        order = _order(request, order_id)
+        serializer = s.MetadataInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = actions.order_update_metadata(
+            order=order, metadata=serializer.validated_data["metadata"]
+        )
+        order = order_get(environment=client_environment(request), order_id=order.id)
+        return Response({"outcome": result.outcome, "order": _render(request, order)})

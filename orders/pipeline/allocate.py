@@ -1,0 +1,75 @@
+"""Step 3: allocate the order with the labs engine, create its shipments, write its charges."""
+
+from django.db import transaction
+
+from labs.allocation import AllocationPlan, BasketItem, Infeasible, plan_basket
+from orders.charges import charges_write
+from orders.creation import ITEM_UNAVAILABLE
+from orders.models import ItemAvailability, Order, OrderIssue, OrderItem, Shipment
+
+
+def order_basket(order: Order, items: list[OrderItem]) -> list[BasketItem]:
+    basket = []
+    for item in items:
+        pages = next((a.page_count for a in item.assets.all() if a.page_count is not None), None)
+        basket.append(
+            BasketItem(
+                key=str(item.id),
+                sku=item.sku,
+                attributes=item.attributes,
+                copies=item.copies,
+                pages=pages,
+            )
+        )
+    return basket
+
+
+def order_plan(order: Order) -> AllocationPlan:
+    """The cheapest plan for the order as it stands (as a quote gives); may raise Infeasible."""
+    items = list(order.items.prefetch_related("assets").order_by("position"))
+    return plan_basket(
+        items=order_basket(order, items),
+        country_code=order.address_country_code,
+        shipping_method=order.shipping_method,
+        currency=order.currency,
+    )
+
+
+def allocate(*, order: Order) -> bool:
+    """Create shipments and charges (inside the caller's transaction); False if no plan exists,
+    with an ``order.items.ItemUnavailable`` issue on each item that cannot be made."""
+    items = {str(i.id): i for i in order.items.prefetch_related("assets").order_by("position")}
+    if Shipment.objects.filter(order=order).exists():
+        return True  # allocated by an earlier run whose claim release was lost
+    try:
+        plan = order_plan(order)
+    except Infeasible as infeasible:
+        for key, failures in infeasible.failures_by_item_key.items():
+            item = items.get(key)
+            if item is None:
+                continue
+            OrderItem.objects.filter(id=item.id).update(availability=ItemAvailability.UNAVAILABLE)
+            OrderIssue.objects.update_or_create(
+                order=order,
+                object_id=item.public_id,
+                error_code=ITEM_UNAVAILABLE,
+                defaults={"description": "; ".join(f.description for f in failures)},
+            )
+        return False
+    assert transaction.get_connection().in_atomic_block
+    shipments: dict[str, Shipment] = {}
+    for planned in plan.shipments:
+        shipment = Shipment.objects.create(
+            order=order,
+            lab_code=planned.lab_code,
+            lab_country_code=planned.lab_country_code,
+            shipping_method=planned.shipping_method,
+            carrier_name=planned.carrier_name,
+            carrier_service=planned.carrier_service,
+        )
+        shipments[planned.lab_code] = shipment
+        OrderItem.objects.filter(id__in=[int(k) for k in planned.item_keys]).update(
+            shipment=shipment
+        )
+    charges_write(order=order, plan=plan, items=items, shipments=shipments)
+    return True

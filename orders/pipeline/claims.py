@@ -1,0 +1,67 @@
+"""Claiming an order's current step, and moving it on, with conditional updates.
+
+A worker owns an order while ``claimed_until`` is in the future; the value is also its claim
+token. Moving on succeeds only for the claim holder and the expected step, so a step re-run by
+a second worker (after a crash or a duplicated message) cannot move the order twice.
+"""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from orders.models import Order, PipelineStep
+
+ACTIVE_STEPS = (
+    PipelineStep.HELD,
+    PipelineStep.DOWNLOAD,
+    PipelineStep.ALLOCATE,
+    PipelineStep.PREPARE,
+    PipelineStep.SUBMIT,
+    PipelineStep.PRODUCTION,
+)
+
+
+class ClaimLost(Exception):
+    """Another worker took the order over (our claim expired); our changes must roll back."""
+
+
+def claimable() -> Q:
+    now = timezone.now()
+    return Q(pipeline_step__in=ACTIVE_STEPS, due_at__lte=now) & (
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    )
+
+
+def order_claim(*, order_id: int) -> Order | None:
+    """The order, claimed for its current step, or None if it is not due or owned elsewhere."""
+    until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
+    if not Order.objects.filter(claimable(), id=order_id).update(claimed_until=until):
+        return None
+    return Order.objects.select_related("environment__merchant").get(id=order_id)
+
+
+def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:
+    """Record the next step (or the same one, due later) and release the claim.
+
+    Raises ``ClaimLost`` when the order is no longer ours, so the caller's transaction rolls back.
+    """
+    now = timezone.now()
+    changed = Order.objects.filter(
+        id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until
+    ).update(pipeline_step=step, due_at=due_at, claimed_until=None, last_updated=now, **fields)
+    if not changed:
+        raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
+    order.pipeline_step = step
+    order.due_at = due_at
+    order.claimed_until = None
+    order.last_updated = now
+    for name, value in fields.items():
+        setattr(order, name, value)
+
+
+def order_release(*, order: Order) -> None:
+    """Give the claim back without moving on (the work is due again at once)."""
+    Order.objects.filter(id=order.id, claimed_until=order.claimed_until).update(claimed_until=None)

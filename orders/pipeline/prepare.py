@@ -1,0 +1,99 @@
+"""Step 4: print-ready files and thumbnails for every image asset.
+
+The target pixel size is the recommended size of the asset's print area on the item's product
+variant. Print-ready PDFs (products priced by page) are used as they are.
+"""
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.core.files.storage import default_storage
+
+from orders.models import Asset, Order, OrderIssue, OrderItem
+from orders.printready import PrintReadyError, render_print_ready
+from products.selectors import product_get
+from products.validation import resolve_attributes
+
+PRINT_READY_FAILED = "order.items.assets.PrintReadyFailed"
+
+
+@contextlib.contextmanager
+def local_copy(name: str) -> Iterator[Path]:
+    """A local path for a stored file (the file itself on local storage)."""
+    try:
+        yield Path(default_storage.path(name))
+        return
+    except NotImplementedError:
+        pass
+    with tempfile.NamedTemporaryFile(suffix=Path(name).suffix) as temporary:
+        with default_storage.open(name, "rb") as source:
+            shutil.copyfileobj(source, temporary)
+        temporary.flush()
+        yield Path(temporary.name)
+
+
+def target_size(item: OrderItem, print_area: str) -> tuple[int, int] | None:
+    product = product_get(sku=item.sku)
+    if product is None:
+        return None
+    resolved = resolve_attributes(product=product, attributes=item.attributes)
+    for variant in product.variants.all():
+        if variant.attributes == resolved:
+            size = (variant.print_area_sizes or {}).get(print_area)
+            if size:
+                return int(size["horizontalResolution"]), int(size["verticalResolution"])
+    return None
+
+
+def prepare_assets(*, order: Order) -> bool:
+    """Render what is not rendered yet; False (with an issue) when an image cannot be used."""
+    ok = True
+    assets = (
+        Asset.objects.select_related("item")
+        .filter(item__order=order, print_file="")
+        .order_by("item__position", "position")
+    )
+    for asset in assets:
+        if asset.source_file.endswith(".pdf"):
+            asset.print_file = asset.source_file
+            asset.save(update_fields=["print_file"])
+            continue
+        size = target_size(asset.item, asset.print_area)
+        try:
+            with local_copy(asset.source_file) as source:
+                width, height = size or _own_size(source)
+                result = render_print_ready(
+                    source=source,
+                    target_width=width,
+                    target_height=height,
+                    sizing=asset.item.sizing,
+                    storage_prefix=f"orders/{order.id}/assets/{asset.id}",
+                )
+        except PrintReadyError as exc:
+            ok = False
+            OrderIssue.objects.update_or_create(
+                order=order,
+                asset=asset,
+                error_code=PRINT_READY_FAILED,
+                defaults={
+                    "object_id": asset.item.public_id,
+                    "description": f"Asset {asset.public_id} cannot be printed: {exc}",
+                },
+            )
+            continue
+        asset.print_file = result.print_file
+        asset.thumbnail = result.thumbnail
+        asset.save(update_fields=["print_file", "thumbnail"])
+        if asset.print_area == "default" or not asset.item.thumbnail:
+            OrderItem.objects.filter(id=asset.item_id).update(thumbnail=result.thumbnail)
+    return ok
+
+
+def _own_size(source: Path) -> tuple[int, int]:
+    import pyvips
+
+    image = pyvips.Image.new_from_file(str(source), access="sequential")
+    return image.width, image.height

@@ -1,0 +1,109 @@
+"""Steps 5 to 7: submit each shipment to its lab, then follow production and shipping."""
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from labs.connectors import connector_for
+from orders.events import shipment_changed
+from orders.labs import lab_order
+from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
+
+SUBMISSION_FAILED = "order.shipments.SubmissionFailed"
+
+
+def _active(order: Order) -> list[Shipment]:
+    return list(
+        Shipment.objects.filter(order=order)
+        .exclude(status=ShipmentStatus.CANCELLED)
+        .select_related("order__environment")
+        .prefetch_related("items__assets")
+    )
+
+
+def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
+    """Submit every shipment not yet submitted.
+
+    Returns (True, None) when all are submitted, (None, retry time) while a lab refuses and
+    attempts remain, (False, None) when a lab refused every attempt. A lab must treat the
+    shipment id as the idempotency key of a submission: a crash between its answer and our
+    commit makes us submit again.
+    """
+    now = timezone.now()
+    retry_at: datetime | None = None
+    sandbox = order.environment.is_sandbox
+    for shipment in _active(order):
+        if shipment.submitted_at is not None:
+            continue
+        result = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).submit(
+            lab_order(shipment)
+        )
+        attempts = OrderIssue.objects.filter(order=order, object_id=shipment.public_id).count()
+        if result.successful:
+            Shipment.objects.filter(id=shipment.id).update(
+                submitted_at=now, lab_order_reference=result.reference, due_at=now
+            )
+            OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
+            continue
+        OrderIssue.objects.create(
+            order=order,
+            object_id=shipment.public_id,
+            error_code=SUBMISSION_FAILED,
+            description=(
+                f"Lab {shipment.lab_code} refused shipment {shipment.public_id}: {result.message}"
+            ),
+        )
+        if attempts + 1 >= settings.LAB_SUBMIT_ATTEMPTS:
+            return False, None
+        delay = timedelta(seconds=min(settings.ASSET_RETRY_BASE_SECONDS * 2**attempts, 3600))
+        retry_at = min(retry_at or now + delay, now + delay)
+    if retry_at is not None:
+        return None, retry_at
+    return True, None
+
+
+def track_shipments(*, order: Order) -> tuple[bool, bool, datetime | None]:
+    """Ask each lab where its shipment stands; record production and dispatch.
+
+    Returns (any shipped, all shipped, when to ask again).
+    """
+    now = timezone.now()
+    sandbox = order.environment.is_sandbox
+    any_shipped = False
+    all_shipped = True
+    next_check: datetime | None = None
+    for shipment in _active(order):
+        if shipment.status == ShipmentStatus.SHIPPED:
+            any_shipped = True
+            continue
+        assert shipment.submitted_at is not None
+        progress = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).progress(
+            lab_order(shipment), submitted_at=shipment.submitted_at, now=now
+        )
+        with transaction.atomic():
+            if progress.in_production_at and shipment.in_production_at is None:
+                shipment.in_production_at = progress.in_production_at
+                shipment.save(update_fields=["in_production_at"])
+            if progress.shipped_at:
+                changed = Shipment.objects.filter(
+                    id=shipment.id, status=ShipmentStatus.PROCESSING
+                ).update(
+                    status=ShipmentStatus.SHIPPED,
+                    dispatch_date=progress.shipped_at,
+                    carrier_name=progress.carrier_name or shipment.carrier_name,
+                    carrier_service=progress.carrier_service or shipment.carrier_service,
+                    tracking_number=progress.tracking_number,
+                    tracking_url=progress.tracking_url,
+                    due_at=None,
+                )
+                if changed:
+                    shipment.refresh_from_db()
+                    shipment_changed(order=order, shipment=shipment)
+                any_shipped = True
+                continue
+        all_shipped = False
+        if progress.next_check_at is not None:
+            next_check = min(next_check or progress.next_check_at, progress.next_check_at)
+    return any_shipped, all_shipped, next_check

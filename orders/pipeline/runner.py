@@ -1,0 +1,189 @@
+"""Advance an order by one step: claim it, do the step, record the next step and due time.
+
+Every step is idempotent: it skips work already done (assets downloaded, shipments created,
+shipments submitted), and its final writes and the callback event it causes commit together
+with the move to the next step.
+"""
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from orders.events import downloads_complete, order_stage_changed
+from orders.models import DetailState, Order, PipelineStep, Stage
+from orders.pipeline.allocate import allocate
+from orders.pipeline.claims import ClaimLost, order_claim, order_move_on
+from orders.pipeline.download import download_assets
+from orders.pipeline.prepare import prepare_assets
+from orders.pipeline.produce import submit_shipments, track_shipments
+
+logger = logging.getLogger(__name__)
+ERROR_RETRY = timedelta(seconds=60)
+
+
+def _mark(order: Order, **fields: str) -> None:
+    """Show a detail as started (visible to GET while the step runs)."""
+    changed = {k: v for k, v in fields.items() if getattr(order, k) != v}
+    if changed:
+        Order.objects.filter(id=order.id).update(last_updated=timezone.now(), **changed)
+        for name, value in changed.items():
+            setattr(order, name, value)
+
+
+@transaction.atomic
+def _release_hold(order: Order) -> None:
+    order_move_on(
+        order=order,
+        step=PipelineStep.DOWNLOAD,
+        due_at=timezone.now(),
+        stage=Stage.IN_PROGRESS,
+        held_until=None,
+    )
+    order_stage_changed(order=order)
+
+
+def _download(order: Order) -> None:
+    _mark(order, download_assets=DetailState.IN_PROGRESS)
+    state, next_at = download_assets(order=order)
+    with transaction.atomic():
+        if state == DetailState.COMPLETE:
+            order_move_on(
+                order=order,
+                step=PipelineStep.ALLOCATE,
+                due_at=timezone.now(),
+                download_assets=DetailState.COMPLETE,
+            )
+            downloads_complete(order=order)
+        elif state == DetailState.ERROR:
+            order_move_on(
+                order=order,
+                step=PipelineStep.FAILED,
+                due_at=None,
+                download_assets=DetailState.ERROR,
+            )
+        else:
+            order_move_on(order=order, step=PipelineStep.DOWNLOAD, due_at=next_at)
+
+
+@transaction.atomic
+def _allocate(order: Order) -> None:
+    if allocate(order=order):
+        order_move_on(
+            order=order,
+            step=PipelineStep.PREPARE,
+            due_at=timezone.now(),
+            allocate_production_location=DetailState.COMPLETE,
+        )
+    else:
+        order_move_on(
+            order=order,
+            step=PipelineStep.FAILED,
+            due_at=None,
+            allocate_production_location=DetailState.ERROR,
+        )
+
+
+def _prepare(order: Order) -> None:
+    _mark(order, print_ready_assets_prepared=DetailState.IN_PROGRESS)
+    ok = prepare_assets(order=order)
+    with transaction.atomic():
+        if ok:
+            order_move_on(
+                order=order,
+                step=PipelineStep.SUBMIT,
+                due_at=timezone.now(),
+                print_ready_assets_prepared=DetailState.COMPLETE,
+            )
+        else:
+            order_move_on(
+                order=order,
+                step=PipelineStep.FAILED,
+                due_at=None,
+                print_ready_assets_prepared=DetailState.ERROR,
+            )
+
+
+def _submit(order: Order) -> None:
+    _mark(order, in_production=DetailState.IN_PROGRESS)
+    submitted, retry_at = submit_shipments(order=order)
+    with transaction.atomic():
+        if submitted:
+            now = timezone.now()
+            order_move_on(order=order, step=PipelineStep.PRODUCTION, due_at=now, submitted_at=now)
+        elif submitted is None:
+            order_move_on(order=order, step=PipelineStep.SUBMIT, due_at=retry_at)
+        else:
+            order_move_on(
+                order=order, step=PipelineStep.FAILED, due_at=None, in_production=DetailState.ERROR
+            )
+
+
+def _produce(order: Order) -> None:
+    with transaction.atomic():
+        any_shipped, all_shipped, next_check = track_shipments(order=order)
+        if all_shipped:
+            order_move_on(
+                order=order,
+                step=PipelineStep.DONE,
+                due_at=None,
+                in_production=DetailState.COMPLETE,
+                shipping=DetailState.COMPLETE,
+                stage=Stage.COMPLETE,
+            )
+            order_stage_changed(order=order)
+        elif any_shipped:
+            order_move_on(
+                order=order,
+                step=PipelineStep.PRODUCTION,
+                due_at=next_check,
+                shipping=DetailState.IN_PROGRESS,
+            )
+        else:
+            order_move_on(order=order, step=PipelineStep.PRODUCTION, due_at=next_check)
+
+
+STEPS: dict[str, Callable[[Order], None]] = {
+    PipelineStep.HELD: _release_hold,
+    PipelineStep.DOWNLOAD: _download,
+    PipelineStep.ALLOCATE: _allocate,
+    PipelineStep.PREPARE: _prepare,
+    PipelineStep.SUBMIT: _submit,
+    PipelineStep.PRODUCTION: _produce,
+}
+
+
+def order_advance(*, order_id: int) -> datetime | None:
+    """Run the order's due step; return when it is due next (None: not ours, or finished)."""
+    order = order_claim(order_id=order_id)
+    if order is None:
+        return None
+    step = order.pipeline_step
+    try:
+        STEPS[step](order)
+    except ClaimLost:
+        logger.warning(
+            "Order %s: claim lost during %s; another worker carries on", order.public_id, step
+        )
+        return None
+    except Exception:
+        logger.exception("Order %s: step %s failed; retrying later", order.public_id, step)
+        Order.objects.filter(id=order.id, claimed_until=order.claimed_until).update(
+            claimed_until=None, due_at=timezone.now() + ERROR_RETRY
+        )
+        return None
+    return order.due_at
+
+
+def order_submit_now(*, order: Order) -> bool:
+    """Submit a held order at once (the dashboard's or admin's manual submission)."""
+    changed = Order.objects.filter(id=order.id, pipeline_step=PipelineStep.HELD).update(
+        due_at=timezone.now()
+    )
+    if changed:
+        from orders.pipeline.scheduling import order_enqueue_on_commit
+
+        order_enqueue_on_commit(order_id=order.id)
+    return bool(changed)

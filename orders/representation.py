@@ -1,0 +1,179 @@
+"""The order as the API shows it (``GET /v4.0/orders/{id}``, list pages, callbacks).
+
+A plain function over prefetched rows (see ``orders.selectors.orders_with_parts``): it runs for
+every order of a list page and every callback, so it does no queries of its own.
+"""
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.core.files.storage import default_storage
+
+from common.ids import PREFIXES, format_id
+from orders.models import Asset, Charge, Order, OrderItem, Shipment, ShipmentStatus
+
+
+def money(amount: Decimal, currency: str) -> dict[str, str]:
+    return {"amount": f"{amount.quantize(Decimal('0.01'))}", "currency": currency}
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a ``Z``, to the millisecond."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def file_url(name: str, base_url: str) -> str | None:
+    if not name:
+        return None
+    url = default_storage.url(name)
+    return url if url.startswith(("http://", "https://")) else base_url.rstrip("/") + url
+
+
+def _none_if_blank(value: str) -> str | None:
+    return value or None
+
+
+def _asset(asset: Asset, base_url: str) -> dict[str, Any]:
+    return {
+        "id": asset.public_id,
+        "omsId": str(asset.oms_id) if asset.oms_id is not None else None,
+        "printArea": asset.print_area,
+        "status": asset.status,
+        "url": asset.url,
+        "thumbnailUrl": file_url(asset.thumbnail, base_url),
+        "md5Hash": _none_if_blank(asset.md5_hash),
+        "pageCount": asset.page_count,
+    }
+
+
+def _item(item: OrderItem, base_url: str) -> dict[str, Any]:
+    return {
+        "id": item.public_id,
+        "omsId": str(item.oms_id) if item.oms_id is not None else None,
+        "status": item.status,
+        "merchantReference": _none_if_blank(item.merchant_reference),
+        "sku": item.sku,
+        "copies": item.copies,
+        "sizing": item.sizing,
+        "thumbnailUrl": file_url(item.thumbnail, base_url),
+        "attributes": item.attributes,
+        "spine": item.spine,
+        "assets": [_asset(a, base_url) for a in item.assets.all()],
+        "recipientCost": (
+            money(item.recipient_cost_amount, item.recipient_cost_currency)
+            if item.recipient_cost_amount is not None
+            else None
+        ),
+    }
+
+
+def _shipment(shipment: Shipment, items: list[OrderItem]) -> dict[str, Any]:
+    tracked = bool(shipment.tracking_number or shipment.tracking_url)
+    return {
+        "id": shipment.public_id,
+        "status": shipment.status,
+        "carrier": {"name": shipment.carrier_name, "service": shipment.carrier_service},
+        "tracking": {"url": shipment.tracking_url, "number": shipment.tracking_number}
+        if tracked
+        else None,
+        "dispatchDate": iso(shipment.dispatch_date),
+        "items": [
+            {"itemId": item.public_id, "availability": item.availability}
+            for item in items
+            if item.shipment_id == shipment.id
+        ],
+        "fulfillmentLocation": {
+            "countryCode": shipment.lab_country_code,
+            "labCode": shipment.lab_code,
+        },
+        "cancelled": shipment.status == ShipmentStatus.CANCELLED,
+    }
+
+
+def _charge(charge: Charge) -> dict[str, Any]:
+    return {
+        "id": charge.public_id,
+        "chargeType": charge.charge_type,
+        "serviceInvoiceNumber": charge.service_invoice_number,
+        "totalCost": money(charge.total_cost, charge.currency),
+        "totalTax": money(charge.total_tax, charge.currency),
+        "items": [
+            {
+                "id": line.public_id,
+                "itemId": format_id(PREFIXES["order_item"], line.item_id) if line.item_id else None,
+                "shipmentId": format_id(PREFIXES["shipment"], line.shipment_id)
+                if line.shipment_id
+                else None,
+                "cost": money(line.cost, charge.currency),
+                "chargeType": line.charge_type,
+            }
+            for line in charge.items.all()
+        ],
+    }
+
+
+def order_representation(order: Order, *, base_url: str) -> dict[str, Any]:
+    """The complete order; ``base_url`` makes file URLs absolute."""
+    items = list(order.items.all())
+    issues = []
+    for issue in order.issues.all():
+        entry: dict[str, Any] = {
+            "objectId": issue.object_id,
+            "errorCode": issue.error_code,
+            "description": issue.description,
+        }
+        if issue.authorisation_url:
+            entry["authorisationDetails"] = {
+                "authorisationUrl": issue.authorisation_url,
+                "paymentDetails": money(issue.payment_amount or Decimal(0), issue.payment_currency),
+            }
+        issues.append(entry)
+    return {
+        "id": order.public_id,
+        "omsId": str(order.oms_id) if order.oms_id is not None else None,
+        "created": iso(order.created),
+        "lastUpdated": iso(order.last_updated),
+        "callbackUrl": _none_if_blank(order.callback_url),
+        "merchantReference": _none_if_blank(order.merchant_reference),
+        "shippingMethod": order.shipping_method,
+        "idempotencyKey": order.idempotency_key,
+        "status": {
+            "stage": order.stage,
+            "details": {
+                "downloadAssets": order.download_assets,
+                "allocateProductionLocation": order.allocate_production_location,
+                "printReadyAssetsPrepared": order.print_ready_assets_prepared,
+                "inProduction": order.in_production,
+                "shipping": order.shipping,
+            },
+            "issues": issues,
+        },
+        "charges": [_charge(c) for c in order.charges.all()],
+        "shipments": [_shipment(s, items) for s in order.shipments.all()],
+        "recipient": {
+            "name": order.recipient_name,
+            "email": _none_if_blank(order.recipient_email),
+            "phoneNumber": _none_if_blank(order.recipient_phone),
+            "address": {
+                "line1": order.address_line1,
+                "line2": _none_if_blank(order.address_line2),
+                "postalOrZipCode": order.address_postal_or_zip_code,
+                "countryCode": order.address_country_code,
+                "townOrCity": order.address_town_or_city,
+                "stateOrCounty": _none_if_blank(order.address_state_or_county),
+            },
+        },
+        "items": [_item(i, base_url) for i in items],
+        "packingSlip": (
+            {"url": order.packing_slip_url, "status": _none_if_blank(order.packing_slip_status)}
+            if order.packing_slip_url
+            else None
+        ),
+        "branding": order.branding,
+        "metadata": order.metadata,
+        "tag": _none_if_blank(order.tag),
+        "usSalesTaxAlreadyCollected": order.us_sales_tax_already_collected,
+    }
