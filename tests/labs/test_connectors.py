@@ -1,0 +1,212 @@
+"""Lab connectors: the simulator's submissions, timeline and operations, and the registry."""
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from labs.connectors import (
+    CAPABILITIES,
+    LabConnector,
+    LabOrder,
+    LabOrderItem,
+    LabProgress,
+    LabResult,
+    connector_for,
+)
+from labs.connectors.simulator import SimulatorConnector
+from tests.labs.factories import LabFactory
+
+SUBMITTED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def lab_order(shipment_id: str = "shp_1234", *, method: str = "Standard") -> LabOrder:
+    return LabOrder(
+        shipment_id=shipment_id,
+        order_id="ord_99",
+        lab_code="gb1",
+        shipping_method=method,
+        recipient={"name": "Ada", "address": {"line1": "1 Lane", "countryCode": "GB"}},
+        items=(
+            LabOrderItem(
+                item_id="ori_1",
+                sku="GLOBAL-FAP-16X24",
+                copies=2,
+                attributes={"color": "black"},
+                files={"default": "https://files.example/print.jpg"},
+            ),
+        ),
+    )
+
+
+def simulator(
+    *, capabilities: frozenset[str] = frozenset(CAPABILITIES), failure_share: str = "0"
+) -> SimulatorConnector:
+    return SimulatorConnector(
+        lab_code="gb1", capabilities=capabilities, failure_share=Decimal(failure_share)
+    )
+
+
+def test_the_connector_interface_cannot_be_used_without_an_implementation() -> None:
+    with pytest.raises(TypeError):
+        LabConnector(lab_code="gb1", capabilities=frozenset())  # type: ignore[abstract]
+
+
+def test_simulator_accepts_a_submission_with_a_reference_from_the_shipment() -> None:
+    assert simulator().submit(lab_order("shp_1234")) == LabResult(
+        successful=True, reference="SIM-GB1-1234"
+    )
+
+
+def test_simulator_failing_every_submission() -> None:
+    result = simulator(failure_share="1").submit(lab_order())
+
+    assert result == LabResult(successful=False, message="Simulated rejection by lab gb1.")
+
+
+def test_simulator_fails_its_configured_share_deterministically() -> None:
+    connector = simulator(failure_share="0.3")
+    ids = [f"shp_{n}" for n in range(2000)]
+
+    first = [connector.submit(lab_order(i)).successful for i in ids]
+    again = [connector.submit(lab_order(i)).successful for i in ids]
+
+    assert first == again
+    failed_share = first.count(False) / len(first)
+    assert 0.26 < failed_share < 0.34
+
+
+def test_simulator_production_timeline_follows_lab_simulator_seconds(settings) -> None:
+    settings.LAB_SIMULATOR_SECONDS = 60
+    connector = simulator()
+    order = lab_order("shp_77", method="Express")
+    produced = SUBMITTED + timedelta(seconds=30)
+    shipped = SUBMITTED + timedelta(seconds=60)
+
+    waiting = connector.progress(order, submitted_at=SUBMITTED, now=SUBMITTED)
+    in_production = connector.progress(order, submitted_at=SUBMITTED, now=produced)
+    dispatched = connector.progress(order, submitted_at=SUBMITTED, now=shipped + timedelta(hours=1))
+
+    assert waiting == LabProgress(next_check_at=produced)
+    assert in_production == LabProgress(in_production_at=produced, next_check_at=shipped)
+    assert dispatched.in_production_at == produced
+    assert dispatched.shipped_at == shipped
+    assert dispatched.next_check_at is None
+    assert (dispatched.carrier_name, dispatched.carrier_service) == ("DHL", "Express Worldwide")
+    assert dispatched.tracking_number.startswith("SIM")
+    assert len(dispatched.tracking_number) == 15
+    assert dispatched.tracking_url == (f"https://tracking.example.com/{dispatched.tracking_number}")
+
+
+def test_simulator_tracking_is_stable_per_shipment_and_differs_between_shipments() -> None:
+    connector = simulator()
+    late = SUBMITTED + timedelta(days=1)
+
+    one = connector.progress(lab_order("shp_1"), submitted_at=SUBMITTED, now=late)
+    same = connector.progress(lab_order("shp_1"), submitted_at=SUBMITTED, now=late)
+    other = connector.progress(lab_order("shp_2"), submitted_at=SUBMITTED, now=late)
+
+    assert one.tracking_number == same.tracking_number
+    assert one.tracking_number != other.tracking_number
+
+
+@pytest.mark.parametrize(
+    ("method", "carrier"),
+    [
+        ("Budget", ("Royal Mail", "2nd Class")),
+        ("Standard", ("Royal Mail", "Tracked 48")),
+        ("StandardPlus", ("DPD", "Next Day")),
+        ("Express", ("DHL", "Express Worldwide")),
+        ("Overnight", ("FedEx", "Priority Overnight")),
+    ],
+)
+def test_simulator_carrier_follows_the_shipping_method(method: str, carrier) -> None:
+    progress = simulator().progress(
+        lab_order(method=method), submitted_at=SUBMITTED, now=SUBMITTED + timedelta(days=1)
+    )
+
+    assert (progress.carrier_name, progress.carrier_service) == carrier
+
+
+def test_simulator_operations_it_supports_succeed() -> None:
+    connector = simulator()
+    order = lab_order()
+
+    assert connector.cancel(order).successful is True
+    assert connector.hold(order).successful is True
+    assert connector.unhold(order).successful is True
+    assert connector.update_address(order, {"name": "Bea"}).successful is True
+    assert connector.update_shipping_method(order, "Express").successful is True
+
+
+def test_operations_a_lab_lacks_answer_unsuccessfully_with_a_message() -> None:
+    connector = simulator(capabilities=frozenset({"cancel"}))
+    order = lab_order()
+
+    assert connector.supports("cancel") is True
+    assert connector.supports("hold") is False
+    assert connector.cancel(order).successful is True
+    assert connector.hold(order) == LabResult(False, message="Lab gb1 does not support hold.")
+    assert connector.unhold(order) == LabResult(False, message="Lab gb1 does not support unhold.")
+    assert connector.update_address(order, {}) == LabResult(
+        False, message="Lab gb1 does not support updateAddress."
+    )
+    assert connector.update_shipping_method(order, "Budget") == LabResult(
+        False, message="Lab gb1 does not support updateShippingMethod."
+    )
+
+
+def test_map_to_json_gives_the_whole_lab_order_as_plain_data() -> None:
+    data = simulator().map_to_json(lab_order())
+
+    assert data == {
+        "shipment_id": "shp_1234",
+        "order_id": "ord_99",
+        "lab_code": "gb1",
+        "shipping_method": "Standard",
+        "recipient": {"name": "Ada", "address": {"line1": "1 Lane", "countryCode": "GB"}},
+        "items": (
+            {
+                "item_id": "ori_1",
+                "sku": "GLOBAL-FAP-16X24",
+                "copies": 2,
+                "attributes": {"color": "black"},
+                "files": {"default": "https://files.example/print.jpg"},
+            },
+        ),
+        "reference": "",
+    }
+    assert "reference" not in simulator().map_to_json(lab_order(), include_nulls=False)
+
+
+# --- registry -------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_live_simulator_lab_gets_its_own_capabilities_and_failure_share() -> None:
+    LabFactory(code="gb7", capabilities=["cancel"], simulator_failure_share=Decimal("0.250"))
+
+    connector = connector_for(lab_code="gb7", sandbox=False)
+
+    assert isinstance(connector, SimulatorConnector)
+    assert connector.capabilities == frozenset({"cancel"})
+    assert connector.failure_share == Decimal("0.25")
+
+
+@pytest.mark.django_db
+def test_sandbox_always_uses_the_simulator_even_for_a_site_flow_lab() -> None:
+    LabFactory(code="us2", connector="siteflow", siteflow_endpoint="https://lab.example/orders")
+
+    connector = connector_for(lab_code="us2", sandbox=True)
+
+    assert isinstance(connector, SimulatorConnector)
+    assert connector.submit(lab_order()).successful is True
+
+
+@pytest.mark.django_db
+def test_an_unknown_lab_code_gets_a_simulator_with_every_capability() -> None:
+    connector = connector_for(lab_code="zz9", sandbox=True)
+
+    assert isinstance(connector, SimulatorConnector)
+    assert connector.capabilities == frozenset(CAPABILITIES)
+    assert connector.failure_share == Decimal(0)
