@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db import models
 
 from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
 
@@ -28,6 +29,7 @@ class LabAdmin(admin.ModelAdmin):
     list_filter = ("country_code", "connector", "currency", "is_active")
     search_fields = ("code", "name")
     inlines = [LabProductInline, ShippingRateInline]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
 
 @admin.register(LabProduct)

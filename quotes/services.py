@@ -118,12 +118,16 @@ def quotes_create(
                     country_code=destination_country_code,
                     shipping_method=shipping_method,
                     currency=currency,
+                    catalogue=products,
                 )
             ]
         else:
             plans = list(
                 plan_all_methods(
-                    items=basket, country_code=destination_country_code, currency=currency
+                    items=basket,
+                    country_code=destination_country_code,
+                    currency=currency,
+                    catalogue=products,
                 ).values()
             )
     except Infeasible as infeasible:

@@ -17,7 +17,15 @@ from labs.allocation.types import (
     PlannedShipment,
     UnknownCurrency,
 )
-from labs.models import ExchangeRate, Lab, LabProduct, ShippingMethod, ShippingRate, TaxRule
+from labs.models import (
+    ExchangeRate,
+    Lab,
+    LabProduct,
+    ShippingMethod,
+    ShippingRate,
+    ShippingZone,
+    TaxRule,
+)
 from products.models import Product
 from products.selectors import products_by_sku
 from products.validation import attribute_failures, resolve_attributes
@@ -55,18 +63,29 @@ class _Snapshot:
     tax_rule: TaxRule | None
 
 
-def _rate_specificity(rate: ShippingRate, country_code: str) -> int | None:
-    if rate.country_code:
-        return 0 if rate.country_code == country_code else None
-    assert rate.zone is not None
-    if country_code in rate.zone.countries:
-        return 1
-    return 2 if rate.zone.rest_of_world else None
+def _zone_specificity(country_code: str) -> dict[int, int]:
+    """Zone id → how specific a rate to that zone is for the country (1: the zone lists it,
+    2: rest of world); a country's own rate is 0. Zones are few, so all are read."""
+    specificity = {}
+    for zone_id, countries, rest_of_world in ShippingZone.objects.values_list(
+        "id", "countries", "rest_of_world"
+    ):
+        if country_code in countries:
+            specificity[zone_id] = 1
+        elif rest_of_world:
+            specificity[zone_id] = 2
+    return specificity
 
 
-def _load(*, items: Sequence[BasketItem], country_code: str) -> _Snapshot:
+def _load(
+    *, items: Sequence[BasketItem], country_code: str, catalogue: Mapping[str, Product] | None
+) -> _Snapshot:
     country_code = country_code.upper()
-    products = products_by_sku(skus=(item.sku for item in items))
+    wanted = {item.sku.strip().upper() for item in items}
+    if catalogue is not None and wanted <= set(catalogue):
+        products = dict(catalogue)
+    else:
+        products = products_by_sku(skus=wanted)
     failures: dict[str, list[ItemFailure]] = {}
     valid: list[tuple[BasketItem, Product, dict[str, str]]] = []
     for item in items:
@@ -101,18 +120,18 @@ def _load(*, items: Sequence[BasketItem], country_code: str) -> _Snapshot:
         for item, product, attributes in valid
     ]
 
-    lab_ids = {lp.lab_id for lps in by_product.values() for lp in lps}
+    labs = {lp.lab_id: lp.lab for lps in by_product.values() for lp in lps}
+    zones = _zone_specificity(country_code)
     rates: dict[str, dict[str, tuple[int, ShippingRate]]] = {}
-    candidates = ShippingRate.objects.filter(lab_id__in=lab_ids).filter(
-        Q(country_code=country_code) | Q(zone__isnull=False)
+    candidates = ShippingRate.objects.filter(lab_id__in=labs).filter(
+        Q(country_code=country_code) | Q(zone_id__in=zones)
     )
-    for rate in candidates.select_related("lab", "zone"):
-        specificity = _rate_specificity(rate, country_code)
-        if specificity is None:
-            continue
-        current = rates.setdefault(rate.lab.code, {}).get(rate.method)
+    for rate in candidates:
+        specificity = 0 if rate.zone_id is None else zones[rate.zone_id]
+        code = labs[rate.lab_id].code
+        current = rates.setdefault(code, {}).get(rate.method)
         if current is None or specificity < current[0]:
-            rates[rate.lab.code][rate.method] = (specificity, rate)
+            rates[code][rate.method] = (specificity, rate)
 
     units_per_base = {ExchangeRate.BASE_CURRENCY: Decimal(1)}
     units_per_base.update(ExchangeRate.objects.values_list("currency", "units_per_base"))
@@ -314,24 +333,37 @@ def canonical_method(method: str) -> str | None:
 
 
 def plan_basket(
-    *, items: Sequence[BasketItem], country_code: str, shipping_method: str, currency: str
+    *,
+    items: Sequence[BasketItem],
+    country_code: str,
+    shipping_method: str,
+    currency: str,
+    catalogue: Mapping[str, Product] | None = None,
 ) -> AllocationPlan:
     """The cheapest feasible plan for ``items`` delivered to ``country_code`` by
     ``shipping_method`` (any letter case), priced in ``currency``.
 
     Raises ``Infeasible`` (failures per item key) when some item cannot be placed,
     ``UnknownCurrency`` when ``currency`` or a needed lab currency has no exchange rate, and
-    ``ValueError`` for an unknown method or an empty basket.
+    ``ValueError`` for an unknown method or an empty basket. ``catalogue`` (products keyed by
+    upper-case SKU, as ``products.selectors.products_by_sku`` returns them) saves loading the
+    products again when the caller already has them.
     """
     method = canonical_method(shipping_method)
     if method is None:
         raise ValueError(f"Unknown shipping method '{shipping_method}'.")
     _check_basket(items)
-    return _plan(_load(items=items, country_code=country_code), method, currency)
+    return _plan(
+        _load(items=items, country_code=country_code, catalogue=catalogue), method, currency
+    )
 
 
 def plan_all_methods(
-    *, items: Sequence[BasketItem], country_code: str, currency: str
+    *,
+    items: Sequence[BasketItem],
+    country_code: str,
+    currency: str,
+    catalogue: Mapping[str, Product] | None = None,
 ) -> dict[str, AllocationPlan]:
     """A plan for every method that can deliver the whole basket, in method order.
 
@@ -340,7 +372,7 @@ def plan_all_methods(
     ``NoCommonShippingMethod`` when it could be sent on its own but not with the others.
     """
     _check_basket(items)
-    snapshot = _load(items=items, country_code=country_code)
+    snapshot = _load(items=items, country_code=country_code, catalogue=catalogue)
     plans: dict[str, AllocationPlan] = {}
     for method in METHODS:
         try:
@@ -352,11 +384,16 @@ def plan_all_methods(
     return plans
 
 
-def methods_available(*, items: Sequence[BasketItem], country_code: str) -> list[str]:
+def methods_available(
+    *,
+    items: Sequence[BasketItem],
+    country_code: str,
+    catalogue: Mapping[str, Product] | None = None,
+) -> list[str]:
     """The methods (in the order Budget, Standard, StandardPlus, Express, Overnight) by which
     the whole basket can be delivered to ``country_code``."""
     _check_basket(items)
-    snapshot = _load(items=items, country_code=country_code)
+    snapshot = _load(items=items, country_code=country_code, catalogue=catalogue)
     return [m for m in METHODS if not _method_failures(snapshot, m)]
 
 
