@@ -1,6 +1,7 @@
 """The order endpoints: input serializer validates, a service acts, the representation renders."""
 
-from datetime import datetime
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -159,8 +160,6 @@ def _when(params: Any, name: str, key: str) -> datetime | None:
     if value is None:
         raise ValidationFailed.single(name, "Invalid", f"'{raw}' is not an ISO 8601 date-time.")
     if value.tzinfo is None:
-        from datetime import UTC
-
         value = value.replace(tzinfo=UTC)
     return value
 
@@ -173,18 +172,18 @@ def parse_list_query(request: Request) -> OrderFilter:
     params = request.query_params
     failures: dict[str, list[tuple[str, str]]] = {}
 
-    def attempt(fn: Any, *args: Any) -> Any:
+    def attempt(parse: Callable[[], Any]) -> Any:
         try:
-            return fn(*args)
+            return parse()
         except ValidationFailed as exc:
             for path, items in exc.failures.items():
                 failures.setdefault(path, []).extend(items)
             return None
 
-    top = attempt(_int, params, "top", "top", 10, 1, 100)
-    skip = attempt(_int, params, "skip", "skip", 0, 0, None)
-    created_from = attempt(_when, params, "createdFrom", "createdfrom")
-    created_to = attempt(_when, params, "createdTo", "createdto")
+    top = attempt(lambda: _int(params, "top", "top", 10, 1, 100))
+    skip = attempt(lambda: _int(params, "skip", "skip", 0, 0, None))
+    created_from = attempt(lambda: _when(params, "createdFrom", "createdfrom"))
+    created_to = attempt(lambda: _when(params, "createdTo", "createdto"))
     status = None
     raw_status = params.get("status")
     if raw_status:
@@ -199,11 +198,13 @@ def parse_list_query(request: Request) -> OrderFilter:
             )
     order_ids = []
     for index, raw in enumerate(_list(params, "orderids")):
-        number = attempt(parse_id, PREFIXES["order"], raw, f"orderIds[{index}]")
+        number = attempt(lambda: parse_id(PREFIXES["order"], raw, field=f"orderIds[{index}]"))
         if number is not None:
             order_ids.append(number)
     cursor = params.get("cursor")
-    before_id = attempt(parse_id, PREFIXES["order"], cursor, "cursor") if cursor else None
+    before_id = (
+        attempt(lambda: parse_id(PREFIXES["order"], cursor, field="cursor")) if cursor else None
+    )
     if failures:
         raise ValidationFailed(failures)
     return OrderFilter(

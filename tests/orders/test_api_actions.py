@@ -1,0 +1,314 @@
+"""The four order actions and GET .../actions: one availability rule, exact outcomes."""
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from labs.models import Lab
+from orders.models import CallbackEvent, Charge, ChargeType, Order, Shipment, ShipmentStatus, Stage
+from orders.pipeline.allocate import allocate
+from tests.orders.conftest import book_item, order_body
+
+pytestmark = pytest.mark.usefixtures("catalogue")
+
+
+def create(api: APIClient, **changes: Any) -> Order:
+    response = api.post("/v4.0/orders", order_body(**changes), format="json")
+    assert response.status_code == 200, response.content
+    return Order.objects.get(id=int(response.json()["order"]["id"].removeprefix("ord_")))
+
+
+def allocated(api: APIClient, **changes: Any) -> Order:
+    order = create(api, **changes)
+    with transaction.atomic():
+        assert allocate(order=order)
+    return order
+
+
+def act(api: APIClient, order: Order, action: str, body: Any = None) -> Any:
+    if body is None:
+        return api.post(f"/v4.0/orders/{order.public_id}/actions/{action}")
+    return api.post(f"/v4.0/orders/{order.public_id}/actions/{action}", body, format="json")
+
+
+def availability(api: APIClient, order: Order) -> dict[str, str]:
+    body = api.get(f"/v4.0/orders/{order.public_id}/actions").json()
+    assert body["outcome"] == "Ok"
+    return {k: v["isAvailable"] for k, v in body.items() if isinstance(v, dict)}
+
+
+NEW_RECIPIENT = {
+    "name": "Grace Hopper",
+    "email": "grace@example.com",
+    "phoneNumber": "+44 7700 900999",
+    "address": {
+        "line1": "2 Compiler Close",
+        "line2": "",
+        "postalOrZipCode": "M1 1AA",
+        "countryCode": "GB",
+        "townOrCity": "Manchester",
+        "stateOrCounty": "",
+    },
+}
+
+
+def test_a_new_order_offers_every_action(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    assert availability(sandbox_api, order) == {
+        "cancel": "Yes",
+        "changeRecipientDetails": "Yes",
+        "changeShippingMethod": "Yes",
+        "changeMetaData": "Yes",
+    }
+
+
+def test_cancel_before_allocation_cancels_without_charges(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+
+    response = act(sandbox_api, order, "cancel")
+
+    body = response.json()
+    assert (response.status_code, body["outcome"]) == (200, "Cancelled")
+    assert body["order"]["status"]["stage"] == "Cancelled"
+    assert body["order"]["charges"] == []
+    order.refresh_from_db()
+    assert (order.stage, order.pipeline_step, order.due_at) == (Stage.CANCELLED, "Cancelled", None)
+
+
+def test_cancel_after_allocation_refunds_everything_and_cancels_each_shipment(
+    sandbox_api: APIClient,
+) -> None:
+    order = allocated(sandbox_api, items=[order_body()["items"][0], book_item()])
+    charged = sum(c.total_cost for c in Charge.objects.filter(order=order))
+    charged_tax = sum(c.total_tax for c in Charge.objects.filter(order=order))
+
+    body = act(sandbox_api, order, "cancel").json()
+
+    assert body["outcome"] == "Cancelled"
+    assert len(body["order"]["shipments"]) == 2
+    assert all(
+        s["cancelled"] is True and s["status"] == "Cancelled" for s in body["order"]["shipments"]
+    )
+    refund = Charge.objects.get(order=order, charge_type=ChargeType.REFUND)
+    assert (refund.total_cost, refund.total_tax) == (-charged, -charged_tax)
+    assert refund.total_cost < Decimal(0)
+    [shown] = [c for c in body["order"]["charges"] if c["chargeType"] == "Refund"]
+    assert shown["totalCost"] == {"amount": f"{-charged:.2f}", "currency": order.currency}
+
+
+def test_cancel_writes_a_stage_changed_event(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api, callbackUrl="https://hooks.example.com/in")
+    act(sandbox_api, order, "cancel")
+    [event] = CallbackEvent.objects.filter(order=order)
+    assert event.event_type == "com.service.order.status.stage.changed#Cancelled"
+    assert event.target_url == "https://hooks.example.com/in"
+
+
+def test_cancel_after_lab_submission_goes_through_the_lab(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+    Shipment.objects.filter(order=order).update(
+        submitted_at=timezone.now(), lab_order_reference="SIM-1"
+    )
+
+    assert act(sandbox_api, order, "cancel").json()["outcome"] == "Cancelled"
+
+
+def test_a_lab_that_cannot_cancel_leaves_the_order_in_progress(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+    shipment = Shipment.objects.get(order=order)
+    shipment.submitted_at = timezone.now()
+    shipment.save()
+    Lab.objects.filter(code=shipment.lab_code).update(capabilities=["hold", "unhold"])
+
+    body = act(sandbox_api, order, "cancel").json()
+
+    assert body["outcome"] == "FailedToCancel"
+    assert body["order"]["status"]["stage"] == "InProgress"
+    assert body["order"]["shipments"][0]["cancelled"] is False
+    assert not Charge.objects.filter(order=order, charge_type=ChargeType.REFUND).exists()
+
+
+def test_cancel_in_production_fails(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+    Shipment.objects.filter(order=order).update(
+        submitted_at=timezone.now(), in_production_at=timezone.now()
+    )
+    before = Order.objects.get(id=order.id).last_updated
+
+    body = act(sandbox_api, order, "cancel").json()
+
+    assert body["outcome"] == "FailedToCancel"
+    assert Order.objects.get(id=order.id).stage == Stage.IN_PROGRESS
+    assert Order.objects.get(id=order.id).last_updated == before
+    assert availability(sandbox_api, order)["changeShippingMethod"] == "No"
+
+
+@pytest.mark.parametrize("stage", [Stage.CANCELLED, Stage.COMPLETE])
+def test_finished_orders_offer_only_metadata(sandbox_api: APIClient, stage: str) -> None:
+    order = create(sandbox_api)
+    Order.objects.filter(id=order.id).update(stage=stage)
+
+    assert availability(sandbox_api, order) == {
+        "cancel": "No",
+        "changeRecipientDetails": "No",
+        "changeShippingMethod": "No",
+        "changeMetaData": "Yes",
+    }
+    assert act(sandbox_api, order, "cancel").json()["outcome"] == "ActionNotAvailable"
+    shipping = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Express"}).json()
+    assert shipping["outcome"] == "ActionNotAvailable"
+    assert (
+        act(sandbox_api, order, "updateRecipient", NEW_RECIPIENT).json()["outcome"]
+        == "ActionNotAvailable"
+    )
+    assert Order.objects.get(id=order.id).shipping_method == "Standard"
+
+
+def test_update_shipping_method_before_allocation(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    before = order.last_updated
+
+    body = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "express"}).json()
+
+    assert body["outcome"] == "Updated"
+    assert body["order"]["shippingMethod"] == "Express"
+    assert body["shipmentUpdateResults"] == body["shippingUpdateResults"] == []
+    assert Order.objects.get(id=order.id).last_updated > before
+
+
+def test_update_shipping_method_reports_each_shipment(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+    shipment = Shipment.objects.get(order=order)
+
+    body = act(sandbox_api, order, "updateShipping", {"shippingMethod": "Express"}).json()
+
+    assert body["outcome"] == "Updated"
+    assert body["shipmentUpdateResults"] == [
+        {
+            "shipmentId": shipment.public_id,
+            "successful": True,
+            "errorCode": None,
+            "description": None,
+        }
+    ]
+    assert body["shippingUpdateResults"] == body["shipmentUpdateResults"]
+    assert Shipment.objects.get(id=shipment.id).shipping_method == "Express"
+
+
+def test_update_shipping_method_partially_and_not_at_all(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api, items=[order_body()["items"][0], book_item()])
+    first, second = Shipment.objects.filter(order=order).order_by("lab_code")
+    Shipment.objects.filter(id__in=[first.id, second.id]).update(submitted_at=timezone.now())
+    Lab.objects.filter(code=second.lab_code).update(capabilities=["cancel"])
+
+    body = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Express"}).json()
+
+    assert body["outcome"] == "PartiallyUpdated"
+    results = {r["shipmentId"]: r for r in body["shipmentUpdateResults"]}
+    assert results[first.public_id]["successful"] is True
+    assert results[second.public_id] == {
+        "shipmentId": second.public_id,
+        "successful": False,
+        "errorCode": "order.shipments.updateFailed",
+        "description": f"Lab {second.lab_code} does not support updateShippingMethod.",
+    }
+    Lab.objects.filter(code=first.lab_code).update(capabilities=["cancel"])
+    again = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Overnight"}).json()
+    assert again["outcome"] == "FailedToUpdate"
+    assert Order.objects.get(id=order.id).shipping_method == "Express"
+
+
+def test_update_shipping_method_validates_its_body(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    response = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Rocket", "x": 1})
+    assert response.status_code == 400
+    assert set(response.json()["data"]["failures"]) == {"shippingMethod", "x"}
+    missing = act(sandbox_api, order, "updateShippingMethod", {})
+    assert missing.json()["data"]["failures"]["shippingMethod"][0]["code"] == "Required"
+
+
+def test_update_recipient_takes_the_flat_recipient(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+
+    body = act(sandbox_api, order, "updateRecipient", NEW_RECIPIENT).json()
+
+    assert body["outcome"] == "Updated"
+    assert body["order"]["recipient"]["name"] == "Grace Hopper"
+    assert body["order"]["recipient"]["address"]["townOrCity"] == "Manchester"
+    assert body["order"]["recipient"]["address"]["line2"] is None
+    assert [r["successful"] for r in body["shipmentUpdateResults"]] == [True]
+
+
+def test_update_recipient_validates_the_address(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    bad = {**NEW_RECIPIENT, "address": {**NEW_RECIPIENT["address"], "countryCode": "ZZ"}}  # type: ignore[dict-item]
+    response = act(sandbox_api, order, "updateRecipient", {"recipient": bad})
+    assert response.status_code == 400
+    assert {"recipient", "name", "address"} <= set(response.json()["data"]["failures"])
+    response = act(sandbox_api, order, "updateRecipient", bad)
+    assert list(response.json()["data"]["failures"]) == ["address.countryCode"]
+    assert Order.objects.get(id=order.id).recipient_name == "Ada Lovelace"
+
+
+def test_update_metadata_replaces_it_even_after_completion(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    Order.objects.filter(id=order.id).update(stage=Stage.COMPLETE)
+    before = Order.objects.get(id=order.id).last_updated
+
+    body = act(sandbox_api, order, "updatemetadata", {"metadata": {"fresh": True}}).json()
+
+    assert body["outcome"] == "Updated"
+    assert body["order"]["metadata"] == {"fresh": True}
+    assert Order.objects.get(id=order.id).last_updated > before
+
+
+def test_update_metadata_requires_an_object_within_the_limit(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    for body, code in (
+        ({}, "Required"),
+        ({"metadata": "x"}, "NotObject"),
+        ({"metadata": {"k": "x" * 2000}}, "TooLong"),
+    ):
+        response = act(sandbox_api, order, "updateMetadata", body)
+        assert response.status_code == 400
+        assert response.json()["data"]["failures"]["metadata"][0]["code"] == code
+    assert Order.objects.get(id=order.id).metadata == {"channel": "web"}
+
+
+def test_action_bodies_must_be_json(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    response = sandbox_api.post(
+        f"/v4.0/orders/{order.public_id}/actions/updateMetadata",
+        "metadata=1",
+        content_type="text/plain",
+    )
+    assert (response.status_code, response.json()["outcome"]) == (415, "InvalidContentType")
+
+
+def test_unknown_action_is_endpoint_does_not_exist(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    response = act(sandbox_api, order, "teleport")
+    assert (response.status_code, response.json()["outcome"]) == (404, "EndpointDoesNotExist")
+
+
+def test_get_on_an_action_is_method_not_allowed(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api)
+    response = sandbox_api.get(f"/v4.0/orders/{order.public_id}/actions/cancel")
+    assert (response.status_code, response.json()["outcome"]) == (405, "MethodNotAllowed")
+
+
+def test_shipped_shipments_cannot_be_changed(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+    Shipment.objects.filter(order=order).update(
+        status=ShipmentStatus.SHIPPED, submitted_at=timezone.now()
+    )
+    assert availability(sandbox_api, order)["changeRecipientDetails"] == "No"
+    assert (
+        act(sandbox_api, order, "updateRecipient", NEW_RECIPIENT).json()["outcome"]
+        == "ActionNotAvailable"
+    )
+    assert act(sandbox_api, order, "cancel").json()["outcome"] == "FailedToCancel"

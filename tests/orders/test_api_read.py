@@ -1,0 +1,212 @@
+"""GET /v4.0/orders/{id} and GET /v4.0/orders: isolation, filters, paging, query counts."""
+
+from datetime import timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from merchants.services import CreatedMerchant
+from orders.models import Order, Stage
+from orders.pipeline.allocate import allocate
+from tests.orders.conftest import order_body
+
+pytestmark = pytest.mark.usefixtures("catalogue")
+
+
+def create(api: APIClient, **changes: Any) -> str:
+    response = api.post("/v4.0/orders", order_body(**changes), format="json")
+    assert response.status_code == 200, response.content
+    return str(response.json()["order"]["id"])
+
+
+def test_get_returns_the_order(sandbox_api: APIClient) -> None:
+    order_id = create(sandbox_api)
+
+    response = sandbox_api.get(f"/v4.0/orders/{order_id}")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["outcome"] == "Ok"
+    assert body["order"]["id"] == order_id
+    assert body["traceParent"] == response["traceParent"]
+
+
+def test_get_path_is_case_insensitive(sandbox_api: APIClient) -> None:
+    order_id = create(sandbox_api)
+    assert sandbox_api.get(f"/V4.0/Orders/{order_id}").json()["order"]["id"] == order_id
+
+
+def test_another_merchants_order_is_not_found(
+    sandbox_api: APIClient, other_merchant: CreatedMerchant
+) -> None:
+    order_id = create(sandbox_api)
+    stranger = APIClient()
+    stranger.credentials(HTTP_X_API_KEY=other_merchant.sandbox_api_key)
+
+    response = stranger.get(f"/v4.0/orders/{order_id}")
+
+    assert response.status_code == 404
+    assert response.json()["outcome"] == "EntityNotFound"
+    assert stranger.get("/v4.0/orders").json()["orders"] == []
+
+
+def test_the_other_environments_order_is_not_found(
+    sandbox_api: APIClient, live_api: APIClient
+) -> None:
+    order_id = create(sandbox_api)
+    response = live_api.get(f"/v4.0/orders/{order_id}")
+    assert (response.status_code, response.json()["outcome"]) == (404, "EntityNotFound")
+    for action in ("cancel", "updateMetadata"):
+        response = live_api.post(
+            f"/v4.0/orders/{order_id}/actions/{action}", {"metadata": {}}, format="json"
+        )
+        assert (response.status_code, response.json()["outcome"]) == (404, "EntityNotFound")
+
+
+def test_a_missing_order_is_not_found(sandbox_api: APIClient) -> None:
+    response = sandbox_api.get("/v4.0/orders/ord_12345")
+    assert (response.status_code, response.json()["outcome"]) == (404, "EntityNotFound")
+
+
+@pytest.mark.parametrize("bad", ["12345", "shp_1", "ord_abc", "ord_", "ord_99999999999999999999"])
+def test_a_malformed_order_id_is_validation_failed(sandbox_api: APIClient, bad: str) -> None:
+    response = sandbox_api.get(f"/v4.0/orders/{bad}")
+    assert response.status_code == 400
+    assert list(response.json()["data"]["failures"]) == ["orderId"]
+
+
+def test_list_is_newest_first_with_has_more_and_next_url_on_this_host(
+    sandbox_api: APIClient, settings: Any
+) -> None:
+    settings.ALLOWED_HOSTS = ["api.example.com", "testserver"]
+    ids = [create(sandbox_api, merchantReference=f"R{i}") for i in range(5)]
+
+    response = sandbox_api.get(
+        "/v4.0/orders?top=2", HTTP_HOST="api.example.com", HTTP_X_FORWARDED_PROTO="https"
+    )
+    body = response.json()
+
+    assert body["outcome"] == "Ok"
+    assert [o["id"] for o in body["orders"]] == ids[::-1][:2]
+    assert body["hasMore"] is True
+    next_url = urlsplit(body["nextUrl"])
+    assert (next_url.scheme, next_url.netloc, next_url.path) == (
+        "https",
+        "api.example.com",
+        "/v4.0/orders",
+    )
+    assert parse_qs(next_url.query)["skip"] == ["2"]
+
+
+def test_following_next_url_walks_every_order_once(sandbox_api: APIClient) -> None:
+    ids = [create(sandbox_api) for _ in range(7)]
+    seen: list[str] = []
+    url: str | None = "/v4.0/orders?top=3"
+    while url:
+        body = sandbox_api.get(url).json()
+        seen += [o["id"] for o in body["orders"]]
+        url = body["nextUrl"]
+        assert (url is None) == (not body["hasMore"])
+    assert seen == ids[::-1]
+
+
+def test_skip_and_top(sandbox_api: APIClient) -> None:
+    ids = [create(sandbox_api) for _ in range(4)][::-1]
+    body = sandbox_api.get("/v4.0/orders?top=2&skip=1").json()
+    assert [o["id"] for o in body["orders"]] == ids[1:3]
+    assert body["hasMore"] is True
+    last = sandbox_api.get("/v4.0/orders?top=2&skip=2").json()
+    assert ([o["id"] for o in last["orders"]], last["hasMore"], last["nextUrl"]) == (
+        ids[2:],
+        False,
+        None,
+    )
+
+
+def test_default_page_is_ten(sandbox_api: APIClient) -> None:
+    for _ in range(11):
+        create(sandbox_api)
+    body = sandbox_api.get("/v4.0/orders").json()
+    assert (len(body["orders"]), body["hasMore"]) == (10, True)
+
+
+def test_filters_by_ids_in_repeated_and_bracket_form(sandbox_api: APIClient) -> None:
+    a, b, c = (create(sandbox_api) for _ in range(3))
+
+    repeated = sandbox_api.get(f"/v4.0/orders?orderIds={a}&orderIds={c}").json()["orders"]
+    bracket = sandbox_api.get(f"/v4.0/orders?orderIds[]={a}&ORDERIDS[]={b}").json()["orders"]
+
+    assert [o["id"] for o in repeated] == [c, a]
+    assert [o["id"] for o in bracket] == [b, a]
+
+
+def test_filters_by_merchant_reference_and_status(sandbox_api: APIClient) -> None:
+    first = create(sandbox_api, merchantReference="alpha")
+    second = create(sandbox_api, merchantReference="beta")
+    Order.objects.filter(id=int(second.removeprefix("ord_"))).update(stage=Stage.COMPLETE)
+
+    refs = sandbox_api.get("/v4.0/orders?merchantReferences=alpha&merchantReferences=beta").json()[
+        "orders"
+    ]
+    complete = sandbox_api.get("/v4.0/orders?status=Complete").json()["orders"]
+    in_progress = sandbox_api.get("/v4.0/orders?status=inProgress").json()["orders"]
+
+    assert [o["id"] for o in refs] == [second, first]
+    assert [o["id"] for o in complete] == [second]
+    assert [o["id"] for o in in_progress] == [first]
+    assert sandbox_api.get("/v4.0/orders?status=draft").json()["orders"] == []
+    assert sandbox_api.get("/v4.0/orders?status=awaitingPayment").json()["orders"] == []
+
+
+def test_filters_by_creation_time(sandbox_api: APIClient) -> None:
+    old, new = create(sandbox_api), create(sandbox_api)
+    Order.objects.filter(id=int(old.removeprefix("ord_"))).update(
+        created=timezone.now() - timedelta(days=3)
+    )
+    cut = (timezone.now() - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    after = sandbox_api.get(f"/v4.0/orders?createdFrom={cut}").json()["orders"]
+    before = sandbox_api.get(f"/v4.0/orders?createdTo={cut}").json()["orders"]
+
+    assert [o["id"] for o in after] == [new]
+    assert [o["id"] for o in before] == [old]
+
+
+def test_invalid_list_parameters_are_all_reported(sandbox_api: APIClient) -> None:
+    response = sandbox_api.get(
+        "/v4.0/orders?top=0&skip=-1&createdFrom=yesterday&status=lost&orderIds=42"
+    )
+
+    assert response.status_code == 400
+    assert {k: [f["code"] for f in v] for k, v in response.json()["data"]["failures"].items()} == {
+        "top": ["OutOfRange"],
+        "skip": ["OutOfRange"],
+        "createdFrom": ["Invalid"],
+        "status": ["InvalidChoice"],
+        "orderIds[0]": ["InvalidId"],
+    }
+    assert sandbox_api.get("/v4.0/orders?top=101").status_code == 400
+    assert sandbox_api.get("/v4.0/orders?top=ten").status_code == 400
+
+
+def test_a_page_costs_the_same_number_of_queries_whatever_its_size(
+    sandbox_api: APIClient, django_assert_num_queries: Any
+) -> None:
+    # key lookup, orders, items, assets, shipments, charges, charge items, issues
+    for _ in range(12):
+        body = order_body()
+        body["items"].append(dict(body["items"][0], copies=1))
+        order_id = create(sandbox_api, items=body["items"])
+        with transaction.atomic():
+            assert allocate(order=Order.objects.get(id=int(order_id.removeprefix("ord_"))))
+    sandbox_api.get("/v4.0/orders?top=1")  # the key's last-used time is written once a minute
+
+    with django_assert_num_queries(8) as small:
+        assert len(sandbox_api.get("/v4.0/orders?top=1").json()["orders"]) == 1
+    with django_assert_num_queries(8) as large:
+        assert len(sandbox_api.get("/v4.0/orders?top=12").json()["orders"]) == 12
+    assert len(small.captured_queries) == len(large.captured_queries)
