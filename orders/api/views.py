@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -198,7 +199,7 @@ def parse_list_query(request: Request) -> OrderFilter:
             )
     order_ids = []
     for index, raw in enumerate(_list(params, "orderids")):
-        number = attempt(lambda: parse_id(PREFIXES["order"], raw, field=f"orderIds[{index}]"))
+        number = attempt(partial(parse_id, PREFIXES["order"], raw, field=f"orderIds[{index}]"))
         if number is not None:
             order_ids.append(number)
     cursor = params.get("cursor")
