@@ -376,3 +376,14 @@ def test_rendering_again_replaces_the_stored_files(tmp_path: Path, media_root: P
         "thumbnail.jpg",
     ]
     assert near(pixel(stored(media_root, second.print_file), 15, 10), BLUE)
+
+
+def test_a_cmyk_jpeg_becomes_srgb(tmp_path: Path, media_root: Path) -> None:
+    red = pyvips.Image.black(300, 200).new_from_image([255, 0, 0]).cast("uchar")
+    source = tmp_path / "cmyk.jpg"
+    red.copy(interpretation="srgb").colourspace("cmyk").jpegsave(str(source))
+
+    out = stored(media_root, render(source, 150, 100, "fillPrintArea").print_file)
+
+    assert (out.bands, out.interpretation) == (3, "srgb")
+    assert near(pixel(out, 75, 50), RED, tolerance=45)
