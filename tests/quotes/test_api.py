@@ -5,6 +5,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from labs.allocation import BasketItem, plan_basket
@@ -366,3 +368,24 @@ def test_quotes_need_an_api_key_and_json(api: APIClient, sandbox_api: APIClient)
     assert response.status_code == 415
     assert response.json()["outcome"] == "InvalidContentType"
     assert sandbox_api.get("/v4.0/quotes").status_code == 405
+
+
+def test_the_number_of_queries_does_not_grow_with_the_basket(
+    sandbox_api: APIClient, catalogue: None
+) -> None:
+    def queries_for(items: list[dict[str, Any]]) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            response = quote(sandbox_api, destinationCountryCode="GB", items=items)
+        assert response.status_code == 200
+        return len(captured.captured_queries)
+
+    framed = {
+        "sku": "GLOBAL-CFPM-16X20",
+        "copies": 1,
+        "attributes": {"color": "white"},
+        "assets": [{"printArea": "default"}],
+    }
+    book = {"sku": "BOOK-A4-L-HARD-M", "copies": 1, "assets": [{"printArea": "default"}]}
+    quote(sandbox_api, destinationCountryCode="GB", items=[fap()])  # key last-used stamp
+
+    assert queries_for([fap()]) == queries_for([fap(), framed, book, fap(copies=3)]) == 10
