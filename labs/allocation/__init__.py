@@ -25,17 +25,18 @@ Lab-level stock and rates change; an order should therefore plan once, at alloca
 store the plan's numbers. A quote for the same basket, destination, method and currency made
 against the same data gives the same numbers to the cent.
 
-Charges of an order (what the orders app writes from an ``AllocationPlan``):
+Charges of an order (what the orders app writes from an ``AllocationPlan``; tax is kept apart
+from ``totalCost`` so that a quote's ``costSummary`` and the order's charges match line by line):
 
 - ``Item`` charge: one ChargeItem per ``plan.item_lines`` entry with ``cost`` =
-  ``line.total_cost`` (``unit_cost * copies``, tax excluded); ``totalTax`` =
-  ``plan.items_tax``; ``totalCost`` = ``plan.items_cost + plan.items_tax``.
+  ``line.total_cost`` (``unit_cost * copies``, tax excluded) and tax ``line.tax``;
+  ``totalCost`` = ``plan.items_cost``; ``totalTax`` = ``plan.items_tax``.
 - ``Shipping`` charge: one ChargeItem per ``plan.shipments`` entry with ``cost`` =
-  ``shipment.shipping_cost`` (tax excluded); ``totalTax`` = ``plan.shipping_tax``;
-  ``totalCost`` = ``plan.shipping_cost + plan.shipping_tax``.
-- All amounts in ``plan.currency``. The two charges' ``totalCost`` add up to
-  ``plan.total_cost``. A quote's ``costSummary.items`` and ``.shipping`` are
-  ``plan.items_cost`` and ``plan.shipping_cost``; its ``totalTax`` and ``totalCost`` are
+  ``shipment.shipping_cost`` (tax excluded) and tax ``shipment.shipping_tax``;
+  ``totalCost`` = ``plan.shipping_cost``; ``totalTax`` = ``plan.shipping_tax``.
+- All amounts in ``plan.currency``. What the merchant pays in all is ``plan.total_cost``
+  (both charges' ``totalCost`` plus both ``totalTax``). A quote's ``costSummary.items`` and
+  ``.shipping`` equal the two ``totalCost``; its ``totalTax`` and ``totalCost`` are
   ``plan.total_tax`` and ``plan.total_cost``.
 """
 
