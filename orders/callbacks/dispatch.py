@@ -11,7 +11,8 @@ from django.utils import timezone
 from orders.callbacks.delivery import Outcome, deliver, retry_due_at, signed_headers
 from orders.models import CallbackAttempt, CallbackEvent, CallbackState, GoneCallbackUrl
 
-_rng = random.Random()
+# Prefork children would inherit one random.Random() state and jitter in step; this reads the OS.
+_rng = random.SystemRandom()
 
 
 def due_callbacks() -> Q:
