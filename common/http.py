@@ -118,17 +118,20 @@ def post_json_bytes(
     )
     kept = bytearray()
     try:
-        _read_body(
+        size = _read_body(
             response,
             deadline=deadline,
             deadline_seconds=timeout,
-            max_bytes=MAX_CALLBACK_RESPONSE_BYTES,
+            max_bytes=MAX_CALLBACK_RESPONSE_BYTES + 1,
             sink=kept.extend,
             on_too_large=None,
         )
+        # Read to the end: the connection goes back to the pool for the next callback.
+        # Cut short: closing it is the only way to stop the rest from arriving.
+        response._content_consumed = size <= MAX_CALLBACK_RESPONSE_BYTES
     finally:
         response.close()
-    response._content = bytes(kept)
+    response._content = bytes(kept[:MAX_CALLBACK_RESPONSE_BYTES])
     return response
 
 
@@ -294,6 +297,7 @@ def _save_body(
                 sink=write,
                 on_too_large=lambda: _too_large(max_bytes, "the body is longer"),
             )
+        response._content_consumed = True  # read to the end: keep the connection alive
         os.replace(partial, destination)
     except BaseException:
         partial.unlink(missing_ok=True)

@@ -3,8 +3,10 @@
 import hashlib
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,40 @@ PAYLOAD = bytes(range(256)) * 400  # 102400 bytes
 @pytest.fixture
 def private_urls_allowed(settings) -> None:
     settings.ALLOW_PRIVATE_URLS = True
+
+
+class KeepAliveHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 with persistent connections (werkzeug's test server closes each one)."""
+
+    protocol_version = "HTTP/1.1"
+    client_ports: list[int] = []
+
+    def _answer(self) -> None:
+        self.client_ports.append(self.client_address[1])
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        body = PAYLOAD if self.path == "/a" else b"ok"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def keep_alive_server() -> Iterator[tuple[str, list[int]]]:
+    ports: list[int] = []
+    handler = type("Handler", (KeepAliveHandler,), {"client_ports": ports})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", ports
+    server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture
@@ -504,3 +540,19 @@ def test_post_json_bytes_times_out_as_a_retryable_error(
         f"Requesting {httpserver.url_for('/hook')} timed out (no answer from 'localhost')."
     )
     assert failed.value.retryable is True
+
+
+def test_one_session_reuses_its_connection_for_callbacks_and_downloads(
+    private_urls_allowed: None, keep_alive_server: tuple[str, list[int]], tmp_path: Path
+) -> None:
+    base_url, client_ports = keep_alive_server
+    session = guarded_session()
+
+    post_json_bytes(session, f"{base_url}/hook", b"{}", {}, 5.0)
+    download_to_file(
+        f"{base_url}/a", tmp_path / "a", max_bytes=10**6, deadline_seconds=5, session=session
+    )
+    post_json_bytes(session, f"{base_url}/hook", b"{}", {}, 5.0)
+
+    assert len(client_ports) == 3
+    assert len(set(client_ports)) == 1
