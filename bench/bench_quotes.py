@@ -12,20 +12,16 @@ second, median and 99th-percentile latency of each and the quote/healthz ratios.
 """
 
 import argparse
-import http.client
 import json
 import os
-import socket
-import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import drive, free_port, report, start_gunicorn  # noqa: E402
 
 BASKET = {
     "destinationCountryCode": "GB",
@@ -47,12 +43,6 @@ BASKET = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def prepare(env: dict[str, str]) -> str:
     """Migrate, load the catalogue and create a merchant; return its Sandbox key."""
     os.environ.update(env)
@@ -66,68 +56,6 @@ def prepare(env: dict[str, str]) -> str:
     call_command("migrate", verbosity=0)
     call_command("load_catalogue", verbosity=0)
     return merchant_create(name="Bench Merchant").sandbox_api_key
-
-
-def wait_until_up(port: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("gunicorn did not start")
-
-
-def drive(
-    port: int,
-    method: str,
-    path: str,
-    body: bytes | None,
-    headers: dict[str, str],
-    seconds: float,
-    clients: int,
-) -> tuple[float, list[float]]:
-    """Requests per second and latencies (s) of ``clients`` keep-alive loops for ``seconds``."""
-    latencies: list[list[float]] = [[] for _ in range(clients)]
-    failures: list[str] = []
-    stop = time.monotonic() + seconds
-
-    def loop(mine: list[float]) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        while time.monotonic() < stop:
-            started = time.perf_counter()
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            response.read()
-            mine.append(time.perf_counter() - started)
-            if response.status != 200:
-                failures.append(f"{path}: {response.status}")
-                return
-        conn.close()
-
-    threads = [threading.Thread(target=loop, args=(mine,)) for mine in latencies]
-    began = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.monotonic() - began
-    if failures:
-        raise SystemExit(f"request failed: {failures[0]}")
-    flat = [x for mine in latencies for x in mine]
-    return len(flat) / elapsed, flat
-
-
-def report(name: str, rate: float, latencies: list[float]) -> None:
-    ordered = sorted(latencies)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    print(
-        f"{name:<28} {rate:9.1f} req/s   median {statistics.median(ordered) * 1000:7.2f} ms"
-        f"   p99 {p99 * 1000:7.2f} ms   ({len(ordered)} requests)"
-    )
 
 
 def main() -> None:
@@ -147,37 +75,24 @@ def main() -> None:
     }
     api_key = prepare(env)
     port = free_port()
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "gunicorn"),
-            "config.wsgi:application",
-            "--bind", f"127.0.0.1:{port}",
-            "--workers", str(args.workers),
-            "--worker-class", "gthread",
-            "--threads", str(args.threads),
-            "--log-level", "warning",
-        ],
-        cwd=ROOT,
-        env={**os.environ, **env},
-    )  # fmt: skip
+    server = start_gunicorn(port, env, workers=args.workers, threads=args.threads)
     try:
-        wait_until_up(port)
         headers = {"X-API-Key": api_key, "Content-Type": "application/json"}
         all_methods = json.dumps(BASKET).encode()
         one_method = json.dumps({**BASKET, "shippingMethod": "standard"}).encode()
         for body in (all_methods, one_method):  # warm every worker's caches and connections
-            drive(port, "POST", "/v4.0/quotes", body, headers, 1.0, args.clients)
+            drive(port, ("POST", "/v4.0/quotes", body, headers), 1.0, args.clients)
         database = os.environ.get("DATABASE_URL", "").split("@")[-1] or f"SQLite in {var_dir}"
         print(
             f"gunicorn {args.workers} workers x {args.threads} threads, {args.clients} clients, "
             f"{args.seconds:g} s each, database {database}"
         )
-        health = drive(port, "GET", "/healthz", None, {}, args.seconds, args.clients)
+        health = drive(port, ("GET", "/healthz", None, {}), args.seconds, args.clients)
         quotes_all = drive(
-            port, "POST", "/v4.0/quotes", all_methods, headers, args.seconds, args.clients
+            port, ("POST", "/v4.0/quotes", all_methods, headers), args.seconds, args.clients
         )
         quotes_one = drive(
-            port, "POST", "/v4.0/quotes", one_method, headers, args.seconds, args.clients
+            port, ("POST", "/v4.0/quotes", one_method, headers), args.seconds, args.clients
         )
         report("GET /healthz", *health)
         report("POST /v4.0/quotes (all)", *quotes_all)

@@ -1,0 +1,108 @@
+"""Shared pieces of the HTTP benchmarks: a free port, a gunicorn server, keep-alive load loops."""
+
+import http.client
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_up(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit("gunicorn did not start")
+
+
+def start_gunicorn(
+    port: int, env: dict[str, str], *, workers: int, threads: int
+) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "config.wsgi:application",
+            "--bind", f"127.0.0.1:{port}",
+            "--workers", str(workers),
+            "--worker-class", "gthread",
+            "--threads", str(threads),
+            "--log-level", "warning",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    wait_until_up(port)
+    return server
+
+
+Request = tuple[str, str, bytes | None, dict[str, str]]
+
+
+def drive(
+    port: int,
+    request: Request | Callable[[int], Request],
+    seconds: float,
+    clients: int,
+) -> tuple[float, list[float]]:
+    """Requests per second and latencies (s) of ``clients`` keep-alive loops for ``seconds``.
+
+    ``request`` is ``(method, path, body, headers)`` or a function of the request number that
+    returns one (to vary the body, e.g. a fresh idempotency key).
+    """
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    failures: list[str] = []
+    stop = time.monotonic() + seconds
+    counter = iter(range(10**12))
+
+    def loop(mine: list[float]) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        while time.monotonic() < stop:
+            method, path, body, headers = request(next(counter)) if callable(request) else request
+            started = time.perf_counter()
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            mine.append(time.perf_counter() - started)
+            if response.status != 200:
+                failures.append(f"{path}: {response.status}")
+                return
+        conn.close()
+
+    threads = [threading.Thread(target=loop, args=(mine,)) for mine in latencies]
+    began = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - began
+    if failures:
+        raise SystemExit(f"request failed: {failures[0]}")
+    flat = [x for mine in latencies for x in mine]
+    return len(flat) / elapsed, flat
+
+
+def report(name: str, rate: float, latencies: list[float]) -> None:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    print(
+        f"{name:<36} {rate:9.1f} req/s   median {statistics.median(ordered) * 1000:7.2f} ms"
+        f"   p99 {p99 * 1000:7.2f} ms   ({len(ordered)} requests)"
+    )
