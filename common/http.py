@@ -118,20 +118,19 @@ def post_json_bytes(
     )
     kept = bytearray()
     try:
-        size = _read_body(
+        _read_body(
             response,
             deadline=deadline,
             deadline_seconds=timeout,
-            max_bytes=MAX_CALLBACK_RESPONSE_BYTES + 1,
+            max_bytes=MAX_CALLBACK_RESPONSE_BYTES,
             sink=kept.extend,
             on_too_large=None,
         )
-        # Read to the end: the connection goes back to the pool for the next callback.
-        # Cut short: closing it is the only way to stop the rest from arriving.
-        response._content_consumed = size <= MAX_CALLBACK_RESPONSE_BYTES
     finally:
+        # urllib3 has already put a connection read to the end back in the pool; this closes
+        # one whose answer was cut short, the only way to stop the rest arriving.
         response.close()
-    response._content = bytes(kept[:MAX_CALLBACK_RESPONSE_BYTES])
+    response._content = bytes(kept)
     return response
 
 
@@ -297,7 +296,6 @@ def _save_body(
                 sink=write,
                 on_too_large=lambda: _too_large(max_bytes, "the body is longer"),
             )
-        response._content_consumed = True  # read to the end: keep the connection alive
         os.replace(partial, destination)
     except BaseException:
         partial.unlink(missing_ok=True)
