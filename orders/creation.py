@@ -21,7 +21,8 @@ from orders.models import (
     PipelineStep,
     Stage,
 )
-from products.selectors import product_get
+from products.models import Product
+from products.selectors import products_by_sku
 from products.validation import (
     DEFAULT_PRINT_AREA,
     canonical_attributes,
@@ -61,12 +62,21 @@ def _add(failures: dict[str, list[tuple[str, str]]], path: str, code: str, text:
     failures.setdefault(path, []).append((code, text))
 
 
-def order_validate(*, data: Mapping[str, Any]) -> dict[str, list[str]]:
+def order_products(*, data: Mapping[str, Any]) -> dict[str, Product]:
+    """The catalogue products an order body names, loaded once for validation and storage."""
+    return products_by_sku(skus=[item["sku"] for item in data["items"]])
+
+
+def order_validate(
+    *, data: Mapping[str, Any], products: Mapping[str, Product] | None = None
+) -> dict[str, list[str]]:
     """Check a shape-valid order body against the catalogue and the labs.
 
     Raises ``ValidationFailed`` with every failure at once. Returns, per item index, the
-    issue codes of items that are valid but cannot be made right now (``ItemUnavailable``).
+    descriptions of items that are valid but cannot be made right now (``ItemUnavailable``).
     """
+    if products is None:
+        products = order_products(data=data)
     failures: dict[str, list[tuple[str, str]]] = {}
     basket: list[BasketItem] = []
     for index, item in enumerate(data["items"]):
@@ -79,6 +89,7 @@ def order_validate(*, data: Mapping[str, Any]) -> dict[str, list[str]]:
             page_count=_item_page_count(assets),
             path=path,
             require_page_count=True,
+            product=products.get(item["sku"].strip().upper()),
         ).items():
             failures.setdefault(key, []).extend(found)
         basket.append(
@@ -100,6 +111,7 @@ def order_validate(*, data: Mapping[str, Any]) -> dict[str, list[str]]:
             country_code=data["recipient"]["address"]["countryCode"],
             shipping_method=data["shippingMethod"],
             currency="GBP",
+            catalogue=products,
         )
     except Infeasible as infeasible:
         for key, item_failures_found in infeasible.failures_by_item_key.items():
@@ -161,10 +173,15 @@ def order_create(
         and Order.objects.filter(environment=environment, idempotency_key=key).exists()
     ):
         return _existing(environment, key, fingerprint)
-    unavailable = order_validate(data=data)
+    products = order_products(data=data)
+    unavailable = order_validate(data=data, products=products)
     try:
         order = _store(
-            environment=environment, data=data, fingerprint=fingerprint, unavailable=unavailable
+            environment=environment,
+            data=data,
+            products=products,
+            fingerprint=fingerprint,
+            unavailable=unavailable,
         )
     except IntegrityError:
         if key is None:
@@ -180,6 +197,7 @@ def _store(
     *,
     environment: Environment,
     data: Mapping[str, Any],
+    products: Mapping[str, Product],
     fingerprint: str,
     unavailable: dict[str, list[str]],
 ) -> Order:
@@ -223,8 +241,7 @@ def _store(
     items: list[OrderItem] = []
     assets: list[Asset] = []
     for index, item in enumerate(data["items"]):
-        product = product_get(sku=item["sku"])
-        assert product is not None  # validated above
+        product = products[item["sku"].strip().upper()]
         order_item = OrderItem(
             order=order,
             position=index,
