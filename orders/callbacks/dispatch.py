@@ -90,4 +90,6 @@ def callback_replay(*, event: CallbackEvent) -> None:
     CallbackEvent.objects.filter(id=event.id).update(
         state=CallbackState.PENDING, next_attempt_at=timezone.now(), claimed_until=None
     )
-    transaction.on_commit(lambda: deliver_callback.delay(event.id))
+    # robust: with the broker down the change has committed all the same; the error is
+    # logged, not raised to the caller, and the sweeper sends the event once it is back.
+    transaction.on_commit(lambda: deliver_callback.delay(event.id), robust=True)

@@ -56,5 +56,7 @@ def callback_event_record(*, order: Order, event_type: str) -> CallbackEvent:
     if event.state == CallbackState.PENDING:
         from orders.callbacks.tasks import deliver_callback
 
-        transaction.on_commit(lambda: deliver_callback.delay(event.id))
+        # robust: with the broker down the change has committed all the same; the error is
+        # logged, not raised to the caller, and the sweeper sends the event once it is back.
+        transaction.on_commit(lambda: deliver_callback.delay(event.id), robust=True)
     return event
