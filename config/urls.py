@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from config.api.views import endpoint_does_not_exist
 from config.health import healthz
+from config.media import media
 
 api_patterns: list[URLPattern | URLResolver] = [
     path(
@@ -32,6 +33,8 @@ api_patterns: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Print files and thumbnails on the local default storage (django-storages serves its own).
+    re_path(r"^media/(?P<path>.+)$", media),
     path("admin/", admin.site.urls),
     path("v4.0/", include(api_patterns)),
     re_path(r"^v4\.0(?:/.*)?$", endpoint_does_not_exist),

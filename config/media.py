@@ -1,0 +1,12 @@
+"""Serving files of the local default storage (print files, thumbnails) under ``MEDIA_URL``.
+
+Deployments on object storage (django-storages) hand out the storage's own URLs instead.
+"""
+
+from django.conf import settings
+from django.http import FileResponse, HttpRequest
+from django.views.static import serve
+
+
+def media(request: HttpRequest, path: str) -> FileResponse:
+    return serve(request, path, document_root=settings.MEDIA_ROOT)
