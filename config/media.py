@@ -4,9 +4,9 @@ Deployments on object storage (django-storages) hand out the storage's own URLs 
 """
 
 from django.conf import settings
-from django.http import FileResponse, HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.views.static import serve
 
 
-def media(request: HttpRequest, path: str) -> FileResponse:
-    return serve(request, path, document_root=settings.MEDIA_ROOT)
+def media(request: HttpRequest, path: str) -> HttpResponse:
+    return serve(request, path, document_root=str(settings.MEDIA_ROOT))
