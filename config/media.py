@@ -4,9 +4,10 @@ Deployments on object storage (django-storages) hand out the storage's own URLs 
 """
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.views.static import serve
 
 
-def media(request: HttpRequest, path: str) -> HttpResponse:
+def media(request: HttpRequest, path: str) -> HttpResponseBase:
     return serve(request, path, document_root=str(settings.MEDIA_ROOT))
