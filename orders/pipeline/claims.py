@@ -62,6 +62,13 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
         setattr(order, name, value)
 
 
-def order_release(*, order: Order) -> None:
-    """Give the claim back without moving on (the work is due again at once)."""
-    Order.objects.filter(id=order.id, claimed_until=order.claimed_until).update(claimed_until=None)
+def order_claim_hold(*, order: Order) -> None:
+    """Lock the order row for the caller's transaction if the claim is still ours, else raise
+    ``ClaimLost``. Actions lock the same row, so a cancel waits for the write or sees it."""
+    held = (
+        Order.objects.select_for_update()
+        .filter(id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until)
+        .exists()
+    )
+    if not held:
+        raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")

@@ -21,6 +21,7 @@ from django.utils import timezone
 from common.http import DownloadedFile, OutboundError, OutboundRefused, download_to_file
 from orders.assetfiles import AssetFileError, AssetFileInfo, check_md5, inspect_asset_file
 from orders.models import Asset, AssetStatus, DetailState, ItemStatus, Order, OrderIssue, OrderItem
+from orders.pipeline.claims import order_claim_hold
 from products.selectors import product_get
 
 logger = logging.getLogger(__name__)
@@ -63,8 +64,18 @@ def _fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
         return Fetched(asset.id, downloaded, info)
     except OutboundRefused as exc:
         return Fetched(asset.id, error=str(exc), permanent=True)
-    except (OutboundError, AssetFileError, OSError) as exc:
+    except OutboundError as exc:
+        # Over the size cap or a redirect loop: the same request fails the same way. Statuses
+        # are retried, 4xx included: merchants often place orders before their upload lands.
+        return Fetched(
+            asset.id, error=str(exc), permanent=not exc.retryable and not exc.status_code
+        )
+    except (AssetFileError, OSError) as exc:
         return Fetched(asset.id, error=str(exc))
+    except Exception as exc:
+        # Counted as a failed attempt: an unexpected error must not stall the order forever.
+        logger.exception("Asset %s: unexpected error while downloading", asset.public_id)
+        return Fetched(asset.id, error=f"The file could not be checked ({type(exc).__name__}).")
 
 
 def _store(asset: Asset, fetched: Fetched) -> None:
@@ -124,6 +135,8 @@ def download_assets(*, order: Order) -> tuple[str, datetime | None]:
 def _record(order: Order, asset: Asset, fetched: Fetched) -> None:
     now = timezone.now()
     with transaction.atomic():
+        # A worker that lost the order (its claim expired) must not count the attempt twice.
+        order_claim_hold(order=order)
         asset.download_attempts += 1
         if fetched.error == "":
             _store(asset, fetched)

@@ -72,7 +72,7 @@ def prepare_assets(*, order: Order) -> bool:
                     sizing=asset.item.sizing,
                     storage_prefix=f"orders/{order.id}/assets/{asset.id}",
                 )
-        except PrintReadyError as exc:
+        except (PrintReadyError, ValueError) as exc:
             ok = False
             OrderIssue.objects.update_or_create(
                 order=order,

@@ -1,5 +1,6 @@
 """Steps 5 to 7: submit each shipment to its lab, then follow production and shipping."""
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -37,15 +38,20 @@ def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
     for shipment in _active(order):
         if shipment.submitted_at is not None:
             continue
-        result = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).submit(
-            lab_order(shipment)
-        )
+        connector = connector_for(lab_code=shipment.lab_code, sandbox=sandbox)
+        result = connector.submit(lab_order(shipment))
         attempts = OrderIssue.objects.filter(order=order, object_id=shipment.public_id).count()
         if result.successful:
-            Shipment.objects.filter(id=shipment.id).update(
-                submitted_at=now, lab_order_reference=result.reference, due_at=now
-            )
-            OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
+            with transaction.atomic():
+                # Under the order's row lock, as the actions: a cancel either sees this
+                # submission (and cancels at the lab) or has already cancelled the shipment.
+                Order.objects.select_for_update().filter(id=order.id).exists()
+                recorded = Shipment.objects.filter(
+                    id=shipment.id, status=ShipmentStatus.PROCESSING
+                ).update(submitted_at=now, lab_order_reference=result.reference, due_at=now)
+                OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
+            if not recorded:
+                connector.cancel(replace(lab_order(shipment), reference=result.reference))
             continue
         OrderIssue.objects.create(
             order=order,

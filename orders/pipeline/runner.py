@@ -19,6 +19,7 @@ from orders.pipeline.claims import ClaimLost, order_claim, order_move_on
 from orders.pipeline.download import download_assets
 from orders.pipeline.prepare import prepare_assets
 from orders.pipeline.produce import submit_shipments, track_shipments
+from orders.pipeline.scheduling import order_enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 ERROR_RETRY = timedelta(seconds=60)
@@ -28,7 +29,9 @@ def _mark(order: Order, **fields: str) -> None:
     """Show a detail as started (visible to GET while the step runs)."""
     changed = {k: v for k, v in fields.items() if getattr(order, k) != v}
     if changed:
-        Order.objects.filter(id=order.id).update(last_updated=timezone.now(), **changed)
+        Order.objects.filter(
+            id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until
+        ).update(last_updated=timezone.now(), **changed)
         for name, value in changed.items():
             setattr(order, name, value)
 
@@ -177,13 +180,19 @@ def order_advance(*, order_id: int) -> datetime | None:
     return order.due_at
 
 
+@transaction.atomic
 def order_submit_now(*, order: Order) -> bool:
-    """Submit a held order at once (the dashboard's or admin's manual submission)."""
-    changed = Order.objects.filter(id=order.id, pipeline_step=PipelineStep.HELD).update(
-        due_at=timezone.now()
+    """Submit a held order at once (the dashboard's or admin's manual submission).
+
+    False when the order is not held, or is already due (submitted, or its window expired):
+    the hold is released once, by the step, whoever rang first.
+    """
+    now = timezone.now()
+    changed = (
+        Order.objects.filter(id=order.id, pipeline_step=PipelineStep.HELD)
+        .exclude(due_at__lte=now)
+        .update(due_at=now)
     )
     if changed:
-        from orders.pipeline.scheduling import order_enqueue_on_commit
-
         order_enqueue_on_commit(order_id=order.id)
     return bool(changed)

@@ -1,0 +1,745 @@
+"""The fulfilment pipeline end to end: a real Celery worker (with its beat sweeper) on Redis and
+the test database, assets and callbacks served by local HTTP servers, the lab simulator.
+
+The worker runs in its own process with the settings of ``config.settings.base`` pointed at the
+database pytest-django created, so what these tests see is what production does: tasks carrying
+ids through the broker, claims by conditional update, due times in rows.
+"""
+
+import contextlib
+import hashlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote as urlquote
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+import requests
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+from PIL import Image
+from pypdf import PdfWriter
+from pytest_httpserver import HTTPServer
+from rest_framework.test import APIClient
+from standardwebhooks.webhooks import Webhook
+from werkzeug import Request, Response
+
+from config.env import BASE_DIR
+from merchants.models import PauseMode
+from merchants.services import CreatedMerchant
+from orders.models import (
+    Asset,
+    CallbackEvent,
+    CallbackState,
+    Charge,
+    ChargeType,
+    Order,
+    OrderIssue,
+    PipelineStep,
+    Shipment,
+    Stage,
+)
+from orders.pipeline.runner import order_advance, order_submit_now
+from tests.orders.conftest import order_body
+
+ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+needs_worker = pytest.mark.skipif(
+    not (ON_POSTGRES and settings.REDIS_URL),
+    reason="a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)",
+)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("catalogue"),
+]
+TYPE = "com.service.order"
+WAIT_SECONDS = 60.0
+
+
+# --- Files the asset server serves ---------------------------------------------------------
+
+
+def jpeg_bytes(
+    width: int = 600, height: int = 400, colour: tuple[int, int, int] = (200, 80, 40)
+) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), colour).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+def png_bytes(width: int = 300, height: int = 450) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (20, 120, 200)).save(out, "PNG")
+    return out.getvalue()
+
+
+def pdf_bytes(pages: int) -> bytes:
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=842, height=595)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def bomb_png_bytes() -> bytes:
+    """15000x15000 pixels (225 megapixels, over the print-ready limit) in a few hundred KB."""
+    import pyvips
+
+    return bytes(pyvips.Image.black(15_000, 15_000).pngsave_buffer(compression=9))
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+# --- The worker -----------------------------------------------------------------------------
+
+
+def database_url() -> str:
+    """The URL of the database this test session uses (pytest-django's ``test_...`` one)."""
+    db = connection.settings_dict
+    user = urlquote(db.get("USER") or "", safe="")
+    password = f":{urlquote(db['PASSWORD'], safe='')}" if db.get("PASSWORD") else ""
+    credentials = f"{user}{password}@" if user else ""
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{credentials}{db.get('HOST') or '127.0.0.1'}{port}/{db['NAME']}"
+
+
+def purge_queues() -> None:
+    """Drop queued and unacknowledged messages left by other tests on this broker."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.delete("default", "callbacks", "unacked", "unacked_index")
+    for key in client.scan_iter("default\x06\x16*"):
+        client.delete(key)
+    client.close()
+
+
+@dataclass
+class Worker:
+    """A ``celery -A config worker -B`` subprocess; ``kill`` is SIGKILL, ``start`` starts anew."""
+
+    env: dict[str, str]
+    folder: Path
+    process: subprocess.Popen[bytes] | None = None
+    runs: int = 0
+    logs: list[Path] = field(default_factory=list)
+
+    def start(self) -> None:
+        self.runs += 1
+        log = self.folder / f"worker-{self.runs}.log"
+        self.logs.append(log)
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "-B",
+                "-Q",
+                "default,callbacks",
+                "-P",
+                "prefork",
+                "-c",
+                "2",
+                "-l",
+                "info",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-s",
+                str(self.folder / "beat-schedule"),
+                "-n",
+                f"pipeline-test-{self.runs}@%h",
+            ],
+            cwd=BASE_DIR,
+            env=self.env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: the main process, its pool children and beat."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+        self.process = None
+
+    def log_tail(self, lines: int = 60) -> str:
+        if not self.logs:
+            return ""
+        text = self.logs[-1].read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+
+def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        DATABASE_URL=database_url(),
+        DATABASE_CONN_MAX_AGE="0",
+        REDIS_URL=settings.REDIS_URL,
+        VAR_DIR=str(folder / "var"),
+        MEDIA_ROOT=str(settings.MEDIA_ROOT),
+        SANDBOX_BASE_URL=base_url,
+        LIVE_BASE_URL=base_url,
+        ALLOW_PRIVATE_URLS="1",
+        LAB_SIMULATOR_SECONDS="1",
+        ASSET_RETRY_BASE_SECONDS="0.05",
+        ASSET_RETRY_MAX_SECONDS="0.2",
+        PIPELINE_SWEEP_SECONDS="1",
+        PIPELINE_CLAIM_SECONDS="20",
+        LOG_LEVEL="INFO",
+    )
+    env.update(overrides)
+    return env
+
+
+def start_worker(folder: Path, base_url: str, **overrides: str) -> Worker:
+    purge_queues()
+    worker = Worker(env=worker_environment(folder, base_url, **overrides), folder=folder)
+    worker.start()
+    return worker
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup: None, live_server: Any) -> Iterator[Worker]:
+    """One worker for the module's tests (the database is emptied between tests)."""
+    if not (ON_POSTGRES and settings.REDIS_URL):
+        pytest.skip("a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)")
+    with tempfile.TemporaryDirectory(prefix="pipeline-worker-") as folder:
+        running = start_worker(Path(folder), live_server.url)
+        try:
+            yield running
+        finally:
+            running.kill()
+            purge_queues()
+
+
+# --- Local peers: the merchant's asset host and callback receiver ----------------------------
+
+
+@dataclass
+class Receiver:
+    """The merchant's callback endpoint: records every delivery and answers 204."""
+
+    deliveries: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handle(self, request: Request) -> Response:
+        with self.lock:
+            self.deliveries.append((dict(request.headers), request.get_data()))
+        return Response(status=204)
+
+    def events(self) -> list[dict[str, Any]]:
+        import json
+
+        with self.lock:
+            return [json.loads(body) for _, body in self.deliveries]
+
+    def types(self, order_id: str) -> list[str]:
+        """The order's event types in the order they happened (deliveries may overtake)."""
+        unique = {e["id"]: e for e in self.events() if e["subject"] == order_id}
+        return [e["type"] for e in sorted(unique.values(), key=lambda e: e["sequence"])]
+
+
+@pytest.fixture
+def receiver(httpserver: HTTPServer) -> Receiver:
+    found = Receiver()
+    httpserver.expect_request("/callbacks", method="POST").respond_with_handler(found.handle)
+    return found
+
+
+def serve(httpserver: HTTPServer, path: str, data: bytes, content_type: str) -> str:
+    httpserver.expect_request(path, method="GET").respond_with_data(data, content_type=content_type)
+    return httpserver.url_for(path)
+
+
+def requests_to(httpserver: HTTPServer, path: str) -> int:
+    return sum(1 for request, _ in httpserver.log if request.path == path)
+
+
+# --- Helpers --------------------------------------------------------------------------------
+
+
+def wait_for(
+    what: str, check: Callable[[], Any], worker: Worker | None, timeout: float = WAIT_SECONDS
+) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    tail = worker.log_tail() if worker is not None else ""
+    pytest.fail(f"timed out waiting for {what}\n--- worker log ---\n{tail}")
+
+
+def pk(public_id: str) -> int:
+    return int(public_id.split("_", 1)[1])
+
+
+def create(api: APIClient, body: dict[str, Any], outcome: str = "Created") -> str:
+    response = api.post("/v4.0/orders", body, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["outcome"] == outcome
+    return str(response.json()["order"]["id"])
+
+
+def fetch(api: APIClient, order_id: str) -> dict[str, Any]:
+    response = api.get(f"/v4.0/orders/{order_id}")
+    assert response.status_code == 200, response.content
+    return dict(response.json()["order"])
+
+
+def stage_is(api: APIClient, order_id: str, stage: str) -> Callable[[], dict[str, Any] | None]:
+    def check() -> dict[str, Any] | None:
+        order = fetch(api, order_id)
+        return order if order["status"]["stage"] == stage else None
+
+    return check
+
+
+def step_is(order_id: str, *steps: str) -> Callable[[], bool]:
+    return lambda: Order.objects.filter(id=pk(order_id), pipeline_step__in=steps).exists()
+
+
+ALL_COMPLETE = {
+    "downloadAssets": "Complete",
+    "allocateProductionLocation": "Complete",
+    "printReadyAssetsPrepared": "Complete",
+    "inProduction": "Complete",
+    "shipping": "Complete",
+}
+
+
+def quote_for(api: APIClient, body: dict[str, Any]) -> dict[str, Any]:
+    items = [
+        {k: v for k, v in item.items() if k in ("sku", "copies", "attributes", "assets")}
+        for item in body["items"]
+    ]
+    for item in items:
+        item["assets"] = [
+            {
+                "printArea": "default",
+                **{k: v for k, v in a.items() if k in ("printArea", "pageCount")},
+            }
+            for a in item["assets"]
+        ]
+    response = api.post(
+        "/v4.0/quotes",
+        {
+            "shippingMethod": body["shippingMethod"],
+            "destinationCountryCode": body["recipient"]["address"]["countryCode"],
+            "items": items,
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    [quote] = response.json()["quotes"]
+    return dict(quote)
+
+
+def charge_totals(order: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {c["chargeType"]: c["totalCost"] for c in order["charges"]}
+
+
+# --- The whole way ---------------------------------------------------------------------------
+
+
+@needs_worker
+def test_an_order_goes_from_created_to_complete_with_shipment_tracking_charges_and_callbacks(
+    worker: Worker,
+    live_server: Any,
+    sandbox_api: APIClient,
+    merchant: CreatedMerchant,
+    httpserver: HTTPServer,
+    receiver: Receiver,
+) -> None:
+    photo, art = jpeg_bytes(600, 400), png_bytes(300, 450)
+    body = order_body(
+        callbackUrl=httpserver.url_for("/callbacks"),
+        items=[
+            {
+                "sku": "GLOBAL-PHO-4X6",
+                "copies": 3,
+                "sizing": "fillPrintArea",
+                "assets": [
+                    {
+                        "url": serve(httpserver, "/photo.jpg", photo, "image/jpeg"),
+                        "md5Hash": md5(photo),
+                    }
+                ],
+            },
+            {
+                "sku": "GLOBAL-FAP-8X10",
+                "copies": 1,
+                "sizing": "fitPrintArea",
+                "assets": [{"url": serve(httpserver, "/art.png", art, "image/png")}],
+            },
+        ],
+    )
+    quote = quote_for(sandbox_api, body)
+
+    order_id = create(sandbox_api, body)
+    order = wait_for("the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker)
+
+    assert order["status"] == {"stage": "Complete", "details": ALL_COMPLETE, "issues": []}
+    [shipment] = order["shipments"]
+    assert shipment["status"] == "Shipped"
+    assert shipment["fulfillmentLocation"] == {"countryCode": "GB", "labCode": "gb1"}
+    assert shipment["carrier"] == {"name": "Royal Mail", "service": "Tracked 48"}
+    number = shipment["tracking"]["number"]
+    assert number.startswith("SIM") and len(number) == 15
+    assert shipment["tracking"]["url"] == f"https://tracking.example.com/{number}"
+    assert shipment["dispatchDate"].endswith("Z")
+    assert {i["itemId"] for i in shipment["items"]} == {i["id"] for i in order["items"]}
+    assert shipment["cancelled"] is False
+
+    assert sorted(charge_totals(order)) == ["Item", "Shipping"]
+    assert charge_totals(order)["Item"] == quote["costSummary"]["items"]
+    assert charge_totals(order)["Shipping"] == quote["costSummary"]["shipping"]
+    [shipping] = [c for c in order["charges"] if c["chargeType"] == "Shipping"]
+    assert [line["shipmentId"] for line in shipping["items"]] == [shipment["id"]]
+
+    for item in order["items"]:
+        assert item["status"] == "Ok"
+        [asset] = item["assets"]
+        assert asset["status"] == "Complete"
+        assert item["thumbnailUrl"] == asset["thumbnailUrl"]
+        # The URL is on this service's host; the live server serves the same MEDIA_ROOT.
+        thumbnail = requests.get(live_server.url + urlsplit(asset["thumbnailUrl"]).path, timeout=10)
+        assert thumbnail.status_code == 200
+        assert max(Image.open(io.BytesIO(thumbnail.content)).size) == 400
+    stored = Order.objects.get(id=pk(order_id))
+    assert (stored.pipeline_step, stored.due_at, stored.claimed_until) == (
+        PipelineStep.DONE, None, None,
+    )  # fmt: skip
+    assert stored.submitted_at is not None
+
+    expected = [
+        f"{TYPE}.status.details.downloadAssets#Complete",
+        f"{TYPE}.shipments.shipment#Shipped",
+        f"{TYPE}.status.stage.changed#Complete",
+    ]
+    wait_for("three callbacks", lambda: len(receiver.types(order_id)) == 3, worker)
+    assert receiver.types(order_id) == expected
+    [last] = [e for e in receiver.events() if e["type"] == expected[-1]]
+    assert last["data"]["order"]["status"]["stage"] == "Complete"
+    assert last["data"]["order"]["shipments"][0]["tracking"]["number"] == number
+    secret = merchant.merchant.environments.get(kind="Sandbox").callback_signing_secret
+    for headers, raw in receiver.deliveries:
+        assert headers["Content-Type"].startswith("application/cloudevents+json")
+        assert Webhook(secret).verify(raw, headers)["subject"] == order_id
+
+
+@needs_worker
+def test_a_photobook_and_a_framed_print_split_into_two_shipments_from_two_labs(
+    worker: Worker,
+    live_server: Any,
+    sandbox_api: APIClient,
+    httpserver: HTTPServer,
+    receiver: Receiver,
+) -> None:
+    book = pdf_bytes(40)
+    body = order_body(
+        callbackUrl=httpserver.url_for("/callbacks"),
+        items=[
+            {
+                "sku": "BOOK-A4-L-HARD-M",
+                "copies": 1,
+                "assets": [
+                    {
+                        "printArea": "default",
+                        "url": serve(httpserver, "/book.pdf", book, "application/pdf"),
+                        "pageCount": 40,
+                        "md5Hash": md5(book),
+                    },
+                    {
+                        "printArea": "spine",
+                        "url": serve(httpserver, "/spine.jpg", jpeg_bytes(60, 900), "image/jpeg"),
+                    },
+                ],
+            },
+            {
+                "sku": "GLOBAL-CFPM-12X16",
+                "copies": 1,
+                "attributes": {"color": "black"},
+                "assets": [{"url": serve(httpserver, "/frame.jpg", jpeg_bytes(), "image/jpeg")}],
+            },
+        ],
+    )
+    quote = quote_for(sandbox_api, body)
+
+    order_id = create(sandbox_api, body)
+    order = wait_for("the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker)
+
+    assert order["status"]["details"] == ALL_COMPLETE
+    labs = {s["fulfillmentLocation"]["labCode"]: s for s in order["shipments"]}
+    assert sorted(labs) == ["gb2", "gb3"]
+    book_item, frame_item = order["items"]
+    assert [i["itemId"] for i in labs["gb3"]["items"]] == [book_item["id"]]
+    assert [i["itemId"] for i in labs["gb2"]["items"]] == [frame_item["id"]]
+    assert {s["status"] for s in order["shipments"]} == {"Shipped"}
+    assert labs["gb2"]["tracking"]["number"] != labs["gb3"]["tracking"]["number"]
+    assert charge_totals(order)["Item"] == quote["costSummary"]["items"]
+    assert charge_totals(order)["Shipping"] == quote["costSummary"]["shipping"]
+    [shipping] = [c for c in order["charges"] if c["chargeType"] == "Shipping"]
+    assert sorted(line["shipmentId"] for line in shipping["items"]) == sorted(
+        s["id"] for s in order["shipments"]
+    )
+    assert book_item["assets"][0]["pageCount"] == 40
+    assert Shipment.objects.filter(order_id=pk(order_id)).count() == 2
+    wait_for("four callbacks", lambda: len(receiver.types(order_id)) == 4, worker)
+    assert receiver.types(order_id) == [
+        f"{TYPE}.status.details.downloadAssets#Complete",
+        f"{TYPE}.shipments.shipment#Shipped",
+        f"{TYPE}.shipments.shipment#Shipped",
+        f"{TYPE}.status.stage.changed#Complete",
+    ]
+
+
+# --- Downloads that fail ---------------------------------------------------------------------
+
+
+def download_failed(order_id: str) -> Callable[[], bool]:
+    return lambda: Order.objects.filter(id=pk(order_id), pipeline_step=PipelineStep.FAILED).exists()
+
+
+def assert_failed_download(order: dict[str, Any], attempts: int, reason: str) -> None:
+    assert order["status"]["stage"] == "InProgress"
+    assert order["status"]["details"] == {
+        "downloadAssets": "Error",
+        "allocateProductionLocation": "NotStarted",
+        "printReadyAssetsPrepared": "NotStarted",
+        "inProduction": "NotStarted",
+        "shipping": "NotStarted",
+    }
+    [item] = order["items"]
+    [asset] = item["assets"]
+    assert (item["status"], asset["status"], asset["thumbnailUrl"]) == ("Invalid", "Error", None)
+    [issue] = order["status"]["issues"]
+    assert issue["objectId"] == item["id"]
+    assert issue["errorCode"] == "order.items.assets.FailedToDownloaded"
+    assert asset["id"] in issue["description"]
+    assert f"after {attempts} attempt(s)" in issue["description"]
+    assert reason in issue["description"]
+    assert order["shipments"] == [] and order["charges"] == []
+
+
+@needs_worker
+def test_an_md5_mismatch_fails_the_asset_after_ten_attempts(
+    worker: Worker, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    photo = jpeg_bytes()
+    url = serve(httpserver, "/changed.jpg", photo, "image/jpeg")
+    body = order_body(
+        items=[
+            {"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url, "md5Hash": "0" * 32}]}
+        ]
+    )
+
+    order_id = create(sandbox_api, body)
+    wait_for("the download to fail", download_failed(order_id), worker)
+
+    assert_failed_download(fetch(sandbox_api, order_id), 10, f"MD5 hash is {md5(photo)}")
+    assert requests_to(httpserver, "/changed.jpg") == 10
+    assert Asset.objects.get(item__order_id=pk(order_id)).download_attempts == 10
+
+
+@needs_worker
+def test_a_failing_asset_host_is_retried_with_not_downloaded_then_failed_to_download(
+    worker: Worker, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    seen_retrying = threading.Event()
+    served = []
+
+    def broken(request: Request) -> Response:
+        served.append(request.path)
+        if len(served) == 5:  # hold the 5th attempt until the test has looked at the order
+            seen_retrying.wait(timeout=30)
+        return Response("upstream is down", status=500)
+
+    httpserver.expect_request("/down.jpg").respond_with_handler(broken)
+    body = order_body(
+        items=[
+            {
+                "sku": "GLOBAL-PHO-4X6",
+                "copies": 1,
+                "assets": [{"url": httpserver.url_for("/down.jpg")}],
+            }
+        ]
+    )
+
+    order_id = create(sandbox_api, body)
+    wait_for("the fifth attempt", lambda: len(served) == 5, worker)
+    retrying = fetch(sandbox_api, order_id)
+    seen_retrying.set()
+    wait_for("the download to fail", download_failed(order_id), worker)
+    failed = fetch(sandbox_api, order_id)
+
+    assert retrying["status"]["stage"] == "InProgress"
+    assert retrying["status"]["details"]["downloadAssets"] == "InProgress"
+    [item] = retrying["items"]
+    assert (item["status"], item["assets"][0]["status"]) == ("NotYetDownloaded", "InProgress")
+    [issue] = retrying["status"]["issues"]
+    assert issue["errorCode"] == "order.items.assets.NotDownloaded"
+    assert issue["objectId"] == item["id"]
+    assert "attempt 4 of 10" in issue["description"]
+    assert "HTTP 500" in issue["description"]
+    assert_failed_download(failed, 10, "HTTP 500")
+    assert len(served) == 10
+
+
+def test_a_private_address_is_refused_when_private_urls_are_not_allowed(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = False
+    local = serve(httpserver, "/local.jpg", jpeg_bytes(), "image/jpeg")
+    body = order_body(
+        items=[
+            {"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": local}]},
+            {
+                "sku": "GLOBAL-PHO-4X6",
+                "copies": 1,
+                "assets": [{"url": "http://169.254.169.254/latest/meta-data/"}],
+            },
+        ]
+    )
+    order_id = create(sandbox_api, body)
+
+    assert order_advance(order_id=pk(order_id)) is None
+
+    order = fetch(sandbox_api, order_id)
+    assert order["status"]["details"]["downloadAssets"] == "Error"
+    assert [i["status"] for i in order["items"]] == ["Invalid", "Invalid"]
+    issues = order["status"]["issues"]
+    assert [i["errorCode"] for i in issues] == ["order.items.assets.FailedToDownloaded"] * 2
+    assert "after 1 attempt(s)" in issues[0]["description"]
+    assert "loopback" in issues[0]["description"] or "private" in issues[0]["description"]
+    assert "169.254.169.254" in issues[1]["description"]
+    assert requests_to(httpserver, "/local.jpg") == 0
+    assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.FAILED
+
+
+# Not transactional: the order's on-commit doorbell must not reach a running worker, which
+# is allowed to fetch private addresses.
+test_a_private_address_is_refused_when_private_urls_are_not_allowed = pytest.mark.django_db(
+    test_a_private_address_is_refused_when_private_urls_are_not_allowed
+)
+
+
+@needs_worker
+def test_a_decompression_bomb_is_refused_with_an_issue(
+    worker: Worker, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    url = serve(httpserver, "/bomb.png", bomb_png_bytes(), "image/png")
+    body = order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}])
+
+    order_id = create(sandbox_api, body)
+    wait_for("the preparation to fail", download_failed(order_id), worker)
+
+    order = fetch(sandbox_api, order_id)
+    assert order["status"]["stage"] == "InProgress"
+    assert order["status"]["details"] == {
+        "downloadAssets": "Complete",
+        "allocateProductionLocation": "Complete",
+        "printReadyAssetsPrepared": "Error",
+        "inProduction": "NotStarted",
+        "shipping": "NotStarted",
+    }
+    [item] = order["items"]
+    [issue] = order["status"]["issues"]
+    assert issue["objectId"] == item["id"]
+    assert issue["errorCode"] == "order.items.assets.PrintReadyFailed"
+    assert "225000000" in issue["description"].replace(",", "").replace(" ", "") or (
+        "pixels" in issue["description"]
+    )
+    assert item["assets"][0]["thumbnailUrl"] is None
+    assert {s["status"] for s in order["shipments"]} == {"Processing"}
+    assert not Shipment.objects.filter(order_id=pk(order_id), submitted_at__isnull=False).exists()
+
+
+# --- Pause window ----------------------------------------------------------------------------
+
+
+@needs_worker
+def test_a_held_order_is_submitted_by_the_sweeper_when_its_pause_window_expires(
+    worker: Worker,
+    sandbox_api: APIClient,
+    merchant: CreatedMerchant,
+    httpserver: HTTPServer,
+    receiver: Receiver,
+) -> None:
+    environment = merchant.merchant.environments.get(kind="Sandbox")
+    environment.pause_mode, environment.pause_minutes = PauseMode.MINUTES, 1
+    environment.save(update_fields=["pause_mode", "pause_minutes"])
+    url = serve(httpserver, "/held.jpg", jpeg_bytes(), "image/jpeg")
+    body = order_body(
+        callbackUrl=httpserver.url_for("/callbacks"),
+        items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}],
+    )
+
+    order_id = create(sandbox_api, body, outcome="OnHold")
+    time.sleep(1.5)  # the sweeper runs every second; the window has not expired
+    assert fetch(sandbox_api, order_id)["status"]["stage"] == "OnHold"
+    assert requests_to(httpserver, "/held.jpg") == 0
+    # The minute passes: only the due time moves, as it would with the clock.
+    now = timezone.now()
+    Order.objects.filter(id=pk(order_id)).update(held_until=now, due_at=now)
+
+    wait_for("the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker)
+    wait_for("four callbacks", lambda: len(receiver.types(order_id)) == 4, worker)
+    assert receiver.types(order_id) == [
+        f"{TYPE}.status.stage.changed#InProgress",
+        f"{TYPE}.status.details.downloadAssets#Complete",
+        f"{TYPE}.shipments.shipment#Shipped",
+        f"{TYPE}.status.stage.changed#Complete",
+    ]
+
+
+@needs_worker
+def test_an_indefinitely_held_order_waits_until_submitted_by_hand(
+    worker: Worker, sandbox_api: APIClient, merchant: CreatedMerchant, httpserver: HTTPServer
+) -> None:
+    environment = merchant.merchant.environments.get(kind="Sandbox")
+    environment.pause_mode = PauseMode.INDEFINITE
+    environment.save(update_fields=["pause_mode"])
+    url = serve(httpserver, "/waiting.jpg", jpeg_bytes(), "image/jpeg")
+    body = order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}])
+
+    order_id = create(sandbox_api, body, outcome="OnHold")
+    time.sleep(1.5)
+    held = Order.objects.get(id=pk(order_id))
+    assert (held.stage, held.pipeline_step, held.due_at) == (Stage.ON_HOLD, PipelineStep.HELD, None)
+
+    assert order_submit_now(order=held) is True
+    assert order_submit_now(order=held) is False  # already on its way
+
+    wait_for("the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker)
+    assert Charge.objects.filter(order_id=pk(order_id), charge_type=ChargeType.ITEM).count() == 1
+    assert not OrderIssue.objects.filter(order_id=pk(order_id)).exists()
+    events = CallbackEvent.objects.filter(order_id=pk(order_id)).order_by("sequence")
+    assert [(e.event_type, e.state) for e in events] == [
+        (f"{TYPE}.status.stage.changed#InProgress", CallbackState.NO_DESTINATION),
+        (f"{TYPE}.status.details.downloadAssets#Complete", CallbackState.NO_DESTINATION),
+        (f"{TYPE}.shipments.shipment#Shipped", CallbackState.NO_DESTINATION),
+        (f"{TYPE}.status.stage.changed#Complete", CallbackState.NO_DESTINATION),
+    ]

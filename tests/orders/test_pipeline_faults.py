@@ -1,0 +1,222 @@
+"""The pipeline survives its worker being killed (SIGKILL) mid-step, twice.
+
+Orders in flight lose their messages (acknowledged late, held unacknowledged by the dead
+worker) and keep their claims until these expire; the beat sweeper of the restarted worker
+finds them due and rings again. Every order completes and every effect happens once.
+"""
+
+import collections
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+from pytest_httpserver import HTTPServer
+from rest_framework.test import APIClient
+from werkzeug import Request, Response
+
+from orders.models import (
+    Asset,
+    CallbackEvent,
+    Charge,
+    ChargeItem,
+    ChargeType,
+    Order,
+    PipelineStep,
+    Shipment,
+)
+from tests.orders.conftest import order_body
+from tests.orders.test_pipeline import (
+    ON_POSTGRES,
+    TYPE,
+    Receiver,
+    Worker,
+    jpeg_bytes,
+    pdf_bytes,
+    pk,
+    purge_queues,
+    receiver,
+    start_worker,
+    wait_for,
+)
+
+__all__ = ["receiver"]  # the fixture, shared with the end-to-end tests
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("catalogue"),
+    pytest.mark.skipif(
+        not (ON_POSTGRES and settings.REDIS_URL),
+        reason="a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)",
+    ),
+]
+ORDERS = 6
+# Claims expire quickly so the sweeper can take over soon after a kill.
+CLAIM_SECONDS = "4"
+
+
+@pytest.fixture
+def fault_worker(live_server: Any) -> Iterator[Worker]:
+    with tempfile.TemporaryDirectory(prefix="pipeline-faults-") as folder:
+        running = start_worker(
+            Path(folder),
+            live_server.url,
+            PIPELINE_CLAIM_SECONDS=CLAIM_SECONDS,
+            PIPELINE_SWEEP_SECONDS="0.5",
+            LAB_SIMULATOR_SECONDS="2",
+        )
+        try:
+            yield running
+        finally:
+            running.kill()
+            purge_queues()
+
+
+class SlowAssets:
+    """Serves JPEGs slowly and tells how many requests are being answered right now."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.served: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+        self.photo = jpeg_bytes(800, 600)
+        self.book = pdf_bytes(30)
+
+    def handle(self, request: Request) -> Response:
+        with self.lock:
+            self.in_flight += 1
+            self.served[request.path] += 1
+        try:
+            time.sleep(0.4)
+            if request.path.endswith(".pdf"):
+                return Response(self.book, content_type="application/pdf")
+            return Response(self.photo, content_type="image/jpeg")
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def bodies(httpserver: HTTPServer) -> list[tuple[dict[str, Any], int]]:
+    """Orders and how many shipments each gets: single prints and split book-and-frame ones."""
+    callback = httpserver.url_for("/callbacks")
+    made = []
+    for n in range(ORDERS):
+        photo = {"url": httpserver.url_for(f"/photo-{n}.jpg")}
+        if n % 2 == 0:
+            items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1 + n, "assets": [photo]}]
+            made.append((order_body(callbackUrl=callback, items=items), 1))
+            continue
+        items = [
+            {
+                "sku": "BOOK-A5-L-SOFT-G",
+                "copies": 1,
+                "assets": [
+                    {"url": httpserver.url_for(f"/book-{n}.pdf"), "pageCount": 30},
+                    {"printArea": "spine", "url": httpserver.url_for(f"/spine-{n}.jpg")},
+                ],
+            },
+            {
+                "sku": "GLOBAL-CFPM-12X16",
+                "copies": 1,
+                "attributes": {"color": "gold"},
+                "assets": [photo],
+            },
+        ]
+        made.append((order_body(callbackUrl=callback, items=items), 2))
+    return made
+
+
+def claimed_in(*steps: str) -> bool:
+    return Order.objects.filter(pipeline_step__in=steps, claimed_until__gt=timezone.now()).exists()
+
+
+def test_killed_workers_delay_orders_but_every_order_completes_with_each_effect_once(
+    fault_worker: Worker, sandbox_api: APIClient, httpserver: HTTPServer, receiver: Receiver
+) -> None:
+    assets = SlowAssets()
+    for prefix in ("/photo-", "/book-", "/spine-"):
+        for n in range(ORDERS):
+            suffix = ".pdf" if prefix == "/book-" else ".jpg"
+            httpserver.expect_request(f"{prefix}{n}{suffix}").respond_with_handler(assets.handle)
+    planned = bodies(httpserver)
+    order_ids = []
+    for body, _ in planned:
+        response = sandbox_api.post("/v4.0/orders", body, format="json")
+        assert response.status_code == 200, response.content
+        order_ids.append(response.json()["order"]["id"])
+
+    # First kill: while asset downloads are being answered (their step is half done).
+    wait_for("a download in flight", lambda: assets.in_flight > 0, fault_worker)
+    assert claimed_in(PipelineStep.DOWNLOAD)
+    fault_worker.kill()
+    stranded = Order.objects.filter(claimed_until__gt=timezone.now()).count()
+    fault_worker.start()
+    # Second kill: while an order is owned in a later step (rendering, submitting or tracking).
+    wait_for(
+        "an order claimed after allocation",
+        lambda: claimed_in(PipelineStep.PREPARE, PipelineStep.SUBMIT, PipelineStep.PRODUCTION),
+        fault_worker,
+    )
+    fault_worker.kill()
+    fault_worker.start()
+
+    wait_for(
+        "every order to complete",
+        lambda: (
+            Order.objects.filter(id__in=[pk(i) for i in order_ids], stage="Complete").count()
+            == ORDERS
+        ),
+        fault_worker,
+        timeout=90,
+    )
+    events = list(CallbackEvent.objects.order_by("order_id", "sequence"))
+    wait_for(
+        "every callback to be delivered",
+        lambda: {e["id"] for e in receiver.events()} >= {e.public_id for e in events},
+        fault_worker,
+    )
+
+    assert stranded >= 1
+    for order_id, (body, shipments) in zip(order_ids, planned, strict=True):
+        order = Order.objects.get(id=pk(order_id))
+        assert (order.pipeline_step, order.due_at, order.claimed_until) == (
+            PipelineStep.DONE, None, None,
+        )  # fmt: skip
+        rows = list(Shipment.objects.filter(order=order))
+        assert len(rows) == shipments
+        assert all(
+            s.status == "Shipped" and s.lab_order_reference and s.tracking_number for s in rows
+        )
+        assert all(item.shipment_id is not None for item in order.items.all())
+        charges = sorted(Charge.objects.filter(order=order).values_list("charge_type", flat=True))
+        assert charges == [ChargeType.ITEM, ChargeType.SHIPPING]
+        assert ChargeItem.objects.filter(
+            charge__order=order, charge_type=ChargeType.ITEM
+        ).count() == len(body["items"])
+        assert (
+            ChargeItem.objects.filter(charge__order=order, charge_type=ChargeType.SHIPPING).count()
+            == shipments
+        )
+        assert [e.event_type for e in events if e.order_id == order.id] == [
+            f"{TYPE}.status.details.downloadAssets#Complete",
+            *[f"{TYPE}.shipments.shipment#Shipped"] * shipments,
+            f"{TYPE}.status.stage.changed#Complete",
+        ]
+        # An attempt cut short by a kill was never recorded, so none counts twice.
+        assert set(
+            Asset.objects.filter(item__order=order).values_list("download_attempts", flat=True)
+        ) == {1}
+    # At least once, with the same bytes every time: receivers can deduplicate on the id.
+    bodies_by_id: dict[str, set[bytes]] = collections.defaultdict(set)
+    for _, raw in receiver.deliveries:
+        bodies_by_id[json.loads(raw)["id"]].add(raw)
+    stored = {e.public_id: bytes(e.body) for e in events}
+    assert set(bodies_by_id) == set(stored)
+    assert all(found == {stored[event_id]} for event_id, found in bodies_by_id.items())
