@@ -1,0 +1,115 @@
+"""Staff see orders and their pipeline state in the admin, and submit held orders from it."""
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from merchants.models import PauseMode
+from merchants.services import CreatedMerchant
+from orders.admin import pipeline_state
+from orders.models import Order, PipelineStep
+from tests.orders.conftest import order_body
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
+
+
+def create(api: APIClient, **changes: Any) -> Order:
+    response = api.post("/v4.0/orders", order_body(**changes), format="json")
+    assert response.status_code == 200, response.content
+    return Order.objects.get(id=int(response.json()["order"]["id"].removeprefix("ord_")))
+
+
+def hold_indefinitely(merchant: CreatedMerchant) -> None:
+    merchant.merchant.environments.update(pause_mode=PauseMode.INDEFINITE)
+
+
+def changelist(client: Client, **query: str) -> Any:
+    response = client.get(reverse("admin:orders_order_changelist"), query)
+    assert response.status_code == 200
+    return response
+
+
+def test_the_order_list_finds_orders_by_id_and_reference_and_filters_by_step(
+    admin_client: Client, sandbox_api: APIClient
+) -> None:
+    first = create(sandbox_api, merchantReference="SHOP-1")
+    second = create(sandbox_api, merchantReference="SHOP-2")
+
+    by_id = changelist(admin_client, q=first.public_id)
+    by_digits = changelist(admin_client, q=str(second.id))
+    by_reference = changelist(admin_client, q="SHOP-2")
+    by_step = changelist(admin_client, pipeline_step__exact=PipelineStep.DOWNLOAD)
+
+    assert list(by_id.context["cl"].result_list) == [first]
+    assert list(by_digits.context["cl"].result_list) == [second]
+    assert list(by_reference.context["cl"].result_list) == [second]
+    assert set(by_step.context["cl"].result_list) == {first, second}
+    assert first.public_id in by_step.content.decode()
+
+
+def test_the_order_page_shows_parts_and_pipeline_state_and_cannot_be_saved(
+    admin_client: Client, sandbox_api: APIClient
+) -> None:
+    order = create(sandbox_api)
+    url = reverse("admin:orders_order_change", args=[order.id])
+
+    page = admin_client.get(url)
+    posted = admin_client.post(url, {"stage": "Complete"})
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    item = order.items.get()
+    asset = item.assets.get()
+    assert item.public_id in html and asset.public_id in html and asset.url in html
+    assert "Download: due now" in html
+    assert 'name="_save"' not in html
+    assert posted.status_code == 401  # PermissionDenied, in the site's error envelope
+    order.refresh_from_db()
+    assert order.stage == "InProgress"
+
+
+def test_submit_held_orders_now_releases_only_orders_on_hold(
+    admin_client: Client, sandbox_api: APIClient, merchant: CreatedMerchant
+) -> None:
+    running = create(sandbox_api)
+    hold_indefinitely(merchant)
+    held = create(sandbox_api)
+    assert (held.pipeline_step, held.due_at) == (PipelineStep.HELD, None)
+
+    response = admin_client.post(
+        reverse("admin:orders_order_changelist"),
+        {"action": "submit_held_orders_now", "_selected_action": [held.id, running.id]},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    shown = [str(m) for m in response.context["messages"]]
+    assert shown == [
+        "1 held order(s) submitted.",
+        "1 order(s) were not on hold or already due; left as they are.",
+    ]
+    held.refresh_from_db()
+    assert held.pipeline_step == PipelineStep.HELD  # the step releases the hold, not the admin
+    assert held.due_at is not None and held.due_at <= timezone.now()
+    running_due = running.due_at
+    running.refresh_from_db()
+    assert running.due_at == running_due
+
+
+def test_pipeline_state_says_what_the_order_waits_for() -> None:
+    now = timezone.now()
+    order = Order(pipeline_step=PipelineStep.HELD, due_at=None)
+    assert pipeline_state(order, now) == "Held: held until submitted by hand"
+    order.pipeline_step, order.due_at = PipelineStep.DOWNLOAD, now + timedelta(seconds=30)
+    assert pipeline_state(order, now) == "Download: due in 30 s"
+    order.claimed_until = now + timedelta(seconds=120)
+    assert pipeline_state(order, now) == "Download: being worked on (claim ends in 120 s)"
+    order.pipeline_step, order.due_at, order.claimed_until = PipelineStep.PRODUCTION, None, None
+    assert pipeline_state(order, now) == "Production: waiting for the lab"
+    order.pipeline_step = PipelineStep.DONE
+    assert pipeline_state(order, now) == "Done (finished)"
