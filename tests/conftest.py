@@ -1,7 +1,29 @@
+import copy
+from typing import Any
+
 import pytest
+from django.apps import apps
+from django.db import models
 from rest_framework.test import APIClient
 
+from labs.services import demo_catalogue_load
 from merchants.services import CreatedMerchant, merchant_create
+
+_snapshot: list[tuple[Any, list[models.Model]]] = []
+
+
+@pytest.fixture
+def catalogue(db: None) -> None:
+    """The demo catalogue: loaded by its command once, then copied in with bulk inserts."""
+    if not _snapshot:
+        demo_catalogue_load()
+        for app in ("products", "labs"):
+            for model in apps.get_app_config(app).get_models():
+                _snapshot.append((model, list(model._default_manager.all())))
+        return
+    for model, rows in _snapshot:
+        if not model._default_manager.exists():
+            model._default_manager.bulk_create(copy.deepcopy(rows))
 
 
 @pytest.fixture

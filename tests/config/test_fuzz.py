@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 
 from config.wsgi import application
 from merchants.services import merchant_create
-from tests.orders.conftest import BASE_ORDER, catalogue  # noqa: F401  (fixture)
+from tests.orders.conftest import BASE_ORDER
 
 schema = schemathesis.openapi.from_wsgi("/v4.0/schema?format=json", application)
 FUZZ_KEY = "sk_sandbox_fuzzing_key_0000001"
