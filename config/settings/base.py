@@ -234,5 +234,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # pyvips logs each image's thread pool at INFO.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "pyvips": {"level": "WARNING"}},
 }
