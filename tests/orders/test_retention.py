@@ -1,0 +1,62 @@
+"""Image files are deleted IMAGE_RETENTION_DAYS after submission, and only then."""
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from orders.models import Asset, Order, OrderItem
+from orders.tasks import purge_expired_images
+from tests.orders.conftest import order_body
+
+pytestmark = pytest.mark.usefixtures("catalogue")
+
+
+def submitted_order(api: APIClient, *, days_ago: int) -> tuple[Order, list[str]]:
+    order_id = api.post("/v4.0/orders", order_body(), format="json").json()["order"]["id"]
+    order = Order.objects.get(id=int(order_id.removeprefix("ord_")))
+    asset = Asset.objects.get(item__order=order)
+    names = [
+        default_storage.save(f"orders/{order.id}/assets/{asset.id}/{kind}", ContentFile(b"data"))
+        for kind in ("source.jpg", "print.jpg", "thumbnail.jpg")
+    ]
+    Asset.objects.filter(id=asset.id).update(
+        source_file=names[0], print_file=names[1], thumbnail=names[2]
+    )
+    OrderItem.objects.filter(order=order).update(thumbnail=names[2])
+    Order.objects.filter(id=order.id).update(submitted_at=timezone.now() - timedelta(days=days_ago))
+    return order, names
+
+
+def test_files_go_thirty_days_after_submission(
+    sandbox_api: APIClient, settings: Any, tmp_path: Path
+) -> None:
+    settings.MEDIA_ROOT = tmp_path
+    old, old_files = submitted_order(sandbox_api, days_ago=31)
+    recent, recent_files = submitted_order(sandbox_api, days_ago=29)
+
+    assert purge_expired_images() == 1
+
+    assert not any(default_storage.exists(name) for name in old_files)
+    assert all(default_storage.exists(name) for name in recent_files)
+    shown = sandbox_api.get(f"/v4.0/orders/{old.public_id}").json()["order"]["items"][0]
+    assert shown["thumbnailUrl"] is None and shown["assets"][0]["thumbnailUrl"] is None
+    assert Order.objects.get(id=old.id).files_deleted_at is not None
+    assert Order.objects.get(id=recent.id).files_deleted_at is None
+    assert purge_expired_images() == 0
+
+
+def test_orders_never_submitted_keep_their_files(
+    sandbox_api: APIClient, settings: Any, tmp_path: Path
+) -> None:
+    settings.MEDIA_ROOT = tmp_path
+    order, files = submitted_order(sandbox_api, days_ago=40)
+    Order.objects.filter(id=order.id).update(submitted_at=None)
+
+    assert purge_expired_images() == 0
+    assert all(default_storage.exists(name) for name in files)
