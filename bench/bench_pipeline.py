@@ -1,0 +1,238 @@
+"""Pipeline throughput: orders per minute through real Celery workers, beside the print-ready
+work alone for the same assets, in the same run.
+
+Run from the project root with PostgreSQL and Redis::
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/mydb REDIS_URL=redis://127.0.0.1:6379/6 \\
+        .venv/bin/python bench/bench_pipeline.py [--orders 40] [--concurrency 2]
+
+It creates a scratch database ``<name>_bench`` beside the one in ``DATABASE_URL`` (dropped at
+the end), migrates it, loads the demo catalogue and empties the ``default`` and ``callbacks``
+queues of the Redis database given. An asset server in its own process serves one photo-like
+12-megapixel JPEG (3000x4000); each order is one 8x10" photo print (a 2400x3000 print area).
+
+1. **Pipeline**: a ``celery worker -B`` with ``--concurrency`` processes and the lab simulator
+   at ``LAB_SIMULATOR_SECONDS=0``; the orders are created through the API at once and the clock
+   runs until every one is ``Complete`` (download, md5 and format checks, allocation, charges,
+   print file and thumbnail, submission, production, shipping, callback events).
+2. **Print-ready alone**: ``render_print_ready`` of the same file to the same size, once per
+   order, in a pool of as many processes.
+
+The ratio of the two rates is the cost of orchestration: HTTP download, database steps,
+claims and the broker round trips between steps.
+"""
+
+import argparse
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing import Process, Queue
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE_SIZE = (3000, 4000)
+SKU = "GLOBAL-PHO-8X10"
+PRINT_AREA = (2400, 3000)
+
+
+def make_photo() -> bytes:
+    import pyvips
+
+    width, height = SOURCE_SIZE
+    xy = pyvips.Image.xyz(width, height)
+    across, down = xy[0] * (255 / width), xy[1] * (255 / height)
+    noise = pyvips.Image.gaussnoise(width, height, sigma=28)
+    red = across * 0.7 + noise + 30
+    green = down * 0.8 + noise * 0.8 + 20
+    blue = (across + down) * 0.4 + noise * 1.2
+    photo = red.bandjoin([green, blue]).cast("uchar").copy(interpretation="srgb")
+    return bytes(photo.jpegsave_buffer(Q=90))
+
+
+def serve(photo: bytes, ports: "Queue[int]") -> None:
+    class Assets(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", str(len(photo)))
+            self.end_headers()
+            self.wfile.write(photo)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Assets)
+    server.daemon_threads = True
+    ports.put(server.server_address[1])
+    server.serve_forever()
+
+
+def scratch_database(url: str) -> tuple[str, str]:
+    """(URL of a fresh ``<name>_bench`` database, URL of the server's maintenance database)."""
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/") or "postgres"
+    bench = urlunsplit(parts._replace(path=f"/{name}_bench"))
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    return bench, admin
+
+
+def recreate(admin_url: str, name: str, *, drop_only: bool = False) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not drop_only:
+            connection.execute(f'CREATE DATABASE "{name}"')
+
+
+def render_once(args: tuple[str, str, int]) -> float:
+    source, media, n = args
+    os.environ["MEDIA_ROOT"] = media
+    import django
+
+    django.setup()
+    from orders.printready import render_print_ready
+
+    started = time.perf_counter()
+    render_print_ready(
+        source=Path(source),
+        target_width=PRINT_AREA[0],
+        target_height=PRINT_AREA[1],
+        sizing="fillPrintArea",
+        storage_prefix=f"bench/{n}",
+    )
+    return time.perf_counter() - started
+
+
+def printready_alone(source: Path, media: str, orders: int, concurrency: int) -> float:
+    """Seconds for ``orders`` renders in a pool of ``concurrency`` warmed-up processes."""
+    with ProcessPoolExecutor(max_workers=concurrency) as pool:
+        list(pool.map(render_once, [(str(source), media, -n - 1) for n in range(concurrency)]))
+        started = time.perf_counter()
+        list(pool.map(render_once, [(str(source), media, n) for n in range(orders)]))
+        return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--orders", type=int, default=40)
+    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2)
+    options = parser.parse_args()
+    database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
+    if not database_url.startswith("postgres") or not redis_url:
+        sys.exit("Set DATABASE_URL (PostgreSQL) and REDIS_URL: the workers need both.")
+
+    bench_url, admin_url = scratch_database(database_url)
+    bench_name = urlsplit(bench_url).path.lstrip("/")
+    recreate(admin_url, bench_name)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    os.environ.update(
+        DATABASE_URL=bench_url,
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        VAR_DIR=str(scratch / "var"),
+        MEDIA_ROOT=str(scratch / "media"),
+        ALLOW_PRIVATE_URLS="1",
+        LAB_SIMULATOR_SECONDS="0",
+        PIPELINE_SWEEP_SECONDS="2",
+        LOG_LEVEL="WARNING",
+    )
+    sys.path.insert(0, str(ROOT))
+    photo = make_photo()
+    source = scratch / "photo.jpg"
+    source.write_bytes(photo)
+    ports: Queue[int] = Queue()
+    server = Process(target=serve, args=(photo, ports), daemon=True)
+    server.start()
+    asset_url = f"http://127.0.0.1:{ports.get()}/photo.jpg"
+
+    import django
+
+    django.setup()
+    import redis
+    from django.core.management import call_command
+    from rest_framework.test import APIClient
+
+    from labs.services import demo_catalogue_load
+    from merchants.services import merchant_create
+    from orders.models import Order
+
+    call_command("migrate", verbosity=0)
+    demo_catalogue_load()
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=merchant_create(name="Bench").sandbox_api_key)
+    queues = redis.Redis.from_url(redis_url)
+    queues.delete("default", "callbacks", "unacked", "unacked_index")
+
+    def order(n: int) -> int:
+        body = {
+            "merchantReference": f"bench-{n}",
+            "shippingMethod": "Standard",
+            "recipient": {
+                "name": "Ada Lovelace",
+                "address": {"line1": "1 Analytical Row", "postalOrZipCode": "SW1A 1AA",
+                            "countryCode": "GB", "townOrCity": "London"},
+            },
+            "items": [{"sku": SKU, "copies": 1, "assets": [{"url": asset_url}]}],
+        }  # fmt: skip
+        response = client.post("/v4.0/orders", body, format="json")
+        assert response.status_code == 200, response.content
+        return int(response.json()["order"]["id"].removeprefix("ord_"))
+
+    def wait(ids: list[int], timeout: float = 600) -> None:
+        deadline = time.monotonic() + timeout
+        while Order.objects.filter(id__in=ids, stage="Complete").count() < len(ids):
+            if time.monotonic() > deadline:
+                raise SystemExit("timed out; see the worker log in " + str(scratch))
+            time.sleep(0.05)
+
+    log = (scratch / "worker.log").open("wb")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-B", "-Q", "default,callbacks",
+         "-P", "prefork", "-c", str(options.concurrency), "-l", "warning", "--without-gossip",
+         "--without-mingle", "--without-heartbeat", "-s", str(scratch / "beat-schedule")],
+        cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait([order(-1)])  # warm-up: worker processes up, imports and connections made
+        started = time.perf_counter()
+        ids = [order(n) for n in range(options.orders)]
+        wait(ids)
+        pipeline_seconds = time.perf_counter() - started
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=30)
+        server.kill()
+    alone_seconds = printready_alone(
+        source, str(scratch / "media"), options.orders, options.concurrency
+    )
+    from django.db import connections
+
+    connections.close_all()
+    recreate(admin_url, bench_name, drop_only=True)
+
+    pipeline_rate = options.orders / pipeline_seconds * 60
+    alone_rate = options.orders / alone_seconds * 60
+    out = io.StringIO()
+    print(f"{options.orders} orders, {options.concurrency} worker processes, "
+          f"{SOURCE_SIZE[0]}x{SOURCE_SIZE[1]} JPEG ({len(photo) / 1e6:.1f} MB) to "
+          f"{PRINT_AREA[0]}x{PRINT_AREA[1]}", file=out)  # fmt: skip
+    print(
+        f"pipeline:          {pipeline_seconds:7.2f} s  {pipeline_rate:8.1f} orders/min", file=out
+    )
+    print(f"print-ready alone: {alone_seconds:7.2f} s  {alone_rate:8.1f} orders/min", file=out)
+    print(f"ratio (orchestration overhead): {alone_rate / pipeline_rate:.2f}x", file=out)
+    print(out.getvalue(), end="")
+
+
+if __name__ == "__main__":
+    main()
