@@ -11,6 +11,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from common.errors import ValidationFailed
+from labs.allocation import methods_available
 from labs.connectors import LabResult, connector_for
 from orders.charges import refund_write
 from orders.labs import lab_order
@@ -21,6 +23,7 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
+from orders.pipeline.allocate import order_basket
 
 OPEN_STAGES = (Stage.ON_HOLD, Stage.IN_PROGRESS)
 
@@ -156,11 +159,34 @@ def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentR
     return "PartiallyUpdated", tuple(results)
 
 
+def _check_deliverable(order: Order, *, country_code: str, shipping_method: str, path: str) -> None:
+    """Refuse a change that leaves no lab able to deliver the order by its method.
+
+    When nothing can be delivered at all right now (an item out of stock everywhere), the
+    change is let through: the order's own ItemUnavailable issue already says why.
+    """
+    items = list(order.items.prefetch_related("assets").order_by("position"))
+    methods = methods_available(items=order_basket(order, items), country_code=country_code)
+    if methods and shipping_method not in methods:
+        raise ValidationFailed.single(
+            path,
+            "MethodNotOffered",
+            f"{shipping_method} delivery to {country_code} is not offered for this order "
+            f"(available: {', '.join(methods)}).",
+        )
+
+
 @transaction.atomic
 def order_update_shipping_method(*, order: Order, shipping_method: str) -> ActionResult:
     locked = _lock(order)
     if not actions_available(locked)["changeShippingMethod"]:
         return ActionResult("ActionNotAvailable")
+    _check_deliverable(
+        locked,
+        country_code=locked.address_country_code,
+        shipping_method=shipping_method,
+        path="shippingMethod",
+    )
 
     def apply(connector: Any, payload: Any) -> LabResult:
         return connector.update_shipping_method(payload, shipping_method)
@@ -195,6 +221,12 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
     locked = _lock(order)
     if not actions_available(locked)["changeRecipientDetails"]:
         return ActionResult("ActionNotAvailable")
+    _check_deliverable(
+        locked,
+        country_code=recipient["address"]["countryCode"],
+        shipping_method=locked.shipping_method,
+        path="address.countryCode",
+    )
 
     def apply(connector: Any, payload: Any) -> LabResult:
         return connector.update_address(payload, recipient)

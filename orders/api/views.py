@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -249,6 +250,26 @@ class OrderDetailView(ApiView):
         return Response({"outcome": "Ok", "order": _render(request, _order(request, order_id))})
 
 
+def _input(serializer_class: type[serializers.Serializer], request: Request) -> Any:
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _action_response(
+    request: Request,
+    order: Order,
+    result: actions.ActionResult,
+    results_under: tuple[str, ...] = (),
+) -> Response:
+    """The outcome and the order as it is after the action, with per-shipment results."""
+    order = order_get(environment=client_environment(request), order_id=order.id)
+    body: dict[str, Any] = {"outcome": result.outcome, "order": _render(request, order)}
+    for key in results_under:
+        body[key] = [r.as_dict() for r in result.shipment_results]
+    return Response(body)
+
+
 def _yes(value: bool) -> dict[str, str]:
     return {"isAvailable": "Yes" if value else "No"}
 
@@ -279,9 +300,7 @@ class CancelView(ApiView):
     )
     def post(self, request: Request, order_id: str) -> Response:
         order = _order(request, order_id)
-        result = actions.order_cancel(order=order)
-        order = order_get(environment=client_environment(request), order_id=order.id)
-        return Response({"outcome": result.outcome, "order": _render(request, order)})
+        return _action_response(request, order, actions.order_cancel(order=order))
 
 
 class UpdateShippingMethodView(ApiView):
@@ -295,20 +314,11 @@ class UpdateShippingMethodView(ApiView):
     )
     def post(self, request: Request, order_id: str) -> Response:
         order = _order(request, order_id)
-        serializer = s.ShippingMethodInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        result = actions.order_update_shipping_method(
-            order=order, shipping_method=serializer.validated_data["shippingMethod"]
-        )
-        order = order_get(environment=client_environment(request), order_id=order.id)
-        shipment_results = [r.as_dict() for r in result.shipment_results]
-        return Response(
-            {
-                "outcome": result.outcome,
-                "order": _render(request, order),
-                "shipmentUpdateResults": shipment_results,
-                "shippingUpdateResults": shipment_results,
-            }
+        method = _input(s.ShippingMethodInput, request)["shippingMethod"]
+        result = actions.order_update_shipping_method(order=order, shipping_method=method)
+        # The specification names the per-shipment array both ways; clients read either.
+        return _action_response(
+            request, order, result, results_under=("shipmentUpdateResults", "shippingUpdateResults")
         )
 
 
@@ -336,19 +346,9 @@ class UpdateRecipientView(ApiView):
     )
     def post(self, request: Request, order_id: str) -> Response:
         order = _order(request, order_id)
-        serializer = s.RecipientUpdateInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        result = actions.order_update_recipient(
-            order=order, recipient=dict(serializer.validated_data)
-        )
-        order = order_get(environment=client_environment(request), order_id=order.id)
-        return Response(
-            {
-                "outcome": result.outcome,
-                "order": _render(request, order),
-                "shipmentUpdateResults": [r.as_dict() for r in result.shipment_results],
-            }
-        )
+        recipient = dict(_input(s.RecipientUpdateInput, request))
+        result = actions.order_update_recipient(order=order, recipient=recipient)
+        return _action_response(request, order, result, results_under=("shipmentUpdateResults",))
 
 
 class UpdateMetadataView(ApiView):
@@ -362,10 +362,7 @@ class UpdateMetadataView(ApiView):
     )
     def post(self, request: Request, order_id: str) -> Response:
         order = _order(request, order_id)
-        serializer = s.MetadataInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        result = actions.order_update_metadata(
-            order=order, metadata=serializer.validated_data["metadata"]
+        metadata = _input(s.MetadataInput, request)["metadata"]
+        return _action_response(
+            request, order, actions.order_update_metadata(order=order, metadata=metadata)
         )
-        order = order_get(environment=client_environment(request), order_id=order.id)
-        return Response({"outcome": result.outcome, "order": _render(request, order)})

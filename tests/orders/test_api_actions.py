@@ -217,7 +217,7 @@ def test_update_shipping_method_partially_and_not_at_all(sandbox_api: APIClient)
         "description": f"Lab {second.lab_code} does not support updateShippingMethod.",
     }
     Lab.objects.filter(code=first.lab_code).update(capabilities=["cancel"])
-    again = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Overnight"}).json()
+    again = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Budget"}).json()
     assert again["outcome"] == "FailedToUpdate"
     assert Order.objects.get(id=order.id).shipping_method == "Express"
 
@@ -312,3 +312,25 @@ def test_shipped_shipments_cannot_be_changed(sandbox_api: APIClient) -> None:
         == "ActionNotAvailable"
     )
     assert act(sandbox_api, order, "cancel").json()["outcome"] == "FailedToCancel"
+
+
+def test_a_method_no_lab_offers_to_the_destination_is_refused(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api, items=[book_item()])
+
+    response = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Overnight"})
+
+    assert response.status_code == 400
+    assert response.json()["data"]["failures"]["shippingMethod"][0]["code"] == "MethodNotOffered"
+    assert Order.objects.get(id=order.id).shipping_method == "Standard"
+
+
+def test_moving_to_a_country_the_method_cannot_reach_is_refused(sandbox_api: APIClient) -> None:
+    order = create(sandbox_api, items=[book_item()], shippingMethod="Budget")
+    far = {**NEW_RECIPIENT, "address": {**NEW_RECIPIENT["address"], "countryCode": "AU"}}  # type: ignore[dict-item]
+
+    response = act(sandbox_api, order, "updateRecipient", far)
+
+    assert response.status_code == 400
+    failures = response.json()["data"]["failures"]
+    assert failures["address.countryCode"][0]["code"] == "MethodNotOffered"
+    assert Order.objects.get(id=order.id).address_country_code == "GB"
