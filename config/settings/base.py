@@ -182,7 +182,13 @@ STATIC_ROOT.mkdir(exist_ok=True)
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Any storage backend (e.g. django-storages' S3 backend, installed alongside) with its options.
+    "default": {
+        "BACKEND": env.str(
+            "MEDIA_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage"
+        ),
+        "OPTIONS": env.json("MEDIA_STORAGE_OPTIONS", default={}),
+    },
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
