@@ -7,6 +7,8 @@ PostgreSQL and Redis.
 
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from config.env import BASE_DIR, env
 
 VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
@@ -150,8 +152,14 @@ ASSET_DOWNLOAD_PARALLELISM = env.int("ASSET_DOWNLOAD_PARALLELISM", default=4)
 ASSET_RETRY_BASE_SECONDS = env.float("ASSET_RETRY_BASE_SECONDS", default=30.0)
 ASSET_RETRY_MAX_SECONDS = env.float("ASSET_RETRY_MAX_SECONDS", default=3600.0)
 LAB_SUBMIT_ATTEMPTS = env.int("LAB_SUBMIT_ATTEMPTS", default=5)
-# How long a worker owns an order step before the sweeper may hand it to another worker.
-PIPELINE_CLAIM_SECONDS = env.float("PIPELINE_CLAIM_SECONDS", default=300.0)
+# How long a worker owns an order step before the sweeper may hand it to another worker;
+# renewed after each download and each rendering, so it must outlast one download.
+PIPELINE_CLAIM_SECONDS = env.float("PIPELINE_CLAIM_SECONDS", default=600.0)
+if PIPELINE_CLAIM_SECONDS <= ASSET_DOWNLOAD_DEADLINE_SECONDS:
+    raise ImproperlyConfigured(
+        "PIPELINE_CLAIM_SECONDS must exceed ASSET_DOWNLOAD_DEADLINE_SECONDS: a download that "
+        "outlasts its claim would be started again by a second worker."
+    )
 PIPELINE_SWEEP_SECONDS = env.float("PIPELINE_SWEEP_SECONDS", default=10.0)
 IMAGE_RETENTION_DAYS = env.int("IMAGE_RETENTION_DAYS", default=30)
 CELERY_BEAT_SCHEDULE["sweep-due-orders"] = {

@@ -62,13 +62,17 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
         setattr(order, name, value)
 
 
-def order_claim_hold(*, order: Order) -> None:
-    """Lock the order row for the caller's transaction if the claim is still ours, else raise
-    ``ClaimLost``. Actions lock the same row, so a cancel waits for the write or sees it."""
-    held = (
-        Order.objects.select_for_update()
-        .filter(id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until)
-        .exists()
-    )
-    if not held:
+def order_claim_renew(*, order: Order) -> None:
+    """Extend our claim between the units of a long step (each download, each rendering), or
+    raise ``ClaimLost``: a step outlasting the claim must not be run by two workers at once.
+
+    Inside a transaction the update also locks the order row until it commits, as the actions
+    do, so a cancel either waits for the write or has already happened.
+    """
+    until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
+    renewed = Order.objects.filter(
+        id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until
+    ).update(claimed_until=until)
+    if not renewed:
         raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
+    order.claimed_until = until

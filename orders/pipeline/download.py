@@ -21,7 +21,7 @@ from django.utils import timezone
 from common.http import DownloadedFile, OutboundError, OutboundRefused, download_to_file
 from orders.assetfiles import AssetFileError, AssetFileInfo, check_md5, inspect_asset_file
 from orders.models import Asset, AssetStatus, DetailState, ItemStatus, Order, OrderIssue, OrderItem
-from orders.pipeline.claims import order_claim_hold
+from orders.pipeline.claims import order_claim_renew
 from products.selectors import product_get
 
 logger = logging.getLogger(__name__)
@@ -134,37 +134,46 @@ def download_assets(*, order: Order) -> tuple[str, datetime | None]:
 
 def _record(order: Order, asset: Asset, fetched: Fetched) -> None:
     now = timezone.now()
-    with transaction.atomic():
-        # A worker that lost the order (its claim expired) must not count the attempt twice.
-        order_claim_hold(order=order)
-        asset.download_attempts += 1
-        if fetched.error == "":
-            _store(asset, fetched)
-            asset.status = AssetStatus.COMPLETE
+    claim = order.claimed_until
+    try:
+        with transaction.atomic():
+            # A worker that lost the order (its claim expired) must not count the attempt twice.
+            order_claim_renew(order=order)
+            _record_attempt(order, asset, fetched, now)
+    except BaseException:
+        order.claimed_until = claim  # the renewal rolled back with the rest
+        raise
+
+
+def _record_attempt(order: Order, asset: Asset, fetched: Fetched, now: datetime) -> None:
+    asset.download_attempts += 1
+    if fetched.error == "":
+        _store(asset, fetched)
+        asset.status = AssetStatus.COMPLETE
+        asset.next_attempt_at = None
+        asset.last_error = ""
+        OrderIssue.objects.filter(order=order, asset=asset).delete()
+    else:
+        attempts = asset.download_attempts
+        final = fetched.permanent or attempts >= settings.ASSET_DOWNLOAD_ATTEMPTS
+        asset.last_error = fetched.error
+        if final:
+            asset.status = AssetStatus.ERROR
             asset.next_attempt_at = None
-            asset.last_error = ""
-            OrderIssue.objects.filter(order=order, asset=asset).delete()
+            _issue(
+                order, asset, FAILED_TO_DOWNLOAD,
+                f"Asset {asset.public_id} ({asset.url}) could not be downloaded after "
+                f"{attempts} attempt(s): {fetched.error}",
+            )  # fmt: skip
         else:
-            attempts = asset.download_attempts
-            final = fetched.permanent or attempts >= settings.ASSET_DOWNLOAD_ATTEMPTS
-            asset.last_error = fetched.error
-            if final:
-                asset.status = AssetStatus.ERROR
-                asset.next_attempt_at = None
-                _issue(
-                    order, asset, FAILED_TO_DOWNLOAD,
-                    f"Asset {asset.public_id} ({asset.url}) could not be downloaded after "
-                    f"{attempts} attempt(s): {fetched.error}",
-                )  # fmt: skip
-            else:
-                asset.next_attempt_at = now + retry_delay(attempts)
-                _issue(
-                    order, asset, NOT_DOWNLOADED,
-                    f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
-                    f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
-                )  # fmt: skip
-        asset.save()
-        _item_status(asset.item)
+            asset.next_attempt_at = now + retry_delay(attempts)
+            _issue(
+                order, asset, NOT_DOWNLOADED,
+                f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
+                f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
+            )  # fmt: skip
+    asset.save()
+    _item_status(asset.item)
 
 
 def _item_status(item: OrderItem) -> None:

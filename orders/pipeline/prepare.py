@@ -13,9 +13,10 @@ from pathlib import Path
 from django.core.files.storage import default_storage
 
 from orders.models import Asset, Order, OrderIssue, OrderItem
+from orders.pipeline.claims import order_claim_renew
 from orders.printready import PrintReadyError, render_print_ready
 from products.selectors import product_get
-from products.validation import resolve_attributes
+from products.validation import DEFAULT_PRINT_AREA, resolve_attributes
 
 PRINT_READY_FAILED = "order.items.assets.PrintReadyFailed"
 
@@ -24,10 +25,12 @@ PRINT_READY_FAILED = "order.items.assets.PrintReadyFailed"
 def local_copy(name: str) -> Iterator[Path]:
     """A local path for a stored file (the file itself on local storage)."""
     try:
-        yield Path(default_storage.path(name))
-        return
+        path = Path(default_storage.path(name))
     except NotImplementedError:
         pass
+    else:
+        yield path
+        return
     with tempfile.NamedTemporaryFile(suffix=Path(name).suffix) as temporary:
         with default_storage.open(name, "rb") as source:
             shutil.copyfileobj(source, temporary)
@@ -57,6 +60,7 @@ def prepare_assets(*, order: Order) -> bool:
         .order_by("item__position", "position")
     )
     for asset in assets:
+        order_claim_renew(order=order)
         if asset.source_file.endswith(".pdf"):
             asset.print_file = asset.source_file
             asset.save(update_fields=["print_file"])
@@ -87,8 +91,11 @@ def prepare_assets(*, order: Order) -> bool:
         asset.print_file = result.print_file
         asset.thumbnail = result.thumbnail
         asset.save(update_fields=["print_file", "thumbnail"])
-        if asset.print_area == "default" or not asset.item.thumbnail:
-            OrderItem.objects.filter(id=asset.item_id).update(thumbnail=result.thumbnail)
+        # The item shows its default print area; another area's image only when it has none.
+        item_rows = OrderItem.objects.filter(id=asset.item_id)
+        if asset.print_area != DEFAULT_PRINT_AREA:
+            item_rows = item_rows.filter(thumbnail="")
+        item_rows.update(thumbnail=result.thumbnail)
     return ok
 
 

@@ -7,10 +7,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from labs.connectors import connector_for
+from labs.connectors import LabConnector, connector_for
 from orders.events import shipment_changed
 from orders.labs import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
+from orders.pipeline.claims import ClaimLost, order_claim_renew
 
 SUBMISSION_FAILED = "order.shipments.SubmissionFailed"
 
@@ -42,16 +43,7 @@ def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
         result = connector.submit(lab_order(shipment))
         attempts = OrderIssue.objects.filter(order=order, object_id=shipment.public_id).count()
         if result.successful:
-            with transaction.atomic():
-                # Under the order's row lock, as the actions: a cancel either sees this
-                # submission (and cancels at the lab) or has already cancelled the shipment.
-                Order.objects.select_for_update().filter(id=order.id).exists()
-                recorded = Shipment.objects.filter(
-                    id=shipment.id, status=ShipmentStatus.PROCESSING
-                ).update(submitted_at=now, lab_order_reference=result.reference, due_at=now)
-                OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
-            if not recorded:
-                connector.cancel(replace(lab_order(shipment), reference=result.reference))
+            _record_submission(order, shipment, result.reference, now, connector)
             continue
         OrderIssue.objects.create(
             order=order,
@@ -68,6 +60,27 @@ def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
     if retry_at is not None:
         return None, retry_at
     return True, None
+
+
+def _record_submission(
+    order: Order, shipment: Shipment, reference: str, now: datetime, connector: LabConnector
+) -> None:
+    """Record an accepted submission under our claim and the order's row lock (as the actions
+    take it): a cancel either sees the submission and cancels at the lab, or came first, and
+    then the lab order is withdrawn here."""
+    claim = order.claimed_until
+    try:
+        with transaction.atomic():
+            order_claim_renew(order=order)
+            Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
+                submitted_at=now, lab_order_reference=reference, due_at=now
+            )
+            OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
+    except ClaimLost:
+        order.claimed_until = claim
+        if Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.CANCELLED).exists():
+            connector.cancel(replace(lab_order(shipment), reference=reference))
+        raise  # otherwise the worker that took over submits again (same id) and records it
 
 
 def track_shipments(*, order: Order) -> tuple[bool, bool, datetime | None]:

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote as urlquote
@@ -51,6 +52,8 @@ from orders.models import (
     Shipment,
     Stage,
 )
+from orders.pipeline.claims import ClaimLost, order_claim
+from orders.pipeline.download import download_assets
 from orders.pipeline.runner import order_advance, order_submit_now
 from tests.orders.conftest import order_body
 
@@ -206,6 +209,7 @@ def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[st
         ASSET_RETRY_MAX_SECONDS="0.2",
         PIPELINE_SWEEP_SECONDS="1",
         PIPELINE_CLAIM_SECONDS="20",
+        ASSET_DOWNLOAD_DEADLINE_SECONDS="10",
         LOG_LEVEL="INFO",
     )
     env.update(overrides)
@@ -743,3 +747,73 @@ def test_an_indefinitely_held_order_waits_until_submitted_by_hand(
         (f"{TYPE}.shipments.shipment#Shipped", CallbackState.NO_DESTINATION),
         (f"{TYPE}.status.stage.changed#Complete", CallbackState.NO_DESTINATION),
     ]
+
+
+# --- In-process: the steps called directly (no worker; the doorbells never ring) -------------
+
+
+def run_in_process(order_id: str) -> Order:
+    """Advance the order step by step, as the worker's tasks would, until it stops being due."""
+    for _ in range(20):
+        due = order_advance(order_id=pk(order_id))
+        if due is None:
+            break
+        time.sleep(max(0.0, (due - timezone.now()).total_seconds()))
+    return Order.objects.get(id=pk(order_id))
+
+
+@pytest.mark.django_db
+def test_an_item_shows_its_default_print_area_not_the_one_rendered_after_it(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SIMULATOR_SECONDS = 0
+    front = serve(httpserver, "/front.jpg", jpeg_bytes(500, 700, (250, 0, 0)), "image/jpeg")
+    inside = serve(httpserver, "/inside.png", png_bytes(500, 700), "image/png")
+    body = order_body(
+        items=[
+            {
+                "sku": "GLOBAL-GRE-5X7",
+                "copies": 1,
+                "assets": [
+                    {"printArea": "default", "url": front},
+                    {"printArea": "inside", "url": inside},
+                ],
+            }
+        ]
+    )
+    order_id = create(sandbox_api, body)
+
+    done = run_in_process(order_id)
+
+    assert (done.stage, done.pipeline_step) == (Stage.COMPLETE, PipelineStep.DONE)
+    item = done.items.get()
+    default = item.assets.get(print_area="default")
+    assert default.thumbnail and item.thumbnail == default.thumbnail
+    assert item.assets.get(print_area="inside").thumbnail not in ("", item.thumbnail)
+    shipment = done.shipments.get()
+    assert shipment.status == "Shipped" and shipment.lab_order_reference.startswith("SIM-")
+
+
+@pytest.mark.django_db
+def test_a_worker_whose_claim_was_taken_over_records_nothing(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    url = serve(httpserver, "/slow.jpg", jpeg_bytes(), "image/jpeg")
+    order_id = create(
+        sandbox_api,
+        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
+    )
+    stale = order_claim(order_id=pk(order_id))
+    assert stale is not None
+    # The claim expired and another worker claimed the order (a new token).
+    Order.objects.filter(id=stale.id).update(claimed_until=timezone.now() + timedelta(minutes=5))
+
+    with pytest.raises(ClaimLost):
+        download_assets(order=stale)
+
+    asset = Asset.objects.get(item__order_id=stale.id)
+    assert (asset.status, asset.download_attempts, asset.source_file) == ("InProgress", 0, "")
+    assert requests_to(httpserver, "/slow.jpg") == 1
+    assert Order.objects.get(id=stale.id).download_assets == "NotStarted"

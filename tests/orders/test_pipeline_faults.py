@@ -69,6 +69,7 @@ def fault_worker(live_server: Any) -> Iterator[Worker]:
             Path(folder),
             live_server.url,
             PIPELINE_CLAIM_SECONDS=CLAIM_SECONDS,
+            ASSET_DOWNLOAD_DEADLINE_SECONDS="3",
             PIPELINE_SWEEP_SECONDS="0.5",
             LAB_SIMULATOR_SECONDS="2",
         )
