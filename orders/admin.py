@@ -104,7 +104,7 @@ def pipeline_state(order: Order, now: datetime | None = None) -> str:
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
     list_display = ("public_id", "environment", "merchant_reference", "stage", "pipeline_step",
-                    "due_at", "created")  # fmt: skip
+                    "due_at", "pipeline_state", "created")  # fmt: skip
     list_filter = ("stage", "pipeline_step", "environment__kind", "download_assets",
                    "print_ready_assets_prepared", "in_production")  # fmt: skip
     list_select_related = ("environment__merchant",)

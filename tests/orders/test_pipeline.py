@@ -38,6 +38,7 @@ from standardwebhooks.webhooks import Webhook
 from werkzeug import Request, Response
 
 from config.env import BASE_DIR
+from labs.models import Lab
 from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import (
@@ -817,3 +818,39 @@ def test_a_worker_whose_claim_was_taken_over_records_nothing(
     assert (asset.status, asset.download_attempts, asset.source_file) == ("InProgress", 0, "")
     assert requests_to(httpserver, "/slow.jpg") == 1
     assert Order.objects.get(id=stale.id).download_assets == "NotStarted"
+
+
+@pytest.mark.django_db
+def test_a_lab_refusing_every_submission_fails_production_after_its_attempts(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SUBMIT_ATTEMPTS = 3
+    settings.ASSET_RETRY_BASE_SECONDS = 0.01
+    Lab.objects.filter(code="gb1").update(simulator_failure_share=1)
+    url = serve(httpserver, "/refused.jpg", jpeg_bytes(), "image/jpeg")
+    order_id = create(
+        sandbox_api,
+        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
+    )
+
+    failed = run_in_process(order_id)
+
+    assert failed.pipeline_step == PipelineStep.FAILED
+    order = fetch(sandbox_api, order_id)
+    assert order["status"]["stage"] == "InProgress"
+    assert order["status"]["details"] == {
+        "downloadAssets": "Complete",
+        "allocateProductionLocation": "Complete",
+        "printReadyAssetsPrepared": "Complete",
+        "inProduction": "Error",
+        "shipping": "NotStarted",
+    }
+    [shipment] = order["shipments"]
+    assert shipment["status"] == "Processing" and shipment["tracking"] is None
+    issues = order["status"]["issues"]
+    assert [(i["objectId"], i["errorCode"]) for i in issues] == [
+        (shipment["id"], "order.shipments.SubmissionFailed")
+    ] * 3  # one per refused attempt
+    assert "Simulated rejection by lab gb1" in issues[0]["description"]
+    assert Shipment.objects.get(id=pk(shipment["id"])).submitted_at is None
