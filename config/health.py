@@ -3,10 +3,12 @@
 import logging
 
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_GET
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from config.api.trace import current_trace_parent
+from config.api.views import ApiView
 from config.celery_app import app as celery_app
 
 logger = logging.getLogger(__name__)
@@ -32,15 +34,34 @@ def broker_ok() -> bool:
         return False
 
 
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    checks = {"database": database_ok(), "broker": broker_ok()}
-    healthy = all(checks.values())
-    return JsonResponse(
-        {
-            "status": "ok" if healthy else "unavailable",
-            **{name: "ok" if up else "down" for name, up in checks.items()},
-            "traceParent": current_trace_parent(),
-        },
-        status=200 if healthy else 503,
+COMPONENT_STATES = ("ok", "down")
+
+
+class HealthOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "unavailable"])
+    database = serializers.ChoiceField(choices=COMPONENT_STATES)
+    broker = serializers.ChoiceField(choices=COMPONENT_STATES)
+    traceParent = serializers.CharField()
+
+
+class HealthView(ApiView):
+    authentication_classes = []
+    permission_classes = []
+    throttle_classes = []
+
+    @extend_schema(
+        tags=["Service"],
+        operation_id="healthz",
+        summary="Database and broker reachability (no key needed)",
+        responses={200: HealthOutput, 503: HealthOutput},
     )
+    def get(self, request: Request) -> Response:
+        checks = {"database": database_ok(), "broker": broker_ok()}
+        healthy = all(checks.values())
+        return Response(
+            {
+                "status": "ok" if healthy else "unavailable",
+                **{name: "ok" if up else "down" for name, up in checks.items()},
+            },
+            status=200 if healthy else 503,
+        )

@@ -3,7 +3,7 @@ from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from config.api.views import endpoint_does_not_exist
-from config.health import healthz
+from config.health import HealthView
 from config.media import media
 
 api_patterns: list[URLPattern | URLResolver] = [
@@ -32,7 +32,7 @@ api_patterns: list[URLPattern | URLResolver] = [
 ]
 
 urlpatterns = [
-    path("healthz", healthz, name="healthz"),
+    path("healthz", HealthView.as_view(), name="healthz"),
     # Print files and thumbnails on the local default storage (django-storages serves its own).
     re_path(r"^media/(?P<path>.+)$", media),
     path("admin/", admin.site.urls),
