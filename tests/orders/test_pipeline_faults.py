@@ -1,4 +1,5 @@
-"""The pipeline survives its worker being killed (SIGKILL) mid-step, twice.
+"""The pipeline survives its worker being killed (SIGKILL) mid-step, twice, and its broker
+losing every queued message.
 
 Orders in flight lose their messages (acknowledged late, held unacknowledged by the dead
 worker) and keep their claims until these expire; the beat sweeper of the restarted worker
@@ -166,6 +167,7 @@ def test_killed_workers_delay_orders_but_every_order_completes_with_each_effect_
         fault_worker,
     )
     fault_worker.kill()
+    purge_queues()  # and the broker loses every queued message, as a restarted one may
     fault_worker.start()
 
     wait_for(
