@@ -9,7 +9,11 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: install run test lint typecheck bench clean
+# Browser tests drive Debian's Chromium (never a downloaded browser).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_CHROMIUM := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends chromium
+
+.PHONY: install browser run test lint typecheck bench clean
 
 $(PY):
 	python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
@@ -21,6 +25,9 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 install: $(STAMP)
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || $(APT_CHROMIUM) || ($(SUDO) apt-get update && $(APT_CHROMIUM))
 
 run: install
 	$(PY) manage.py migrate --noinput
@@ -35,7 +42,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy .
 
-test: install lint typecheck
+test: install browser lint typecheck
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(VENV)/bin/pytest -q
 

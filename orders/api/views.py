@@ -246,8 +246,8 @@ class OrderDetailView(ApiView):
         parameters=[ORDER_ID],
         responses={200: s.OrderResponse},
     )
-    def get(self, request: Request, order_id: str) -> Response:
-        return Response({"outcome": "Ok", "order": _render(request, _order(request, order_id))})
+    def get(self, request: Request, orderId: str) -> Response:
+        return Response({"outcome": "Ok", "order": _render(request, _order(request, orderId))})
 
 
 def _input(serializer_class: type[serializers.Serializer], request: Request) -> Any:
@@ -282,8 +282,8 @@ class OrderActionsView(ApiView):
         parameters=[ORDER_ID],
         responses={200: s.ActionsResponse},
     )
-    def get(self, request: Request, order_id: str) -> Response:
-        available = actions.actions_available(_order(request, order_id))
+    def get(self, request: Request, orderId: str) -> Response:
+        available = actions.actions_available(_order(request, orderId))
         return Response({"outcome": "Ok", **{name: _yes(flag) for name, flag in available.items()}})
 
 
@@ -298,8 +298,8 @@ class CancelView(ApiView):
         parameters=[ORDER_ID],
         responses={200: s.CancelResponse},
     )
-    def post(self, request: Request, order_id: str) -> Response:
-        order = _order(request, order_id)
+    def post(self, request: Request, orderId: str) -> Response:
+        order = _order(request, orderId)
         return _action_response(request, order, actions.order_cancel(order=order))
 
 
@@ -312,8 +312,8 @@ class UpdateShippingMethodView(ApiView):
         parameters=[ORDER_ID],
         responses={200: s.ShippingUpdateResponse},
     )
-    def post(self, request: Request, order_id: str) -> Response:
-        order = _order(request, order_id)
+    def post(self, request: Request, orderId: str) -> Response:
+        order = _order(request, orderId)
         method = _input(s.ShippingMethodInput, request)["shippingMethod"]
         result = actions.order_update_shipping_method(order=order, shipping_method=method)
         # The specification names the per-shipment array both ways; clients read either.
@@ -331,8 +331,8 @@ class UpdateShippingAliasView(UpdateShippingMethodView):
         parameters=[ORDER_ID],
         responses={200: s.ShippingUpdateResponse},
     )
-    def post(self, request: Request, order_id: str) -> Response:
-        return super().post(request, order_id)
+    def post(self, request: Request, orderId: str) -> Response:
+        return super().post(request, orderId)
 
 
 class UpdateRecipientView(ApiView):
@@ -344,8 +344,8 @@ class UpdateRecipientView(ApiView):
         parameters=[ORDER_ID],
         responses={200: s.RecipientUpdateResponse},
     )
-    def post(self, request: Request, order_id: str) -> Response:
-        order = _order(request, order_id)
+    def post(self, request: Request, orderId: str) -> Response:
+        order = _order(request, orderId)
         recipient = dict(_input(s.RecipientUpdateInput, request))
         result = actions.order_update_recipient(order=order, recipient=recipient)
         return _action_response(request, order, result, results_under=("shipmentUpdateResults",))
@@ -360,8 +360,8 @@ class UpdateMetadataView(ApiView):
         parameters=[ORDER_ID],
         responses={200: s.MetadataUpdateResponse},
     )
-    def post(self, request: Request, order_id: str) -> Response:
-        order = _order(request, order_id)
+    def post(self, request: Request, orderId: str) -> Response:
+        order = _order(request, orderId)
         metadata = _input(s.MetadataInput, request)["metadata"]
         return _action_response(
             request, order, actions.order_update_metadata(order=order, metadata=metadata)

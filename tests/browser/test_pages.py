@@ -1,0 +1,80 @@
+"""The documentation and admin pages work in Chromium, with no request leaving this host."""
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from django.contrib.auth.models import User
+
+from merchants.services import merchant_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def foreign_requests(page: Any, base: str) -> list[str]:
+    """Every request the page tries to make to another host (attempts count: this machine has
+    no internet, so they would fail anyway), except those the page's own content security
+    policy stops before they leave the browser."""
+    tried: list[str] = []
+    host = urlsplit(base).netloc
+
+    def record(request: Any) -> None:
+        if urlsplit(request.url).netloc not in ("", host):
+            tried.append(request.url)
+
+    def blocked(request: Any) -> None:
+        if request.failure == "csp" and request.url in tried:
+            tried.remove(request.url)
+
+    page.on("request", record)
+    page.on("requestfailed", blocked)
+    return tried
+
+
+def test_swagger_ui_renders_every_order_operation_offline(page: Any, live_server: Any) -> None:
+    foreign = foreign_requests(page, live_server.url)
+
+    page.goto(f"{live_server.url}/v4.0/docs")
+    page.wait_for_selector(".opblock", timeout=20_000)
+
+    paths = page.locator(".opblock-summary-path").all_inner_texts()
+    expected_paths = (
+        "/v4.0/orders",
+        "/v4.0/orders/{orderId}",
+        "/v4.0/orders/{orderId}/actions/cancel",
+        "/v4.0/quotes",
+        "/v4.0/products/{sku}",
+        "/healthz",
+    )
+    for expected in expected_paths:
+        assert any(p.replace("\u200b", "") == expected for p in paths), (expected, paths)
+    assert foreign == []
+
+
+def test_redoc_renders_offline(page: Any, live_server: Any) -> None:
+    foreign = foreign_requests(page, live_server.url)
+
+    page.goto(f"{live_server.url}/v4.0/redoc")
+    page.get_by_role("heading", name="Print Fulfilment Ordering API").wait_for(timeout=20_000)
+    assert page.locator("text=Create an order").count() >= 1
+
+    assert foreign == []
+
+
+def test_staff_sign_in_and_issue_a_key_from_the_admin(page: Any, live_server: Any) -> None:
+    User.objects.create_superuser("ops", "ops@example.com", "correct-horse-battery")
+    merchant_create(name="Browser Prints")
+
+    page.goto(f"{live_server.url}/admin/")
+    page.fill("#id_username", "ops")
+    page.fill("#id_password", "correct-horse-battery")
+    page.click("input[type=submit]")
+    page.wait_for_selector("text=Site administration")
+    page.goto(f"{live_server.url}/admin/merchants/environment/")
+    row = page.locator("tr", has_text="Browser Prints").filter(has_text="Live")
+    row.locator("input[type=checkbox]").check()
+    page.select_option("select[name=action]", "issue_api_key")
+    page.click("button[name=index]")
+
+    message = page.locator(".messagelist").inner_text()
+    assert "New key for Browser Prints (Live): sk_live_" in message
