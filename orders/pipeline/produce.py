@@ -43,7 +43,13 @@ def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
         result = connector.submit(lab_order(shipment))
         attempts = OrderIssue.objects.filter(order=order, object_id=shipment.public_id).count()
         if result.successful:
-            _record_submission(order, shipment, result.reference, now, connector)
+            shipment_submission_record(
+                order=order,
+                shipment=shipment,
+                reference=result.reference,
+                submitted_at=now,
+                connector=connector,
+            )
             continue
         OrderIssue.objects.create(
             order=order,
@@ -62,8 +68,13 @@ def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
     return True, None
 
 
-def _record_submission(
-    order: Order, shipment: Shipment, reference: str, now: datetime, connector: LabConnector
+def shipment_submission_record(
+    *,
+    order: Order,
+    shipment: Shipment,
+    reference: str,
+    submitted_at: datetime,
+    connector: LabConnector,
 ) -> None:
     """Record an accepted submission under our claim and the order's row lock (as the actions
     take it): a cancel either sees the submission and cancels at the lab, or came first, and
@@ -73,7 +84,7 @@ def _record_submission(
         with transaction.atomic():
             order_claim_renew(order=order)
             Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
-                submitted_at=now, lab_order_reference=reference, due_at=now
+                submitted_at=submitted_at, lab_order_reference=reference, due_at=submitted_at
             )
             OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
     except ClaimLost:

@@ -38,9 +38,11 @@ from standardwebhooks.webhooks import Webhook
 from werkzeug import Request, Response
 
 from config.env import BASE_DIR
+from labs.connectors import connector_for
 from labs.models import Lab
 from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
+from orders.labs import lab_order
 from orders.models import (
     Asset,
     CallbackEvent,
@@ -55,6 +57,7 @@ from orders.models import (
 )
 from orders.pipeline.claims import ClaimLost, order_claim
 from orders.pipeline.download import download_assets
+from orders.pipeline.produce import shipment_submission_record
 from orders.pipeline.runner import order_advance, order_submit_now
 from tests.orders.conftest import order_body
 
@@ -855,3 +858,77 @@ def test_a_lab_refusing_every_submission_fails_production_after_its_attempts(
     ] * 3  # one per refused attempt
     assert "Simulated rejection by lab gb1" in issues[0]["description"]
     assert Shipment.objects.get(id=pk(shipment["id"])).submitted_at is None
+
+
+def advance_to(order_id: str, step: str) -> Order:
+    """Run steps in-process until the order's next step is ``step``."""
+    for _ in range(10):
+        order = Order.objects.get(id=pk(order_id))
+        if order.pipeline_step == step:
+            return order
+        order_advance(order_id=order.id)
+    pytest.fail(f"{order_id} never reached {step}")
+
+
+@pytest.mark.django_db
+def test_a_cancelled_order_is_never_submitted_to_its_lab(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    url = serve(httpserver, "/cancelled.jpg", jpeg_bytes(), "image/jpeg")
+    order_id = create(
+        sandbox_api,
+        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
+    )
+    advance_to(order_id, PipelineStep.SUBMIT)
+
+    cancelled = sandbox_api.post(f"/v4.0/orders/{order_id}/actions/cancel", {}, format="json")
+    assert cancelled.json()["outcome"] == "Cancelled"
+    assert order_advance(order_id=pk(order_id)) is None
+
+    order = Order.objects.get(id=pk(order_id))
+    assert (order.stage, order.pipeline_step, order.due_at) == (
+        Stage.CANCELLED, PipelineStep.CANCELLED, None,
+    )  # fmt: skip
+    shipment = order.shipments.get()
+    assert (shipment.status, shipment.submitted_at, shipment.lab_order_reference) == (
+        "Cancelled", None, "",
+    )  # fmt: skip
+    assert order.in_production == "NotStarted"
+
+
+@pytest.mark.django_db
+def test_a_submission_accepted_after_the_order_was_cancelled_is_not_recorded(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    url = serve(httpserver, "/raced.jpg", jpeg_bytes(), "image/jpeg")
+    order_id = create(
+        sandbox_api,
+        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
+    )
+    advance_to(order_id, PipelineStep.SUBMIT)
+    # A worker in the submit step has read the shipment and sent it to the lab ...
+    worker_copy = order_claim(order_id=pk(order_id))
+    assert worker_copy is not None
+    shipment = Shipment.objects.select_related("order__environment").get(order=worker_copy)
+    lab = connector_for(lab_code=shipment.lab_code, sandbox=True)
+    accepted = lab.submit(lab_order(shipment))
+    # ... when the merchant cancels, before the lab's answer is recorded.
+    cancelled = sandbox_api.post(f"/v4.0/orders/{order_id}/actions/cancel", {}, format="json")
+    assert cancelled.json()["outcome"] == "Cancelled"
+
+    with pytest.raises(ClaimLost):
+        shipment_submission_record(
+            order=worker_copy,
+            shipment=shipment,
+            reference=accepted.reference,
+            submitted_at=timezone.now(),
+            connector=lab,
+        )
+
+    shipment = Shipment.objects.get(order_id=pk(order_id))
+    assert (shipment.status, shipment.submitted_at, shipment.lab_order_reference) == (
+        "Cancelled", None, "",
+    )  # fmt: skip
+    assert Order.objects.get(id=pk(order_id)).stage == Stage.CANCELLED
