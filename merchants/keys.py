@@ -5,6 +5,7 @@ import hashlib
 import secrets
 
 KEY_PREFIXES = {"Sandbox": "sk_sandbox_", "Live": "sk_live_"}
+MIN_KEY_LENGTH = 24
 
 
 def generate_api_key(kind: str) -> str:
@@ -18,3 +19,9 @@ def api_key_digest(key: str) -> str:
 
 def generate_signing_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def key_prefix(key: str) -> str:
+    """What the admin shows to recognise a key: at most a quarter of it (and 12 characters),
+    so the stored part never narrows the rest down to something guessable."""
+    return key[: min(12, len(key) // 4)]

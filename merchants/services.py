@@ -6,7 +6,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.errors import ValidationFailed
-from merchants.keys import api_key_digest, generate_api_key, generate_signing_secret
+from merchants.keys import (
+    MIN_KEY_LENGTH,
+    api_key_digest,
+    generate_api_key,
+    generate_signing_secret,
+    key_prefix,
+)
 from merchants.models import ApiKey, Environment, EnvironmentKind, Merchant, PauseMode
 
 
@@ -22,15 +28,15 @@ def api_key_create(
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its clear text, which is never stored."""
     clear = key or generate_api_key(environment.kind)
-    if len(clear) < 16:
+    if len(clear) < MIN_KEY_LENGTH:
         raise ValidationFailed.single(
-            "key", "TooShort", "An API key must have at least 16 characters."
+            "key", "TooShort", f"An API key must have at least {MIN_KEY_LENGTH} characters."
         )
     digest = api_key_digest(clear)
     if ApiKey.objects.filter(digest=digest).exists():
         raise ValidationFailed.single("key", "AlreadyExists", "This API key is already in use.")
     api_key = ApiKey.objects.create(
-        environment=environment, name=name, prefix=clear[:12], digest=digest
+        environment=environment, name=name, prefix=key_prefix(clear), digest=digest
     )
     return api_key, clear
 

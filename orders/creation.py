@@ -39,12 +39,17 @@ class CreateResult:
     order: Order
 
 
-def request_fingerprint(body: Mapping[str, Any]) -> str:
-    """The same JSON body in any key order or spacing has the same fingerprint."""
-    canonical = json.dumps(
-        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+def request_fingerprint(data: Mapping[str, Any]) -> str:
+    """Of the validated order: the same order written with other key order, spacing, letter
+    case of enumerations, countries or SKUs, or with defaults spelt out, has the same one."""
+    canonical = {
+        **data,
+        "items": [{**item, "sku": str(item["sku"]).strip().upper()} for item in data["items"]],
+    }
+    text = json.dumps(
+        canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _item_page_count(assets: list[dict[str, Any]]) -> int | None:
@@ -158,16 +163,14 @@ def _existing(environment: Environment, key: str, fingerprint: str) -> CreateRes
     return CreateResult("AlreadyExists", order)
 
 
-def order_create(
-    *, environment: Environment, data: Mapping[str, Any], raw_body: Mapping[str, Any]
-) -> CreateResult:
+def order_create(*, environment: Environment, data: Mapping[str, Any]) -> CreateResult:
     """Store a validated order with its items and assets in one transaction.
 
     Idempotency is enforced by the unique (environment, idempotency key) constraint, so
     concurrent requests with one key create one order; the losers read the winner's order.
     """
     key = data.get("idempotencyKey") or None
-    fingerprint = request_fingerprint(raw_body)
+    fingerprint = request_fingerprint(data)
     if (
         key is not None
         and Order.objects.filter(environment=environment, idempotency_key=key).exists()

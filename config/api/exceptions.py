@@ -16,8 +16,12 @@ logger = logging.getLogger(__name__)
 BODY_PATH = "body"
 
 
-class RequestTimedOut(Exception):
-    """Raised inside a request that has run past its deadline."""
+class RequestTimedOut(BaseException):
+    """Raised inside a request that has run past its deadline.
+
+    A ``BaseException`` so that no ``except Exception`` on the way (robust on-commit hooks,
+    retry loops) swallows it; ``RequestDeadlineMiddleware`` turns it into the envelope.
+    """
 
 
 def _pascal(code: str) -> str:
@@ -92,8 +96,6 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         body = error_body("TooManyRequests", 429, {"retryAfterSeconds": wait})
         if wait is not None:
             headers["Retry-After"] = str(max(1, int(wait)))
-    elif isinstance(exc, RequestTimedOut):
-        body = error_body("TimedOut", 500)
     else:
         logger.exception("Unhandled error in %s", context.get("view").__class__.__name__)
         body = error_body("InternalServerError", 500)

@@ -1,8 +1,43 @@
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _reject_nul(value: Any) -> None:
+    """PostgreSQL text and jsonb cannot hold U+0000; no field of this API needs it."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("strings must not contain U+0000")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _reject_nul(key)
+            _reject_nul(item)
+    elif isinstance(value, list):
+        for item in value:
+            _reject_nul(item)
+
+
 class JsonBodyParser(JSONParser):
-    """JSON bodies under every media type the specification declares for requests."""
+    """JSON bodies under every media type the specification declares for requests.
+
+    Strict: no NaN or Infinity, no number too large for a double, no U+0000, and nesting
+    deep enough to exhaust the parser is malformed JSON (400), never a server error.
+    """
 
     media_type = "application/json"
     accepted_media_types = ("application/json", "text/json", "application/json-patch+json")
@@ -13,3 +48,15 @@ class JsonBodyParser(JSONParser):
         return base in JsonBodyParser.accepted_media_types or (
             base.startswith("application/") and base.endswith("+json")
         )
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        encoding = (parser_context or {}).get("encoding", "utf-8")
+        try:
+            text = stream.read().decode(encoding)
+            data = json.loads(text, parse_float=_finite, parse_constant=_no_constants)
+            _reject_nul(data)
+        except RecursionError:
+            raise ParseError("JSON parse error - the document is nested too deeply.") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        return data

@@ -8,6 +8,7 @@ PostgreSQL and Redis.
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 from config.env import BASE_DIR, env
 
@@ -130,6 +131,9 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
+# Declared so that a plain `celery -A config worker` consumes both; callbacks have their own
+# queue so deliveries never wait behind image work (run a worker with `-Q callbacks` for them).
+CELERY_TASK_QUEUES = (Queue("default"), Queue("callbacks"))
 CELERY_TASK_ROUTES: dict = {}
 CELERY_BEAT_SCHEDULE: dict = {}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

@@ -13,6 +13,13 @@ if not SECRET_KEY or len(SECRET_KEY) < 32:
 if not ALLOWED_HOSTS:
     raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must list the service's host names.")
 
+for _name in ("SANDBOX_BASE_URL", "LIVE_BASE_URL"):
+    # Callback sources, thumbnail URLs and the print-file URLs labs fetch are built from these.
+    _url = env.str(_name, default="")
+    if not _url.startswith("https://"):
+        raise ImproperlyConfigured(f"{_name} must be the environment's public https:// base URL.")
+    globals()[_name] = _url.rstrip("/")
+
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True

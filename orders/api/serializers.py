@@ -27,6 +27,13 @@ _MD5 = re.compile(r"^[0-9a-fA-F]{32}$")
 # --- input fields ---------------------------------------------------------------------------
 
 
+class Int64Field(serializers.IntegerField):
+    """An int64, as the specification types ``omsId``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(min_value=-(2**63), max_value=2**63 - 1, **kwargs)
+
+
 class CaseInsensitiveChoiceField(serializers.ChoiceField):
     """Accepts any letter case and returns the canonical spelling."""
 
@@ -119,7 +126,7 @@ class SpineInput(StrictSerializer):
 
 
 class AssetInput(StrictSerializer):
-    omsId = serializers.IntegerField(required=False, allow_null=True)
+    omsId = Int64Field(required=False, allow_null=True)
     printArea = serializers.CharField(max_length=50, required=False, default="default")
     url = HttpUrlField(max_length=2000)
     md5Hash = serializers.RegexField(_MD5, required=False, allow_null=True)
@@ -129,7 +136,7 @@ class AssetInput(StrictSerializer):
 
 
 class ItemInput(StrictSerializer):
-    omsId = serializers.IntegerField(required=False, allow_null=True)
+    omsId = Int64Field(required=False, allow_null=True)
     merchantReference = serializers.CharField(
         max_length=200, required=False, allow_blank=True, allow_null=True
     )
@@ -156,7 +163,7 @@ class BrandingInput(StrictSerializer):
 
 
 class OrderCreateInput(StrictSerializer):
-    omsId = serializers.IntegerField(required=False, allow_null=True)
+    omsId = Int64Field(required=False, allow_null=True)
     callbackUrl = HttpUrlField(max_length=2000, required=False, allow_null=True, allow_blank=True)
     merchantReference = serializers.CharField(
         max_length=200, required=False, allow_blank=True, allow_null=True

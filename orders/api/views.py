@@ -1,5 +1,6 @@
 """The order endpoints: input serializer validates, a service acts, the representation renders."""
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -20,7 +21,7 @@ from config.api.views import ApiView
 from orders import actions
 from orders.api import serializers as s
 from orders.creation import order_create, order_validate
-from orders.models import Order
+from orders.models import Order, Stage
 from orders.representation import order_representation
 from orders.selectors import EMPTY_STATUSES, LIST_STATUS_STAGES, OrderFilter, order_get, order_list
 
@@ -84,11 +85,10 @@ class OrdersView(ApiView):
         if _flag(request.query_params.get("validationonly"), name="validationOnly"):
             order_validate(data=data)
             return Response({"outcome": "Ok"})
-        result = order_create(
-            environment=client_environment(request), data=data, raw_body=request.data
-        )
-        if result.outcome == "OnHold":
-            return Response({"outcome": "OnHold", "order": {"id": result.order.public_id}})
+        result = order_create(environment=client_environment(request), data=data)
+        if result.order.stage == Stage.ON_HOLD:
+            # A paused order shows only its id, also when an idempotent retry finds it.
+            return Response({"outcome": result.outcome, "order": {"id": result.order.public_id}})
         order = order_get(environment=client_environment(request), order_id=result.order.id)
         return Response({"outcome": result.outcome, "order": _render(request, order)})
 
@@ -140,14 +140,16 @@ class OrdersView(ApiView):
         )
 
 
+MAX_SKIP = 10**9
+
+
 def _int(params: Any, name: str, key: str, default: int, low: int, high: int | None) -> int:
     raw = params.get(key)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationFailed.single(name, "Invalid", f"'{raw}' is not an integer.") from None
+    if not re.fullmatch(r"-?[0-9]{1,18}", raw):
+        raise ValidationFailed.single(name, "Invalid", f"'{raw}' is not an integer.")
+    value = int(raw)
     if value < low or (high is not None and value > high):
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise ValidationFailed.single(name, "OutOfRange", f"{name} must be {bound}.")
@@ -158,11 +160,16 @@ def _when(params: Any, name: str, key: str) -> datetime | None:
     raw = params.get(key)
     if not raw:
         return None
-    value = parse_datetime(raw.replace(" ", "+"))
-    if value is None:
-        raise ValidationFailed.single(name, "Invalid", f"'{raw}' is not an ISO 8601 date-time.")
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
+    invalid = ValidationFailed.single(name, "Invalid", f"'{raw}' is not an ISO 8601 date-time.")
+    try:
+        value = parse_datetime(raw.replace(" ", "+"))  # a '+' in a query string arrives as ' '
+        if value is None:
+            raise invalid
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value.astimezone(UTC)  # out-of-range offsets near the ends of the calendar
+    except (ValueError, OverflowError):
+        raise invalid from None
     return value
 
 
@@ -183,7 +190,7 @@ def parse_list_query(request: Request) -> OrderFilter:
             return None
 
     top = attempt(lambda: _int(params, "top", "top", 10, 1, 100))
-    skip = attempt(lambda: _int(params, "skip", "skip", 0, 0, None))
+    skip = attempt(lambda: _int(params, "skip", "skip", 0, 0, MAX_SKIP))
     created_from = attempt(lambda: _when(params, "createdFrom", "createdfrom"))
     created_to = attempt(lambda: _when(params, "createdTo", "createdto"))
     status = None
@@ -300,6 +307,8 @@ class CancelView(ApiView):
     )
     def post(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
+        if isinstance(request.data, dict) and request.data:
+            raise ValidationFailed({k: [("UnknownField", "Unknown field.")] for k in request.data})
         return _action_response(request, order, actions.order_cancel(order=order))
 
 

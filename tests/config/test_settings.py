@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -30,11 +32,35 @@ def test_production_settings_refuse_to_start_without_allowed_hosts() -> None:
     assert "DJANGO_ALLOWED_HOSTS" in result.stderr
 
 
+COMPLETE = {
+    "DJANGO_SECRET_KEY": "x" * 50,
+    "DJANGO_ALLOWED_HOSTS": "api.example.com",
+    "SANDBOX_BASE_URL": "https://sandbox.example.com",
+    "LIVE_BASE_URL": "https://api.example.com",
+}
+
+
 def test_production_settings_start_when_complete() -> None:
-    result = _import_production(
-        {"DJANGO_SECRET_KEY": "x" * 50, "DJANGO_ALLOWED_HOSTS": "api.example.com"}
-    )
+    result = _import_production(COMPLETE)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("name", ["SANDBOX_BASE_URL", "LIVE_BASE_URL"])
+def test_production_settings_refuse_a_missing_or_plain_http_base_url(name: str) -> None:
+    missing = {k: v for k, v in COMPLETE.items() if k != name}
+    assert name in _import_production(missing).stderr
+    plain = {**COMPLETE, name: "http://api.example.com"}
+    result = _import_production(plain)
+    assert result.returncode != 0 and name in result.stderr
+
+
+def test_a_plain_worker_consumes_the_callback_queue_too() -> None:
+    from config.celery_app import app
+
+    assert set(app.amqp.queues) == {"default", "callbacks"}
+    route = app.amqp.router.route
+    assert route({}, "orders.callbacks.deliver_callback")["queue"].name == "callbacks"
+    assert route({}, "orders.tasks.advance_order")["queue"].name == "default"
 
 
 def test_embedded_default_uses_sqlite_and_the_filesystem_broker(tmp_path: Path) -> None:

@@ -80,14 +80,14 @@ def test_create_merchant_command_prints_keys_and_uses_given_ones() -> None:
     call_command(
         "create_merchant", "--name", "Shop", "--email", "s@shop.test",
         "--sandbox-api-key", "sk_sandbox_given_key_0001",
-        "--live-api-key", "sk_live_given_key_00001",
+        "--live-api-key", "sk_live_given_key_0000001",
         "--callback-url", "https://shop.test/hooks", "--pause-minutes", "30", "--currency", "usd",
         stdout=out,
     )  # fmt: skip
 
     lines = out.getvalue().splitlines()
     assert "SANDBOX_API_KEY=sk_sandbox_given_key_0001" in lines
-    assert "LIVE_API_KEY=sk_live_given_key_00001" in lines
+    assert "LIVE_API_KEY=sk_live_given_key_0000001" in lines
     merchant = Merchant.objects.get(name="Shop")
     assert merchant.billing_currency == "USD"
     for environment in merchant.environments.all():
@@ -113,14 +113,27 @@ def test_create_merchant_command_indefinite_pause() -> None:
 def test_a_key_in_use_cannot_be_given_twice() -> None:
     from django.core.management.base import CommandError
 
-    merchant_create(name="A", sandbox_api_key="sk_sandbox_same_key_000")
+    merchant_create(name="A", sandbox_api_key="sk_sandbox_same_key_000000")
     with pytest.raises(CommandError, match="already in use"):
         call_command(
             "create_merchant",
             "--name",
             "B",
             "--sandbox-api-key",
-            "sk_sandbox_same_key_000",
+            "sk_sandbox_same_key_000000",
             stdout=io.StringIO(),
         )
     assert Merchant.objects.filter(name="B").count() == 0
+
+
+@pytest.mark.django_db
+def test_given_keys_must_be_long_and_only_a_quarter_is_kept_in_clear() -> None:
+    from common.errors import ValidationFailed
+
+    with pytest.raises(ValidationFailed, match="at least 24"):
+        merchant_create(name="Short", sandbox_api_key="sk_sandbox_short_key_01")
+    created = merchant_create(name="Long", sandbox_api_key="sk_sandbox_long_given_key_0001")
+
+    stored = ApiKey.objects.get(digest=hashlib.sha256(created.sandbox_api_key.encode()).hexdigest())
+    assert stored.prefix == "sk_sand"
+    assert len(stored.prefix) <= len(created.sandbox_api_key) // 4

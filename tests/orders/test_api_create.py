@@ -267,6 +267,18 @@ def test_pause_window_answers_on_hold_with_only_the_id(
     assert fetched["order"]["status"]["stage"] == "OnHold"
 
 
+def test_an_idempotent_retry_of_a_held_order_shows_only_its_id(
+    merchant: CreatedMerchant, sandbox_api: APIClient
+) -> None:
+    Environment.objects.filter(merchant=merchant.merchant).update(pause_mode=PauseMode.INDEFINITE)
+    first = post(sandbox_api, order_body(idempotencyKey="held-1")).json()
+
+    again = post(sandbox_api, order_body(idempotencyKey="held-1")).json()
+
+    assert again["outcome"] == "AlreadyExists"
+    assert again["order"] == {"id": first["order"]["id"]}
+
+
 def test_indefinite_pause_holds_without_a_time(
     merchant: CreatedMerchant, sandbox_api: APIClient
 ) -> None:

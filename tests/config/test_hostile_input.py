@@ -1,0 +1,91 @@
+"""Inputs that once reached the database or the parser unchecked: each is a 400, never a 500."""
+
+import json
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from orders.models import Order
+from tests.orders.conftest import order_body
+
+pytestmark = pytest.mark.usefixtures("catalogue")
+
+
+def codes(response: Any) -> dict[str, list[str]]:
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["outcome"] == "ValidationFailed"
+    return {path: [f["code"] for f in found] for path, found in body["data"]["failures"].items()}
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ('{"metadata": {"a": 1e400}}', "out of range"),
+        ('{"metadata": {"a": NaN}}', "NaN"),
+        ('{"metadata": {"a": -Infinity}}', "Infinity"),
+        ('{"metadata": {"k": "v\\u0000"}}', "U+0000"),
+        ('{"metadata": {"k\\u0000": 1}}', "U+0000"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_unstorable_json_is_malformed(sandbox_api: APIClient, raw: str, reason: str) -> None:
+    response = sandbox_api.post("/v4.0/orders", raw, content_type="application/json")
+    assert codes(response) == {"body": ["MalformedJson"]}
+    assert reason in response.json()["data"]["failures"]["body"][0]["description"]
+    assert Order.objects.count() == 0
+
+
+def test_oms_ids_must_fit_in_int64(sandbox_api: APIClient) -> None:
+    body = order_body(omsId=2**63)
+    body["items"][0]["omsId"] = -(2**70)
+    body["items"][0]["assets"][0]["omsId"] = 2**64
+    assert codes(sandbox_api.post("/v4.0/orders", body, format="json")) == {
+        "omsId": ["MaxValue"],
+        "items[0].omsId": ["MinValue"],
+        "items[0].assets[0].omsId": ["MaxValue"],
+    }
+    body = order_body(omsId=2**63 - 1)
+    assert sandbox_api.post("/v4.0/orders", body, format="json").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "skip=100000000000000000000000",
+        "skip=1_0",
+        "top=%D9%A5",
+        "createdFrom=2024-02-30T00:00:00Z",
+        "createdFrom=2024-01-01T25:00:00",
+        "createdTo=2024-01-01T00:00:00%2B99:00",
+        "createdFrom=9999-12-31T23:59:59-23:00",
+    ],
+)
+def test_impossible_list_parameters_are_validation_failed(
+    sandbox_api: APIClient, query: str
+) -> None:
+    assert len(codes(sandbox_api.get(f"/v4.0/orders?{query}"))) == 1
+
+
+def test_cancel_refuses_a_body_with_fields(sandbox_api: APIClient) -> None:
+    order_id = sandbox_api.post("/v4.0/orders", order_body(), format="json").json()["order"]["id"]
+    response = sandbox_api.post(
+        f"/v4.0/orders/{order_id}/actions/cancel", {"reason": "x"}, format="json"
+    )
+    assert codes(response) == {"reason": ["UnknownField"]}
+    assert Order.objects.get().stage == "InProgress"
+
+
+def test_an_equivalent_body_with_the_same_key_is_already_exists(sandbox_api: APIClient) -> None:
+    first = order_body(idempotencyKey="same-order")
+    second = json.loads(json.dumps(first))
+    second["recipient"]["address"]["countryCode"] = "gb"
+    second["shippingMethod"] = "standard"
+    second["items"][0]["sku"] = "global-can-10x10"
+    second["items"][0]["sizing"] = "FillPrintArea"
+
+    assert sandbox_api.post("/v4.0/orders", first, format="json").json()["outcome"] == "Created"
+    assert (
+        sandbox_api.post("/v4.0/orders", second, format="json").json()["outcome"] == "AlreadyExists"
+    )
