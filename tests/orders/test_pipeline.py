@@ -39,7 +39,7 @@ from werkzeug import Request, Response
 
 from config.env import BASE_DIR
 from labs.connectors import connector_for
-from labs.models import Lab
+from labs.models import Lab, LabProduct
 from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
 from orders.labs import lab_order
@@ -932,3 +932,30 @@ def test_a_submission_accepted_after_the_order_was_cancelled_is_not_recorded(
         "Cancelled", None, "",
     )  # fmt: skip
     assert Order.objects.get(id=pk(order_id)).stage == Stage.CANCELLED
+
+
+@pytest.mark.django_db
+def test_an_item_no_lab_can_make_any_more_gets_item_unavailable_at_allocation(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    url = serve(httpserver, "/gone.jpg", jpeg_bytes(), "image/jpeg")
+    order_id = create(
+        sandbox_api,
+        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
+    )
+    # Between the order and its allocation, every lab runs out of the product.
+    LabProduct.objects.filter(product__sku="GLOBAL-PHO-4X6").update(in_stock=False)
+
+    failed = run_in_process(order_id)
+
+    assert failed.pipeline_step == PipelineStep.FAILED
+    order = fetch(sandbox_api, order_id)
+    assert order["status"]["details"]["downloadAssets"] == "Complete"
+    assert order["status"]["details"]["allocateProductionLocation"] == "Error"
+    assert order["status"]["details"]["printReadyAssetsPrepared"] == "NotStarted"
+    [item] = order["items"]
+    [issue] = order["status"]["issues"]
+    assert (issue["objectId"], issue["errorCode"]) == (item["id"], "order.items.ItemUnavailable")
+    assert issue["description"] == "GLOBAL-PHO-4X6 is temporarily unavailable."
+    assert order["shipments"] == [] and order["charges"] == []
