@@ -274,6 +274,9 @@ class Shipment(models.Model):
     tracking_url = models.URLField(max_length=2000, blank=True)
     dispatch_date = models.DateTimeField(null=True, blank=True)
     lab_order_reference = models.CharField(max_length=100, blank=True)
+    submit_attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Submissions the lab refused so far."
+    )
     submitted_at = models.DateTimeField(null=True, blank=True)
     in_production_at = models.DateTimeField(null=True, blank=True)
     due_at = models.DateTimeField(null=True, blank=True)

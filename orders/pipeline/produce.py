@@ -29,9 +29,10 @@ def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
     """Submit every shipment not yet submitted.
 
     Returns (True, None) when all are submitted, (None, retry time) while a lab refuses and
-    attempts remain, (False, None) when a lab refused every attempt. A lab must treat the
-    shipment id as the idempotency key of a submission: a crash between its answer and our
-    commit makes us submit again.
+    attempts remain, (False, None) when a lab refused every attempt. A refused shipment has one
+    ``order.shipments.SubmissionFailed`` issue, replaced at each attempt (not appended). A lab
+    must treat the shipment id as the idempotency key of a submission: a crash between its
+    answer and our commit makes us submit again.
     """
     now = timezone.now()
     retry_at: datetime | None = None
@@ -41,7 +42,6 @@ def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
             continue
         connector = connector_for(lab_code=shipment.lab_code, sandbox=sandbox)
         result = connector.submit(lab_order(shipment))
-        attempts = OrderIssue.objects.filter(order=order, object_id=shipment.public_id).count()
         if result.successful:
             shipment_submission_record(
                 order=order,
@@ -51,21 +51,46 @@ def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
                 connector=connector,
             )
             continue
-        OrderIssue.objects.create(
-            order=order,
-            object_id=shipment.public_id,
-            error_code=SUBMISSION_FAILED,
-            description=(
-                f"Lab {shipment.lab_code} refused shipment {shipment.public_id}: {result.message}"
-            ),
-        )
-        if attempts + 1 >= settings.LAB_SUBMIT_ATTEMPTS:
+        attempts = _refusal_record(order, shipment, result.message)
+        if attempts >= settings.LAB_SUBMIT_ATTEMPTS:
             return False, None
-        delay = timedelta(seconds=min(settings.ASSET_RETRY_BASE_SECONDS * 2**attempts, 3600))
+        delay = timedelta(
+            seconds=min(settings.ASSET_RETRY_BASE_SECONDS * 2 ** (attempts - 1), 3600)
+        )
         retry_at = min(retry_at or now + delay, now + delay)
     if retry_at is not None:
         return None, retry_at
     return True, None
+
+
+def _refusal_record(order: Order, shipment: Shipment, message: str) -> int:
+    """Count a refused submission (under our claim) and say so in the shipment's one issue."""
+    claim = order.claimed_until
+    try:
+        with transaction.atomic():
+            order_claim_renew(order=order)
+            attempts = shipment.submit_attempts + 1
+            Shipment.objects.filter(id=shipment.id).update(submit_attempts=attempts)
+            limit = settings.LAB_SUBMIT_ATTEMPTS
+            progress = (
+                f"after {attempts} attempt(s)"
+                if attempts >= limit
+                else f"(attempt {attempts} of {limit})"
+            )
+            OrderIssue.objects.update_or_create(
+                order=order,
+                object_id=shipment.public_id,
+                error_code=SUBMISSION_FAILED,
+                defaults={
+                    "description": f"Lab {shipment.lab_code} refused shipment "
+                    f"{shipment.public_id} {progress}: {message}"
+                },
+            )
+    except BaseException:
+        order.claimed_until = claim
+        raise
+    shipment.submit_attempts = attempts
+    return attempts
 
 
 def shipment_submission_record(
