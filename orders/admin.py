@@ -58,7 +58,7 @@ class ShipmentInline(ReadOnlyInline):
     model = Shipment
     fields = ("public_id", "lab_code", "status", "shipping_method", "carrier_name",
               "carrier_service", "tracking_number", "dispatch_date", "lab_order_reference",
-              "submitted_at", "in_production_at")  # fmt: skip
+              "submit_attempts", "submitted_at", "in_production_at")  # fmt: skip
     readonly_fields = fields
 
     @admin.display(description="id")
