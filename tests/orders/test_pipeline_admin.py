@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
 from merchants.models import PauseMode
@@ -14,6 +15,7 @@ from merchants.services import CreatedMerchant
 from orders.admin import pipeline_state
 from orders.models import Order, PipelineStep
 from tests.orders.conftest import order_body
+from tests.orders.test_pipeline import jpeg_bytes, run_in_process, serve
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
 
@@ -113,3 +115,25 @@ def test_pipeline_state_says_what_the_order_waits_for() -> None:
     assert pipeline_state(order, now) == "Production: waiting for the lab"
     order.pipeline_step = PipelineStep.DONE
     assert pipeline_state(order, now) == "Done (finished)"
+
+
+def test_a_completed_order_page_shows_its_shipments_charges_and_finished_state(
+    admin_client: Client, sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SIMULATOR_SECONDS = 0
+    url = serve(httpserver, "/admin.jpg", jpeg_bytes(), "image/jpeg")
+    order = create(
+        sandbox_api,
+        items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}],
+    )
+    done = run_in_process(order.public_id)
+
+    page = admin_client.get(reverse("admin:orders_order_change", args=[order.id]))
+
+    assert done.pipeline_step == PipelineStep.DONE
+    html = page.content.decode()
+    shipment = done.shipments.get()
+    assert shipment.public_id in html and shipment.tracking_number in html
+    assert all(charge.public_id in html for charge in done.charges.all())
+    assert "Done (finished)" in html
