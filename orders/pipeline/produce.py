@@ -112,9 +112,10 @@ def shipment_submission_record(
                 submitted_at=submitted_at, lab_order_reference=reference, due_at=submitted_at
             )
             OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
-    except ClaimLost:
-        order.claimed_until = claim
-        if Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.CANCELLED).exists():
+    except BaseException as exc:
+        order.claimed_until = claim  # the renewal rolled back with the rest
+        cancelled = Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.CANCELLED)
+        if isinstance(exc, ClaimLost) and cancelled.exists():
             connector.cancel(replace(lab_order(shipment), reference=reference))
         raise  # otherwise the worker that took over submits again (same id) and records it
 
