@@ -27,6 +27,11 @@ DIRECT_FOLLOW_UP = timedelta(seconds=120)
 
 @shared_task(name="orders.tasks.advance_order", ignore_result=True)
 def advance_order(order_id: int) -> None:
+    """Run the order's due step and ring again for a follow-up due soon.
+
+    No Celery retries: a step that fails leaves the order due later in its row (and a failure
+    here, say the database being away, leaves it due as it was), and the sweeper rings for it.
+    """
     due_at = order_advance(order_id=order_id)
     if due_at is None:
         return
