@@ -15,15 +15,19 @@ from common.errors import ValidationFailed
 from labs.allocation import methods_available
 from labs.connectors import LabResult, connector_for
 from orders.charges import refund_write
+from orders.events import order_stage_changed, shipment_changed
 from orders.labs import lab_order
 from orders.models import (
+    Charge,
+    ChargeType,
     Order,
+    OrderItem,
     PipelineStep,
     Shipment,
     ShipmentStatus,
     Stage,
 )
-from orders.pipeline.allocate import order_basket
+from orders.pipeline.allocate import allocate, order_basket
 
 OPEN_STAGES = (Stage.ON_HOLD, Stage.IN_PROGRESS)
 
@@ -90,6 +94,7 @@ def order_cancel(*, order: Order) -> ActionResult:
     if any(not _changeable(s) for s in shipments):
         return ActionResult("FailedToCancel")
     results: list[ShipmentResult] = []
+    cancelled: list[Shipment] = []
     sandbox = locked.environment.is_sandbox
     for shipment in shipments:
         if shipment.submitted_at is None:
@@ -102,6 +107,7 @@ def order_cancel(*, order: Order) -> ActionResult:
             shipment.status = ShipmentStatus.CANCELLED
             shipment.due_at = None
             shipment.save(update_fields=["status", "due_at"])
+            cancelled.append(shipment)
         results.append(
             ShipmentResult(
                 shipment.public_id,
@@ -111,7 +117,12 @@ def order_cancel(*, order: Order) -> ActionResult:
             )
         )
     if not all(r.successful for r in results):
+        # Some labs cancelled: those shipments are refunded and reported, the order goes on.
         _touch(locked)
+        if cancelled:
+            refund_write(order=locked, shipments=cancelled)
+        for shipment in cancelled:
+            shipment_changed(order=locked, shipment=shipment)
         return ActionResult("FailedToCancel", tuple(results))
     locked.stage = Stage.CANCELLED
     locked.pipeline_step = PipelineStep.CANCELLED
@@ -119,8 +130,8 @@ def order_cancel(*, order: Order) -> ActionResult:
     locked.claimed_until = None
     _touch(locked, "stage", "pipeline_step", "due_at", "claimed_until")
     refund_write(order=locked)
-    from orders.events import order_stage_changed
-
+    for shipment in cancelled:
+        shipment_changed(order=locked, shipment=shipment)
     order_stage_changed(order=locked)
     return ActionResult("Cancelled", tuple(results))
 
@@ -129,7 +140,18 @@ def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentR
     """Apply a change to every live shipment; the outcome follows how many succeeded."""
     results: list[ShipmentResult] = []
     sandbox = order.environment.is_sandbox
+    submitting = order.pipeline_step == PipelineStep.SUBMIT
     for shipment in _live_shipments(order):
+        if shipment.submitted_at is None and submitting:
+            results.append(
+                ShipmentResult(
+                    shipment.public_id,
+                    False,
+                    "order.shipments.updateFailed",
+                    "The shipment is being submitted to its lab; try again in a moment.",
+                )
+            )
+            continue
         if not _changeable(shipment):
             results.append(
                 ShipmentResult(
@@ -176,6 +198,31 @@ def _check_deliverable(order: Order, *, country_code: str, shipping_method: str,
         )
 
 
+def _before_labs(order: Order) -> bool:
+    """No shipment is at a lab or on its way to one: the order can be planned afresh."""
+    return order.pipeline_step != PipelineStep.SUBMIT and all(
+        s.submitted_at is None for s in _live_shipments(order)
+    )
+
+
+def _replan(order: Order, *, path: str) -> tuple[ShipmentResult, ...]:
+    """Allocate an allocated order again for its new destination or method, so its shipments
+    and charges are what a quote for them gives. Unallocated orders are planned by the pipeline.
+    """
+    if not Shipment.objects.filter(order=order).exists():
+        return ()
+    Charge.objects.filter(
+        order=order, charge_type__in=[ChargeType.ITEM, ChargeType.SHIPPING]
+    ).delete()
+    OrderItem.objects.filter(order=order).update(shipment=None)
+    Shipment.objects.filter(order=order).delete()
+    if not allocate(order=order):
+        raise ValidationFailed.single(
+            path, "ItemUnavailable", "No lab can make and deliver every item of the order so."
+        )
+    return tuple(ShipmentResult(s.public_id, True) for s in Shipment.objects.filter(order=order))
+
+
 @transaction.atomic
 def order_update_shipping_method(*, order: Order, shipping_method: str) -> ActionResult:
     locked = _lock(order)
@@ -187,6 +234,11 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
         shipping_method=shipping_method,
         path="shippingMethod",
     )
+
+    if _before_labs(locked):
+        locked.shipping_method = shipping_method
+        _touch(locked, "shipping_method")
+        return ActionResult("Updated", _replan(locked, path="shippingMethod"))
 
     def apply(connector: Any, payload: Any) -> LabResult:
         return connector.update_shipping_method(payload, shipping_method)
@@ -228,17 +280,24 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
         path="address.countryCode",
     )
 
-    def apply(connector: Any, payload: Any) -> LabResult:
-        return connector.update_address(payload, recipient)
-
-    outcome, results = _update_shipments(locked, apply=apply)
-    if outcome != "FailedToUpdate":
+    def set_recipient() -> None:
         for column, path in RECIPIENT_FIELDS.items():
             value: Any = recipient
             for key in path:
                 value = (value or {}).get(key)
             setattr(locked, column, value or "")
         _touch(locked, *RECIPIENT_FIELDS)
+
+    if _before_labs(locked):
+        set_recipient()
+        return ActionResult("Updated", _replan(locked, path="address.countryCode"))
+
+    def apply(connector: Any, payload: Any) -> LabResult:
+        return connector.update_address(payload, recipient)
+
+    outcome, results = _update_shipments(locked, apply=apply)
+    if outcome != "FailedToUpdate":
+        set_recipient()
     return ActionResult(outcome, results)
 
 

@@ -5,6 +5,7 @@ equals the charges of an order for it, to the cent. Sandbox orders show charges 
 billed (no invoice number is ever set for them).
 """
 
+from collections.abc import Sequence
 from decimal import Decimal
 
 from django.db import transaction
@@ -66,20 +67,35 @@ def charges_write(
 
 
 @transaction.atomic
-def refund_write(*, order: Order) -> Charge | None:
-    """A Refund charge crediting everything charged so far (none if nothing was charged)."""
-    charges = list(Charge.objects.filter(order=order).prefetch_related("items"))
-    if any(c.charge_type == ChargeType.REFUND for c in charges):
-        return None
-    charged = [c for c in charges if c.charge_type in (ChargeType.ITEM, ChargeType.SHIPPING)]
-    if not charged:
+def refund_write(*, order: Order, shipments: Sequence[Shipment] | None = None) -> Charge | None:
+    """A Refund charge crediting what was charged for ``shipments`` (all of the order when
+    None): their items and their shipping. Lines refunded before are not refunded again;
+    None when nothing is left to refund."""
+    ids = None if shipments is None else {s.id for s in shipments}
+    charged = list(
+        ChargeItem.objects.filter(
+            charge__order=order, charge__charge_type__in=[ChargeType.ITEM, ChargeType.SHIPPING]
+        ).select_related("charge", "item")
+    )
+    refunded = set(
+        ChargeItem.objects.filter(
+            charge__order=order, charge__charge_type=ChargeType.REFUND
+        ).values_list("item_id", "shipment_id")
+    )
+    lines = [
+        line
+        for line in charged
+        if (line.item_id, line.shipment_id) not in refunded
+        and (ids is None or line.shipment_id in ids or (line.item and line.item.shipment_id in ids))
+    ]
+    if not lines:
         return None
     refund = Charge.objects.create(
         order=order,
         charge_type=ChargeType.REFUND,
-        currency=charged[0].currency,
-        total_cost=-sum((c.total_cost for c in charged), Decimal(0)),
-        total_tax=-sum((c.total_tax for c in charged), Decimal(0)),
+        currency=lines[0].charge.currency,
+        total_cost=-sum((line.cost for line in lines), Decimal(0)),
+        total_tax=-sum((line.tax for line in lines), Decimal(0)),
     )
     ChargeItem.objects.bulk_create(
         ChargeItem(
@@ -90,7 +106,6 @@ def refund_write(*, order: Order) -> Charge | None:
             cost=-line.cost,
             tax=-line.tax,
         )
-        for charge in charged
-        for line in charge.items.all()
+        for line in lines
     )
     return refund

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from common.errors import ValidationFailed
-from labs.allocation import BasketItem, Infeasible, plan_basket
+from labs.allocation import BasketItem, Infeasible, UnknownCurrency, plan_basket
 from merchants.models import Environment, PauseMode
 from orders.models import (
     Asset,
@@ -73,7 +73,7 @@ def order_products(*, data: Mapping[str, Any]) -> dict[str, Product]:
 
 
 def order_validate(
-    *, data: Mapping[str, Any], products: Mapping[str, Product] | None = None
+    *, data: Mapping[str, Any], currency: str, products: Mapping[str, Product] | None = None
 ) -> dict[str, list[str]]:
     """Check a shape-valid order body against the catalogue and the labs.
 
@@ -115,9 +115,13 @@ def order_validate(
             items=basket,
             country_code=data["recipient"]["address"]["countryCode"],
             shipping_method=data["shippingMethod"],
-            currency="GBP",
+            currency=currency,
             catalogue=products,
         )
+    except UnknownCurrency as unknown:
+        raise ValidationFailed.single(
+            "body", "UnknownCurrency", f"{unknown} The account's billing currency cannot be priced."
+        ) from unknown
     except Infeasible as infeasible:
         for key, item_failures_found in infeasible.failures_by_item_key.items():
             for failure in item_failures_found:
@@ -177,7 +181,8 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
     ):
         return _existing(environment, key, fingerprint)
     products = order_products(data=data)
-    unavailable = order_validate(data=data, products=products)
+    currency = environment.merchant.billing_currency
+    unavailable = order_validate(data=data, currency=currency, products=products)
     try:
         order = _store(
             environment=environment,

@@ -12,6 +12,7 @@ from labs.allocation import (
     AllocationPlan,
     BasketItem,
     Infeasible,
+    UnknownCurrency,
     plan_all_methods,
     plan_basket,
 )
@@ -130,6 +131,8 @@ def quotes_create(
                     catalogue=products,
                 ).values()
             )
+    except UnknownCurrency as unknown:
+        raise ValidationFailed.single("currencyCode", "UnknownCurrency", str(unknown)) from unknown
     except Infeasible as infeasible:
         raise ValidationFailed(
             {

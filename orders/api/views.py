@@ -83,7 +83,9 @@ class OrdersView(ApiView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         if _flag(request.query_params.get("validationonly"), name="validationOnly"):
-            order_validate(data=data)
+            order_validate(
+                data=data, currency=client_environment(request).merchant.billing_currency
+            )
             return Response({"outcome": "Ok"})
         result = order_create(environment=client_environment(request), data=data)
         if result.order.stage == Stage.ON_HOLD:
@@ -167,7 +169,7 @@ def _when(params: Any, name: str, key: str) -> datetime | None:
             raise invalid
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
-        value.astimezone(UTC)  # out-of-range offsets near the ends of the calendar
+        value = value.astimezone(UTC)  # the database takes UTC; odd offsets fail here
     except (ValueError, OverflowError):
         raise invalid from None
     return value

@@ -6,6 +6,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from merchants.models import Merchant
+from merchants.services import CreatedMerchant
 from orders.models import Order
 from tests.orders.conftest import order_body
 
@@ -89,3 +91,24 @@ def test_an_equivalent_body_with_the_same_key_is_already_exists(sandbox_api: API
     assert (
         sandbox_api.post("/v4.0/orders", second, format="json").json()["outcome"] == "AlreadyExists"
     )
+
+
+def test_a_currency_without_an_exchange_rate_is_validation_failed(
+    sandbox_api: APIClient, merchant: CreatedMerchant
+) -> None:
+    body: dict[str, Any] = {
+        "destinationCountryCode": "GB",
+        "items": [{"sku": "GLOBAL-FAP-10X10", "copies": 1, "assets": [{"printArea": "default"}]}],
+    }
+    asked = {**body, "currencyCode": "XYZ"}
+    assert codes(sandbox_api.post("/v4.0/quotes", asked, format="json")) == {
+        "currencyCode": ["UnsupportedCurrency"]
+    }
+    Merchant.objects.filter(id=merchant.merchant.id).update(billing_currency="XYZ")
+    assert codes(sandbox_api.post("/v4.0/quotes", body, format="json")) == {
+        "currencyCode": ["UnknownCurrency"]
+    }
+    assert codes(sandbox_api.post("/v4.0/orders", order_body(), format="json")) == {
+        "body": ["UnknownCurrency"]
+    }
+    assert Order.objects.count() == 0

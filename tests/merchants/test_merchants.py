@@ -137,3 +137,11 @@ def test_given_keys_must_be_long_and_only_a_quarter_is_kept_in_clear() -> None:
     stored = ApiKey.objects.get(digest=hashlib.sha256(created.sandbox_api_key.encode()).hexdigest())
     assert stored.prefix == "sk_sand"
     assert len(stored.prefix) <= len(created.sandbox_api_key) // 4
+
+
+def test_create_merchant_refuses_a_currency_without_an_exchange_rate(catalogue: None) -> None:
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="XYZ has no exchange rate"):
+        call_command("create_merchant", "--name", "Odd", "--currency", "XYZ", stdout=io.StringIO())
+    assert not Merchant.objects.filter(name="Odd").exists()

@@ -41,7 +41,7 @@ def availability(api: APIClient, order: Order) -> dict[str, str]:
     return {k: v["isAvailable"] for k, v in body.items() if isinstance(v, dict)}
 
 
-NEW_RECIPIENT = {
+NEW_RECIPIENT: dict[str, Any] = {
     "name": "Grace Hopper",
     "email": "grace@example.com",
     "phoneNumber": "+44 7700 900999",
@@ -180,23 +180,75 @@ def test_update_shipping_method_before_allocation(sandbox_api: APIClient) -> Non
     assert Order.objects.get(id=order.id).last_updated > before
 
 
-def test_update_shipping_method_reports_each_shipment(sandbox_api: APIClient) -> None:
+def quoted(api: APIClient, order: Order, method: str, country: str = "GB") -> dict[str, str]:
+    items = [
+        {
+            "sku": i.sku,
+            "copies": i.copies,
+            "attributes": i.attributes,
+            "assets": [{"printArea": "default"}],
+        }
+        for i in order.items.all()
+    ]
+    body = {"destinationCountryCode": country, "shippingMethod": method, "items": items}
+    quote = api.post("/v4.0/quotes", body, format="json").json()["quotes"][0]
+    return {
+        "Item": quote["costSummary"]["items"]["amount"],
+        "Shipping": quote["costSummary"]["shipping"]["amount"],
+    }
+
+
+def charged(api: APIClient, order: Order) -> dict[str, str]:
+    charges = api.get(f"/v4.0/orders/{order.public_id}").json()["order"]["charges"]
+    return {c["chargeType"]: c["totalCost"]["amount"] for c in charges}
+
+
+def test_a_new_method_before_lab_submission_plans_the_order_again(sandbox_api: APIClient) -> None:
     order = allocated(sandbox_api)
-    shipment = Shipment.objects.get(order=order)
+    old = Shipment.objects.get(order=order)
+    assert charged(sandbox_api, order) == quoted(sandbox_api, order, "Standard")
 
     body = act(sandbox_api, order, "updateShipping", {"shippingMethod": "Express"}).json()
 
+    new = Shipment.objects.get(order=order)
     assert body["outcome"] == "Updated"
     assert body["shipmentUpdateResults"] == [
-        {
-            "shipmentId": shipment.public_id,
-            "successful": True,
-            "errorCode": None,
-            "description": None,
-        }
+        {"shipmentId": new.public_id, "successful": True, "errorCode": None, "description": None}
     ]
     assert body["shippingUpdateResults"] == body["shipmentUpdateResults"]
-    assert Shipment.objects.get(id=shipment.id).shipping_method == "Express"
+    assert not Shipment.objects.filter(id=old.id).exists()
+    assert new.shipping_method == "Express"
+    assert charged(sandbox_api, order) == quoted(sandbox_api, order, "Express")
+
+
+def test_a_new_country_before_lab_submission_moves_the_order_to_a_lab_there(
+    sandbox_api: APIClient,
+) -> None:
+    order = allocated(sandbox_api)
+    us = {
+        **NEW_RECIPIENT,
+        "address": {**NEW_RECIPIENT["address"], "countryCode": "US", "stateOrCounty": "NY"},
+    }
+
+    body = act(sandbox_api, order, "updateRecipient", us).json()
+
+    assert body["outcome"] == "Updated"
+    [shipment] = body["order"]["shipments"]
+    assert shipment["fulfillmentLocation"]["countryCode"] == "US"
+    assert charged(sandbox_api, order) == quoted(sandbox_api, order, "Standard", country="US")
+
+
+def test_changes_wait_while_a_shipment_is_being_submitted(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+    Order.objects.filter(id=order.id).update(pipeline_step="Submit")
+    shipment = Shipment.objects.get(order=order)
+
+    body = act(sandbox_api, order, "updateRecipient", NEW_RECIPIENT).json()
+
+    assert body["outcome"] == "FailedToUpdate"
+    assert body["shipmentUpdateResults"][0]["shipmentId"] == shipment.public_id
+    assert body["shipmentUpdateResults"][0]["errorCode"] == "order.shipments.updateFailed"
+    assert Order.objects.get(id=order.id).recipient_name == "Ada Lovelace"
 
 
 def test_update_shipping_method_partially_and_not_at_all(sandbox_api: APIClient) -> None:
@@ -245,7 +297,7 @@ def test_update_recipient_takes_the_flat_recipient(sandbox_api: APIClient) -> No
 
 def test_update_recipient_validates_the_address(sandbox_api: APIClient) -> None:
     order = create(sandbox_api)
-    bad = {**NEW_RECIPIENT, "address": {**NEW_RECIPIENT["address"], "countryCode": "ZZ"}}  # type: ignore[dict-item]
+    bad = {**NEW_RECIPIENT, "address": {**NEW_RECIPIENT["address"], "countryCode": "ZZ"}}
     response = act(sandbox_api, order, "updateRecipient", {"recipient": bad})
     assert response.status_code == 400
     assert {"recipient", "name", "address"} <= set(response.json()["data"]["failures"])
@@ -326,7 +378,7 @@ def test_a_method_no_lab_offers_to_the_destination_is_refused(sandbox_api: APICl
 
 def test_moving_to_a_country_the_method_cannot_reach_is_refused(sandbox_api: APIClient) -> None:
     order = create(sandbox_api, items=[book_item()], shippingMethod="Budget")
-    far = {**NEW_RECIPIENT, "address": {**NEW_RECIPIENT["address"], "countryCode": "AU"}}  # type: ignore[dict-item]
+    far = {**NEW_RECIPIENT, "address": {**NEW_RECIPIENT["address"], "countryCode": "AU"}}
 
     response = act(sandbox_api, order, "updateRecipient", far)
 
@@ -334,3 +386,51 @@ def test_moving_to_a_country_the_method_cannot_reach_is_refused(sandbox_api: API
     failures = response.json()["data"]["failures"]
     assert failures["address.countryCode"][0]["code"] == "MethodNotOffered"
     assert Order.objects.get(id=order.id).address_country_code == "GB"
+
+
+def test_a_partial_cancel_refunds_and_reports_only_the_cancelled_shipment(
+    sandbox_api: APIClient,
+) -> None:
+    order = allocated(
+        sandbox_api,
+        items=[order_body()["items"][0], book_item()],
+        callbackUrl="https://h.example.com/",
+    )
+    first, second = Shipment.objects.filter(order=order).order_by("lab_code")
+    Shipment.objects.filter(order=order).update(submitted_at=timezone.now())
+    Lab.objects.filter(code=second.lab_code).update(capabilities=["hold"])
+    first_lines = [i.id for i in first.items.all()]
+
+    body = act(sandbox_api, order, "cancel").json()
+
+    assert body["outcome"] == "FailedToCancel"
+    assert {s["id"]: s["cancelled"] for s in body["order"]["shipments"]} == {
+        first.public_id: True,
+        second.public_id: False,
+    }
+    refund = Charge.objects.get(order=order, charge_type=ChargeType.REFUND)
+    refunded = {(line.item_id, line.shipment_id) for line in refund.items.all()}
+    assert refunded == {*((i, None) for i in first_lines), (None, first.id)}
+    events = list(CallbackEvent.objects.filter(order=order).values_list("event_type", flat=True))
+    assert events == ["com.service.order.shipments.shipment#Cancelled"]
+
+
+def test_a_full_cancel_reports_every_shipment_then_the_stage(sandbox_api: APIClient) -> None:
+    order = allocated(
+        sandbox_api,
+        items=[order_body()["items"][0], book_item()],
+        callbackUrl="https://h.example.com/",
+    )
+
+    act(sandbox_api, order, "cancel")
+
+    events = list(
+        CallbackEvent.objects.filter(order=order)
+        .order_by("sequence")
+        .values_list("event_type", flat=True)
+    )
+    assert events == [
+        "com.service.order.shipments.shipment#Cancelled",
+        "com.service.order.shipments.shipment#Cancelled",
+        "com.service.order.status.stage.changed#Cancelled",
+    ]

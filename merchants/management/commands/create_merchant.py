@@ -4,6 +4,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ValidationFailed
+from labs.models import ExchangeRate
+from labs.selectors import currencies_supported
 from merchants.services import merchant_create
 
 
@@ -32,6 +34,13 @@ class Command(BaseCommand):
             raise CommandError("--pause-minutes must be zero or more.")
         if len(options["currency"]) != 3 or not options["currency"].isalpha():
             raise CommandError("--currency must be a three-letter ISO 4217 code.")
+        supported = currencies_supported()
+        # Before any exchange rate is loaded every currency is taken on trust.
+        if ExchangeRate.objects.exists() and options["currency"].upper() not in supported:
+            raise CommandError(
+                f"--currency {options['currency']} has no exchange rate "
+                f"(known: {', '.join(sorted(supported))})."
+            )
         try:
             created = merchant_create(
                 name=options["name"],
