@@ -28,6 +28,7 @@ from products.validation import (
     canonical_attributes,
     canonical_print_area,
     item_failures,
+    item_page_count,
 )
 
 ITEM_UNAVAILABLE = "order.items.ItemUnavailable"
@@ -53,14 +54,9 @@ def request_fingerprint(data: Mapping[str, Any]) -> str:
 
 
 def _item_page_count(assets: list[dict[str, Any]]) -> int | None:
-    counts = [int(a["pageCount"]) for a in assets if a.get("pageCount") is not None]
-    for asset in assets:
-        if (
-            str(asset.get("printArea", "")).lower() == DEFAULT_PRINT_AREA
-            and asset.get("pageCount") is not None
-        ):
-            return int(asset["pageCount"])
-    return counts[0] if counts else None
+    return item_page_count(
+        (a.get("printArea") or DEFAULT_PRINT_AREA, a.get("pageCount")) for a in assets
+    )
 
 
 def _add(failures: dict[str, list[tuple[str, str]]], path: str, code: str, text: str) -> None:

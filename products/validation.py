@@ -5,7 +5,7 @@ Failures are keyed by field path below the item's own path (``items[0].attribute
 ``common.errors.ValidationFailed`` takes.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from products.models import Product
 from products.selectors import product_get
@@ -17,6 +17,17 @@ DEFAULT_PRINT_AREA = "default"
 
 def _add(failures: Failures, path: str, code: str, description: str) -> None:
     failures.setdefault(path, []).append((code, description))
+
+
+def item_page_count(assets: Iterable[tuple[str, int | None]]) -> int | None:
+    """An item's page count from its assets' (print area, pageCount) pairs: the main
+    (``default``) asset's, else the first that has one. Quotes, order validation and
+    allocation all count pages this way, so they price the same book the same."""
+    pairs = list(assets)
+    for area, pages in pairs:
+        if area.lower() == DEFAULT_PRINT_AREA and pages is not None:
+            return pages
+    return next((pages for _, pages in pairs if pages is not None), None)
 
 
 def attribute_failures(*, product: Product, attributes: Mapping[str, str], path: str) -> Failures:

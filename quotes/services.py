@@ -18,10 +18,10 @@ from labs.allocation import (
 )
 from products.selectors import products_by_sku
 from products.validation import (
-    DEFAULT_PRINT_AREA,
     canonical_attributes,
     canonical_print_area,
     item_failures,
+    item_page_count,
 )
 
 US_SALES_TAX_WARNING = "destinationCountryCode.UsSalesTaxWarning"
@@ -68,12 +68,7 @@ class QuoteResult:
 
 
 def _page_count(item: QuoteItemRequest) -> int | None:
-    """The page count of the item's main (``default``) asset, else of the first that has one."""
-    pairs = list(zip(item.print_areas, item.page_counts, strict=True))
-    for area, pages in pairs:
-        if area.lower() == DEFAULT_PRINT_AREA and pages is not None:
-            return pages
-    return next((pages for _, pages in pairs if pages is not None), None)
+    return item_page_count(zip(item.print_areas, item.page_counts, strict=True))
 
 
 def quotes_create(

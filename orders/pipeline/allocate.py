@@ -6,12 +6,13 @@ from labs.allocation import AllocationPlan, BasketItem, Infeasible, plan_basket
 from orders.charges import charges_write
 from orders.creation import ITEM_UNAVAILABLE
 from orders.models import ItemAvailability, Order, OrderIssue, OrderItem, Shipment
+from products.validation import item_page_count
 
 
 def order_basket(order: Order, items: list[OrderItem]) -> list[BasketItem]:
     basket = []
     for item in items:
-        pages = next((a.page_count for a in item.assets.all() if a.page_count is not None), None)
+        pages = item_page_count((a.print_area, a.page_count) for a in item.assets.all())
         basket.append(
             BasketItem(
                 key=str(item.id),
