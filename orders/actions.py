@@ -62,8 +62,28 @@ def _live_shipments(order: Order) -> list[Shipment]:
     return [s for s in order.shipments.all() if s.status != ShipmentStatus.CANCELLED]
 
 
+def lab_state_refresh(order: Order) -> None:
+    """Ask the labs whether submitted shipments have started production, so availability
+    follows the labs' real state rather than the pipeline's last poll."""
+    now = timezone.now()
+    sandbox = order.environment.is_sandbox
+    for shipment in _live_shipments(order):
+        if shipment.submitted_at is None or not _changeable(shipment):
+            continue
+        connector = connector_for(lab_code=shipment.lab_code, sandbox=sandbox)
+        progress = connector.progress(
+            lab_order(shipment), submitted_at=shipment.submitted_at, now=now
+        )
+        if progress.in_production_at is not None:
+            shipment.in_production_at = progress.in_production_at
+            Shipment.objects.filter(id=shipment.id, in_production_at__isnull=True).update(
+                in_production_at=progress.in_production_at
+            )
+
+
 def actions_available(order: Order) -> dict[str, bool]:
-    """What ``GET .../actions`` shows and what each action checks first."""
+    """What ``GET .../actions`` shows and what each action checks first (after
+    ``lab_state_refresh``)."""
     is_open = order.stage in OPEN_STAGES
     shipments = _live_shipments(order)
     changeable = is_open and (not shipments or any(_changeable(s) for s in shipments))
@@ -88,6 +108,7 @@ def _lock(order: Order) -> Order:
 def order_cancel(*, order: Order) -> ActionResult:
     """Cancel the whole order: locally before lab submission, else lab by lab."""
     locked = _lock(order)
+    lab_state_refresh(locked)
     if not actions_available(locked)["cancel"]:
         return ActionResult("ActionNotAvailable")
     shipments = _live_shipments(locked)
@@ -226,6 +247,7 @@ def _replan(order: Order, *, path: str) -> tuple[ShipmentResult, ...]:
 @transaction.atomic
 def order_update_shipping_method(*, order: Order, shipping_method: str) -> ActionResult:
     locked = _lock(order)
+    lab_state_refresh(locked)
     if not actions_available(locked)["changeShippingMethod"]:
         return ActionResult("ActionNotAvailable")
     _check_deliverable(
@@ -271,6 +293,7 @@ RECIPIENT_FIELDS = {
 @transaction.atomic
 def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> ActionResult:
     locked = _lock(order)
+    lab_state_refresh(locked)
     if not actions_available(locked)["changeRecipientDetails"]:
         return ActionResult("ActionNotAvailable")
     _check_deliverable(

@@ -292,7 +292,9 @@ class OrderActionsView(ApiView):
         responses={200: s.ActionsResponse},
     )
     def get(self, request: Request, orderId: str) -> Response:
-        available = actions.actions_available(_order(request, orderId))
+        order = _order(request, orderId)
+        actions.lab_state_refresh(order)
+        available = actions.actions_available(order)
         return Response({"outcome": "Ok", **{name: _yes(flag) for name, flag in available.items()}})
 
 

@@ -1,5 +1,6 @@
 """The four order actions and GET .../actions: one availability rule, exact outcomes."""
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -434,3 +435,16 @@ def test_a_full_cancel_reports_every_shipment_then_the_stage(sandbox_api: APICli
         "com.service.order.shipments.shipment#Cancelled",
         "com.service.order.status.stage.changed#Cancelled",
     ]
+
+
+def test_production_started_at_the_lab_but_not_yet_polled_still_blocks_changes(
+    sandbox_api: APIClient, settings: Any
+) -> None:
+    settings.LAB_SIMULATOR_SECONDS = 60
+    order = allocated(sandbox_api)
+    # The simulator starts production half-way; the pipeline has not asked it since.
+    Shipment.objects.filter(order=order).update(submitted_at=timezone.now() - timedelta(seconds=40))
+
+    assert availability(sandbox_api, order)["changeShippingMethod"] == "No"
+    assert act(sandbox_api, order, "cancel").json()["outcome"] == "FailedToCancel"
+    assert Shipment.objects.get(order=order).in_production_at is not None
