@@ -9,6 +9,7 @@ ids through the broker, claims by conditional update, due times in rows.
 import contextlib
 import hashlib
 import io
+import json
 import os
 import signal
 import subprocess
@@ -257,8 +258,6 @@ class Receiver:
         return Response(status=204)
 
     def events(self) -> list[dict[str, Any]]:
-        import json
-
         with self.lock:
             return [json.loads(body) for _, body in self.deliveries]
 
