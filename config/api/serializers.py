@@ -36,10 +36,3 @@ class StrictSerializer(serializers.Serializer):
                 raise serializers.ValidationError(errors)
             return value
         return super().to_internal_value(data)
-
-
-class OutcomeSerializer(serializers.Serializer):
-    """Fields of every order-related response."""
-
-    outcome = serializers.CharField()
-    traceParent = serializers.CharField()
