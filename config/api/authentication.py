@@ -6,6 +6,7 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
+from rest_framework.throttling import SimpleRateThrottle
 
 from merchants.models import ApiKey, Environment, Merchant
 from merchants.selectors import api_key_authenticate
@@ -31,6 +32,15 @@ class ApiClient:
         return self.api_key.environment.merchant
 
 
+class WrongKeyThrottle(SimpleRateThrottle):
+    """Counts requests with a wrong key per client address: guessing keys gets 429s."""
+
+    scope = "wrong_key"
+
+    def get_cache_key(self, request: Request, view: Any) -> str:
+        return f"throttle_{self.scope}_{self.get_ident(request)}"
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[ApiClient, ApiKey] | None:
         key = request.headers.get(HEADER, "").strip()
@@ -38,6 +48,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None
         api_key = api_key_authenticate(key=key)
         if api_key is None:
+            guard = WrongKeyThrottle()
+            if not guard.allow_request(request, None):  # type: ignore[arg-type]
+                raise exceptions.Throttled(wait=guard.wait())
             raise exceptions.AuthenticationFailed("The API key is not valid or has been revoked.")
         return ApiClient(api_key), api_key
 

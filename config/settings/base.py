@@ -148,6 +148,7 @@ ALLOW_PRIVATE_URLS = env.bool("ALLOW_PRIVATE_URLS", default=False)
 LAB_SIMULATOR_SECONDS = env.float("LAB_SIMULATOR_SECONDS", default=60.0)
 REQUEST_TIMEOUT_SECONDS = env.float("REQUEST_TIMEOUT_SECONDS", default=60.0)
 API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="1200/min")
+WRONG_KEY_RATE_LIMIT = env.str("WRONG_KEY_RATE_LIMIT", default="60/min")
 
 # --- Fulfilment pipeline --------------------------------------------------------------------
 ASSET_MAX_BYTES = env.int("ASSET_MAX_BYTES", default=300 * 1024 * 1024)
@@ -218,7 +219,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JsonBodyParser"],
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.ApiJsonRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["config.api.throttling.ApiKeyRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"api_key": API_RATE_LIMIT},
+    "DEFAULT_THROTTLE_RATES": {"api_key": API_RATE_LIMIT, "wrong_key": WRONG_KEY_RATE_LIMIT},
     "EXCEPTION_HANDLER": "config.api.exceptions.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

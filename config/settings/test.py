@@ -10,4 +10,7 @@ MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="print-api-media-"))
 STORAGES["staticfiles"] = {  # noqa: F405
     "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
 }
-REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": "100000/min"}  # noqa: F405
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {  # noqa: F405
+    "api_key": "100000/min",
+    "wrong_key": "100000/min",
+}

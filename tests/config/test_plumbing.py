@@ -226,3 +226,21 @@ def test_accept_header_never_turns_an_error_into_html(client: Client) -> None:
     assert_envelope(response, 404, "EndpointDoesNotExist")
     response = client.delete(ECHO, headers={"Accept": "text/html"})
     assert_envelope(response, 405, "MethodNotAllowed")
+
+
+@pytest.mark.django_db
+def test_guessing_keys_is_throttled_per_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.core.cache import cache
+
+    from config.api.authentication import WrongKeyThrottle
+
+    cache.clear()
+    monkeypatch.setattr(WrongKeyThrottle, "THROTTLE_RATES", {"wrong_key": "3/min"})
+    guesser = Client(headers={"X-API-Key": "sk_sandbox_not_a_real_key_000"})
+
+    assert [guesser.get(ECHO).status_code for _ in range(3)] == [401, 401, 401]
+    response = guesser.get(ECHO)
+
+    assert_envelope(response, 429, "TooManyRequests")
+    assert int(response["Retry-After"]) >= 1
+    cache.clear()
