@@ -30,40 +30,42 @@ def charges_write(
         order=order, charge_type__in=[ChargeType.ITEM, ChargeType.SHIPPING]
     ).exists():
         return
-    item_charge = Charge.objects.create(
+    _charge_create(
         order=order,
         charge_type=ChargeType.ITEM,
         currency=plan.currency,
-        total_cost=plan.items_cost,
-        total_tax=plan.items_tax,
+        lines=[
+            ChargeItem(item=items[line.key], cost=line.total_cost, tax=line.tax)
+            for line in plan.item_lines
+        ],
     )
-    ChargeItem.objects.bulk_create(
-        ChargeItem(
-            charge=item_charge,
-            charge_type=ChargeType.ITEM,
-            item=items[line.key],
-            cost=line.total_cost,
-            tax=line.tax,
-        )
-        for line in plan.item_lines
-    )
-    shipping_charge = Charge.objects.create(
+    _charge_create(
         order=order,
         charge_type=ChargeType.SHIPPING,
         currency=plan.currency,
-        total_cost=plan.shipping_cost,
-        total_tax=plan.shipping_tax,
+        lines=[
+            ChargeItem(shipment=shipments[p.lab_code], cost=p.shipping_cost, tax=p.shipping_tax)
+            for p in plan.shipments
+        ],
     )
-    ChargeItem.objects.bulk_create(
-        ChargeItem(
-            charge=shipping_charge,
-            charge_type=ChargeType.SHIPPING,
-            shipment=shipments[planned.lab_code],
-            cost=planned.shipping_cost,
-            tax=planned.shipping_tax,
-        )
-        for planned in plan.shipments
+
+
+def _charge_create(
+    *, order: Order, charge_type: str, currency: str, lines: list[ChargeItem]
+) -> Charge:
+    """A charge whose totals are the sums of its lines (the plan's totals are such sums too)."""
+    charge = Charge.objects.create(
+        order=order,
+        charge_type=charge_type,
+        currency=currency,
+        total_cost=sum((line.cost for line in lines), Decimal(0)),
+        total_tax=sum((line.tax for line in lines), Decimal(0)),
     )
+    for line in lines:
+        line.charge = charge
+        line.charge_type = charge_type
+    ChargeItem.objects.bulk_create(lines)
+    return charge
 
 
 @transaction.atomic
@@ -90,22 +92,15 @@ def refund_write(*, order: Order, shipments: Sequence[Shipment] | None = None) -
     ]
     if not lines:
         return None
-    refund = Charge.objects.create(
+    refund = _charge_create(
         order=order,
         charge_type=ChargeType.REFUND,
         currency=lines[0].charge.currency,
-        total_cost=-sum((line.cost for line in lines), Decimal(0)),
-        total_tax=-sum((line.tax for line in lines), Decimal(0)),
-    )
-    ChargeItem.objects.bulk_create(
-        ChargeItem(
-            charge=refund,
-            charge_type=ChargeType.REFUND,
-            item_id=line.item_id,
-            shipment_id=line.shipment_id,
-            cost=-line.cost,
-            tax=-line.tax,
-        )
-        for line in lines
+        lines=[
+            ChargeItem(
+                item_id=line.item_id, shipment_id=line.shipment_id, cost=-line.cost, tax=-line.tax
+            )
+            for line in lines
+        ],
     )
     return refund
