@@ -214,3 +214,21 @@ class TaxRule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.country_code} {self.name} {self.rate:%}"
+
+
+class SimulatedLabOrder(models.Model):
+    """A submission the built-in lab simulator accepted, one per shipment id: a second
+    submission of the same shipment (a retry after a crash) answers the same reference
+    instead of making a second lab order, as a real lab keyed on the shipment id does."""
+
+    shipment_id = models.CharField(max_length=40, unique=True)
+    lab_code = models.CharField(max_length=16)
+    reference = models.CharField(max_length=80)
+    submissions = models.PositiveIntegerField(default=1, help_text="Submissions received.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created"]
+
+    def __str__(self) -> str:
+        return f"{self.lab_code}: {self.reference}"

@@ -29,6 +29,8 @@ class LabOrder:
     recipient: Mapping[str, Any]
     items: tuple[LabOrderItem, ...]
     reference: str = ""  # the lab's own order reference once submitted
+    carrier_name: str = ""  # the carrier planned for the shipment, when known
+    carrier_service: str = ""
 
 
 @dataclass(frozen=True)

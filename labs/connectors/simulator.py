@@ -1,8 +1,10 @@
 """The built-in lab simulator: serves Sandbox always, and Live labs configured for it.
 
 It produces half-way through ``LAB_SIMULATOR_SECONDS`` after submission and ships at the end,
-with a carrier, a tracking number and URL. A lab's ``simulator_failure_share`` makes that share
-of submissions fail, chosen deterministically from the shipment id so tests can rely on it.
+with the carrier planned for the shipment, a tracking number and URL. Accepted submissions are
+recorded (``labs.SimulatedLabOrder``), one per shipment id. A lab's ``simulator_failure_share``
+makes that share of submissions fail, chosen deterministically from the shipment id so tests
+can rely on it.
 """
 
 import hashlib
@@ -12,9 +14,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.db.models import F
 
 from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
+from labs.models import SimulatedLabOrder
 
+# Only for a lab order that does not say which carrier was planned for it.
 _CARRIERS = {
     "Budget": ("Royal Mail", "2nd Class"),
     "Standard": ("Royal Mail", "Tracked 48"),
@@ -37,11 +42,20 @@ class SimulatorConnector(LabConnector):
         self.failure_share = failure_share
 
     def submit(self, order: LabOrder) -> LabResult:
+        """Accept (or refuse, by ``failure_share``) the shipment; idempotent on its id: the
+        accepted lab order is recorded once and a resubmission gets the same reference."""
         if _fraction(order.shipment_id) < self.failure_share:
             return LabResult(False, message=f"Simulated rejection by lab {self.lab_code}.")
-        return LabResult(
-            True, reference=f"SIM-{self.lab_code.upper()}-{order.shipment_id.split('_')[-1]}"
+        reference = f"SIM-{self.lab_code.upper()}-{order.shipment_id.split('_')[-1]}"
+        recorded, created = SimulatedLabOrder.objects.get_or_create(
+            shipment_id=order.shipment_id,
+            defaults={"lab_code": self.lab_code, "reference": reference},
         )
+        if not created:
+            SimulatedLabOrder.objects.filter(id=recorded.id).update(
+                submissions=F("submissions") + 1
+            )
+        return LabResult(True, reference=recorded.reference)
 
     def progress(self, order: LabOrder, *, submitted_at: datetime, now: datetime) -> LabProgress:
         seconds = float(settings.LAB_SIMULATOR_SECONDS)
@@ -51,7 +65,9 @@ class SimulatorConnector(LabConnector):
             return LabProgress(next_check_at=produced)
         if now < shipped:
             return LabProgress(in_production_at=produced, next_check_at=shipped)
-        carrier, service = _CARRIERS.get(order.shipping_method, ("Royal Mail", "Tracked 48"))
+        carrier, service = (order.carrier_name, order.carrier_service)
+        if not carrier:
+            carrier, service = _CARRIERS.get(order.shipping_method, ("Royal Mail", "Tracked 48"))
         number = "SIM" + hashlib.sha256(order.shipment_id.encode()).hexdigest()[:12].upper()
         return LabProgress(
             in_production_at=produced,

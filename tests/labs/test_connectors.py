@@ -1,5 +1,6 @@
 """Lab connectors: the simulator's submissions, timeline and operations, and the registry."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -15,6 +16,7 @@ from labs.connectors import (
     connector_for,
 )
 from labs.connectors.simulator import SimulatorConnector
+from labs.models import SimulatedLabOrder
 from tests.labs.factories import LabFactory
 
 SUBMITTED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -52,18 +54,39 @@ def test_the_connector_interface_cannot_be_used_without_an_implementation() -> N
         LabConnector(lab_code="gb1", capabilities=frozenset())  # type: ignore[abstract]
 
 
+@pytest.mark.django_db
 def test_simulator_accepts_a_submission_with_a_reference_from_the_shipment() -> None:
     assert simulator().submit(lab_order("shp_1234")) == LabResult(
         successful=True, reference="SIM-GB1-1234"
     )
 
 
+@pytest.mark.django_db
 def test_simulator_failing_every_submission() -> None:
     result = simulator(failure_share="1").submit(lab_order())
 
     assert result == LabResult(successful=False, message="Simulated rejection by lab gb1.")
+    assert not SimulatedLabOrder.objects.exists()
 
 
+@pytest.mark.django_db
+def test_simulator_records_one_lab_order_per_shipment_and_answers_a_resubmission_with_it() -> None:
+    first = simulator().submit(lab_order("shp_555"))
+    again = simulator().submit(lab_order("shp_555"))
+    other = simulator().submit(lab_order("shp_556"))
+
+    assert first == again == LabResult(successful=True, reference="SIM-GB1-555")
+    assert other.reference == "SIM-GB1-556"
+    recorded = SimulatedLabOrder.objects.get(shipment_id="shp_555")
+    assert (recorded.lab_code, recorded.reference, recorded.submissions) == (
+        "gb1",
+        "SIM-GB1-555",
+        2,
+    )
+    assert SimulatedLabOrder.objects.count() == 2
+
+
+@pytest.mark.django_db
 def test_simulator_fails_its_configured_share_deterministically() -> None:
     connector = simulator(failure_share="0.3")
     ids = [f"shp_{n}" for n in range(2000)]
@@ -120,12 +143,22 @@ def test_simulator_tracking_is_stable_per_shipment_and_differs_between_shipments
         ("Overnight", ("FedEx", "Priority Overnight")),
     ],
 )
-def test_simulator_carrier_follows_the_shipping_method(method: str, carrier) -> None:
+def test_simulator_carrier_follows_the_shipping_method_when_none_was_planned(
+    method: str, carrier
+) -> None:
     progress = simulator().progress(
         lab_order(method=method), submitted_at=SUBMITTED, now=SUBMITTED + timedelta(days=1)
     )
 
     assert (progress.carrier_name, progress.carrier_service) == carrier
+
+
+def test_simulator_ships_with_the_carrier_planned_for_the_shipment() -> None:
+    planned = replace(lab_order(method="Standard"), carrier_name="Evri", carrier_service="Parcel")
+
+    progress = simulator().progress(planned, submitted_at=SUBMITTED, now=SUBMITTED + timedelta(1))
+
+    assert (progress.carrier_name, progress.carrier_service) == ("Evri", "Parcel")
 
 
 def test_simulator_operations_it_supports_succeed() -> None:
@@ -175,6 +208,8 @@ def test_map_to_json_gives_the_whole_lab_order_as_plain_data() -> None:
             },
         ),
         "reference": "",
+        "carrier_name": "",
+        "carrier_service": "",
     }
     assert "reference" not in simulator().map_to_json(lab_order(), include_nulls=False)
 
@@ -210,3 +245,23 @@ def test_an_unknown_lab_code_gets_a_simulator_with_every_capability() -> None:
     assert isinstance(connector, SimulatorConnector)
     assert connector.capabilities == frozenset(CAPABILITIES)
     assert connector.failure_share == Decimal(0)
+
+
+@pytest.mark.django_db
+def test_a_live_site_flow_lab_gets_a_connector_that_refuses_every_operation_clearly() -> None:
+    LabFactory(code="us2", connector="siteflow", siteflow_endpoint="https://lab.example/orders")
+    order = lab_order()
+    refused = LabResult(False, message="Site Flow connector is not configured in this deployment.")
+
+    connector = connector_for(lab_code="us2", sandbox=False)
+
+    assert connector.submit(order) == refused
+    assert connector.cancel(order) == refused
+    assert connector.hold(order) == refused
+    assert connector.unhold(order) == refused
+    assert connector.update_address(order, {"name": "Bea"}) == refused
+    assert connector.update_shipping_method(order, "Express") == refused
+    later = SUBMITTED + timedelta(days=30)
+    progress = connector.progress(order, submitted_at=SUBMITTED, now=later)
+    assert (progress.in_production_at, progress.shipped_at) == (None, None)
+    assert progress.next_check_at is not None and progress.next_check_at > later

@@ -22,6 +22,7 @@ from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 from werkzeug import Request, Response
 
+from labs.models import SimulatedLabOrder
 from orders.models import (
     Asset,
     CallbackEvent,
@@ -187,6 +188,7 @@ def test_killed_workers_delay_orders_but_every_order_completes_with_each_effect_
     )
 
     assert stranded >= 1
+    assert SimulatedLabOrder.objects.count() == sum(shipments for _, shipments in planned)
     for order_id, (body, shipments) in zip(order_ids, planned, strict=True):
         order = Order.objects.get(id=pk(order_id))
         assert (order.pipeline_step, order.due_at, order.claimed_until) == (
@@ -196,6 +198,11 @@ def test_killed_workers_delay_orders_but_every_order_completes_with_each_effect_
         assert len(rows) == shipments
         assert all(
             s.status == "Shipped" and s.lab_order_reference and s.tracking_number for s in rows
+        )
+        # One lab order per shipment, whatever was submitted again after a kill.
+        lab_orders = SimulatedLabOrder.objects.filter(shipment_id__in=[s.public_id for s in rows])
+        assert sorted(lab_orders.values_list("shipment_id", "reference")) == sorted(
+            (s.public_id, s.lab_order_reference) for s in rows
         )
         assert all(item.shipment_id is not None for item in order.items.all())
         charges = sorted(Charge.objects.filter(order=order).values_list("charge_type", flat=True))
