@@ -21,12 +21,13 @@ def deliver_callback(event_id: int) -> None:
 
 @shared_task(name="orders.callbacks.sweep_due_callbacks", ignore_result=True)
 def sweep_due_callbacks() -> int:
-    """Ring for every due, unclaimed event: nothing is lost with a lost message."""
-    ids = list(
-        CallbackEvent.objects.filter(due_callbacks())
-        .order_by("next_attempt_at")
-        .values_list("id", flat=True)[:SWEEP_BATCH]
-    )
+    """Ring for every due, unclaimed event: nothing is lost with a lost message.
+
+    Once per event and reason, not at every sweep (see ``orders.tasks.sweep_unrung``).
+    """
+    from orders.tasks import rows_ring
+
+    ids = rows_ring(CallbackEvent.objects.filter(due_callbacks()), "next_attempt_at", SWEEP_BATCH)
     for event_id in ids:
         deliver_callback.delay(event_id)
     return len(ids)

@@ -37,6 +37,9 @@ class CallbackEvent(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
+    swept_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the sweeper last rang for the event."
+    )
     delivered_at = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
 

@@ -140,6 +140,9 @@ class Order(models.Model):
     )
     due_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
+    swept_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the sweeper last rang for the order."
+    )
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="Sent to fulfilment.")
     files_deleted_at = models.DateTimeField(null=True, blank=True)
     callback_sequence = models.PositiveIntegerField(
