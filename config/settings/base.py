@@ -159,6 +159,10 @@ ASSET_DOWNLOAD_PARALLELISM = env.int("ASSET_DOWNLOAD_PARALLELISM", default=4)
 ASSET_RETRY_BASE_SECONDS = env.float("ASSET_RETRY_BASE_SECONDS", default=30.0)
 ASSET_RETRY_MAX_SECONDS = env.float("ASSET_RETRY_MAX_SECONDS", default=3600.0)
 LAB_SUBMIT_ATTEMPTS = env.int("LAB_SUBMIT_ATTEMPTS", default=5)
+# An order whose items no lab has in stock waits at allocation: base * 2^n after the first
+# ItemUnavailable issue, capped (other infeasibility fails at once).
+ALLOCATION_RETRY_BASE_SECONDS = env.float("ALLOCATION_RETRY_BASE_SECONDS", default=900.0)
+ALLOCATION_RETRY_MAX_SECONDS = env.float("ALLOCATION_RETRY_MAX_SECONDS", default=4 * 3600.0)
 # How long a worker owns an order step before the sweeper may hand it to another worker;
 # renewed after each download and each rendering, so it must outlast one download.
 PIPELINE_CLAIM_SECONDS = env.float("PIPELINE_CLAIM_SECONDS", default=600.0)

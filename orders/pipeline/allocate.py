@@ -1,5 +1,8 @@
 """Step 3: allocate the order with the labs engine, create its shipments, write its charges."""
 
+from datetime import datetime, timedelta
+
+from django.conf import settings
 from django.db import transaction
 
 from labs.allocation import AllocationPlan, BasketItem, Infeasible, plan_basket
@@ -36,16 +39,26 @@ def order_plan(order: Order) -> AllocationPlan:
     )
 
 
-def allocate(*, order: Order) -> bool:
-    """Create shipments and charges (inside the caller's transaction); False if no plan exists,
-    with an ``order.items.ItemUnavailable`` issue on each item that cannot be made."""
+TEMPORARILY_UNAVAILABLE = "TemporarilyUnavailable"
+
+
+def allocate(*, order: Order) -> bool | None:
+    """Create shipments and charges (inside the caller's transaction).
+
+    True when allocated; None when every failure is ``TemporarilyUnavailable`` (out of stock at
+    every lab: the order waits and allocation is tried again later); False when no plan can
+    ever exist. Each item that cannot be placed has one ``order.items.ItemUnavailable`` issue,
+    updated at each attempt (not appended) and removed once the order is allocated.
+    """
     items = {str(i.id): i for i in order.items.prefetch_related("assets").order_by("position")}
     if Shipment.objects.filter(order=order).exists():
         return True  # allocated by an earlier run whose claim release was lost
     try:
         plan = order_plan(order)
     except Infeasible as infeasible:
+        temporary = True
         for key, failures in infeasible.failures_by_item_key.items():
+            temporary = temporary and all(f.code == TEMPORARILY_UNAVAILABLE for f in failures)
             item = items.get(key)
             if item is None:
                 continue
@@ -56,7 +69,9 @@ def allocate(*, order: Order) -> bool:
                 error_code=ITEM_UNAVAILABLE,
                 defaults={"description": "; ".join(f.description for f in failures)},
             )
-        return False
+        return None if temporary and infeasible.failures_by_item_key else False
+    OrderIssue.objects.filter(order=order, error_code=ITEM_UNAVAILABLE).delete()
+    OrderItem.objects.filter(order=order).update(availability=ItemAvailability.AVAILABLE)
     assert transaction.get_connection().in_atomic_block
     shipments: dict[str, Shipment] = {}
     for planned in plan.shipments:
@@ -74,3 +89,19 @@ def allocate(*, order: Order) -> bool:
         )
     charges_write(order=order, plan=plan, items=items, shipments=shipments)
     return True
+
+
+def allocation_retry_at(*, order: Order, now: datetime) -> datetime:
+    """When to try a temporarily unavailable order again: the wait doubles from
+    ALLOCATION_RETRY_BASE_SECONDS (the delay is the time waited so far since the first
+    ``ItemUnavailable`` issue, so no counter is needed), capped at ALLOCATION_RETRY_MAX_SECONDS."""
+    first = (
+        OrderIssue.objects.filter(order=order, error_code=ITEM_UNAVAILABLE)
+        .order_by("created")
+        .values_list("created", flat=True)
+        .first()
+    )
+    waited = (now - first).total_seconds() if first is not None else 0.0
+    base = float(settings.ALLOCATION_RETRY_BASE_SECONDS)
+    cap = float(settings.ALLOCATION_RETRY_MAX_SECONDS)
+    return now + timedelta(seconds=min(max(base, waited), cap))

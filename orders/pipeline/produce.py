@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from labs.connectors import LabConnector, connector_for
+from orders.charges import refund_write
 from orders.events import shipment_changed
 from orders.labs import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
@@ -120,23 +121,32 @@ def shipment_submission_record(
         raise  # otherwise the worker that took over submits again (same id) and records it
 
 
-def track_shipments(*, order: Order) -> tuple[bool, bool, datetime | None]:
-    """Ask each lab where its shipment stands; record production and dispatch.
+def track_shipments(*, order: Order) -> tuple[bool, bool, datetime | None, list[Shipment]]:
+    """Ask each lab where its shipment stands; record production and dispatch (inside the
+    caller's transaction).
 
-    Returns (any shipped, all shipped, when to ask again).
+    Returns (any shipped, all shipped, when to ask again, the shipments shipped just now). The
+    caller records their ``Shipped`` events once it has moved the order on, so each event shows
+    the order as it then is (``shipping: InProgress``).
     """
     now = timezone.now()
     sandbox = order.environment.is_sandbox
     any_shipped = False
     all_shipped = True
     next_check: datetime | None = None
+    shipped_now: list[Shipment] = []
     for shipment in _active(order):
         if shipment.status == ShipmentStatus.SHIPPED:
             any_shipped = True
             continue
         assert shipment.submitted_at is not None
+        planned = replace(
+            lab_order(shipment),
+            carrier_name=shipment.carrier_name,
+            carrier_service=shipment.carrier_service,
+        )
         progress = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).progress(
-            lab_order(shipment), submitted_at=shipment.submitted_at, now=now
+            planned, submitted_at=shipment.submitted_at, now=now
         )
         with transaction.atomic():
             if progress.in_production_at and shipment.in_production_at is None:
@@ -156,10 +166,60 @@ def track_shipments(*, order: Order) -> tuple[bool, bool, datetime | None]:
                 )
                 if changed:
                     shipment.refresh_from_db()
-                    shipment_changed(order=order, shipment=shipment)
+                    shipped_now.append(shipment)
                 any_shipped = True
                 continue
         all_shipped = False
         if progress.next_check_at is not None:
             next_check = min(next_check or progress.next_check_at, progress.next_check_at)
-    return any_shipped, all_shipped, next_check
+    return any_shipped, all_shipped, next_check, shipped_now
+
+
+def submitted_shipments_withdraw(*, order: Order) -> tuple[list[Shipment], list[Shipment]]:
+    """Ask the labs to cancel the shipments already submitted, once another shipment of the
+    order was refused for good (outside any transaction: these are lab calls).
+
+    Why cancel rather than carry on with them: the order can no longer be delivered as the
+    merchant placed it, and the merchant sees it as failed (``inProduction: Error``). Left at
+    their labs, those shipments would be made, shipped and charged without anyone following
+    them (the order no longer reaches the tracking step), so they are withdrawn and refunded
+    instead; the merchant can place the order again. Returns (cancelled, kept): ``kept`` are
+    the ones a lab would not cancel (production started, or no cancel capability), which are
+    then followed to dispatch as usual (see ``submission_failure_record``).
+    """
+    sandbox = order.environment.is_sandbox
+    cancelled: list[Shipment] = []
+    kept: list[Shipment] = []
+    for shipment in _active(order):
+        if shipment.submitted_at is None:
+            continue
+        result = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).cancel(
+            lab_order(shipment)
+        )
+        (cancelled if result.successful else kept).append(shipment)
+    return cancelled, kept
+
+
+def submission_failure_record(
+    *, order: Order, cancelled: list[Shipment], kept: list[Shipment]
+) -> None:
+    """Record the withdrawal of ``cancelled`` (inside the caller's transaction, before it moves
+    the order on): each becomes ``Cancelled`` with a shipment event, and what was charged for
+    them is refunded. When some shipments could not be withdrawn (``kept``), the shipments
+    never submitted are cancelled and refunded too, so the order can follow the kept ones to
+    dispatch; otherwise they stay as they are (not at any lab) and the order fails, still
+    cancellable by the merchant, which refunds the rest."""
+    withdrawn = list(cancelled)
+    if kept:
+        withdrawn += [s for s in _active(order) if s.submitted_at is None]
+    changed = []
+    for shipment in withdrawn:
+        if Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
+            status=ShipmentStatus.CANCELLED, due_at=None
+        ):
+            shipment.status = ShipmentStatus.CANCELLED
+            changed.append(shipment)
+    if changed:
+        refund_write(order=order, shipments=changed)
+    for shipment in changed:
+        shipment_changed(order=order, shipment=shipment)

@@ -1,29 +1,50 @@
-"""Image files are deleted automatically some days after the order was submitted."""
+"""Image files are deleted automatically some days after the order's submission ended.
+
+An order submitted to its labs keeps its files IMAGE_RETENTION_DAYS after that submission; an
+order that ended without it (cancelled, or failed in the pipeline) keeps them as long after
+its last update. An order still in progress keeps them.
+"""
 
 from datetime import timedelta
 
 from django.conf import settings
 from django.core.files.storage import default_storage
+from django.db.models import Q
 from django.utils import timezone
 
-from orders.models import Asset, Order, OrderItem
+from orders.models import Asset, Order, OrderItem, PipelineStep, Stage
 
 
 def images_purge_expired(*, batch: int = 200) -> int:
-    """Delete the stored files of orders submitted more than IMAGE_RETENTION_DAYS ago."""
+    """Delete the stored files of every expired order, ``batch`` orders at a time until none
+    is left; return how many orders lost their files."""
     cutoff = timezone.now() - timedelta(days=settings.IMAGE_RETENTION_DAYS)
-    orders = list(
-        Order.objects.filter(submitted_at__lt=cutoff, files_deleted_at__isnull=True).values_list(
-            "id", flat=True
-        )[:batch]
+    ended = Q(pipeline_step__in=[PipelineStep.CANCELLED, PipelineStep.FAILED]) | Q(
+        stage=Stage.CANCELLED
     )
-    for order_id in orders:
-        for asset in Asset.objects.filter(item__order_id=order_id):
-            for name in {asset.source_file, asset.print_file, asset.thumbnail} - {""}:
-                default_storage.delete(name)
-        Asset.objects.filter(item__order_id=order_id).update(
-            source_file="", print_file="", thumbnail=""
+    expired = Q(submitted_at__lt=cutoff) | (
+        ended & Q(submitted_at__isnull=True, last_updated__lt=cutoff)
+    )
+    purged = 0
+    while True:
+        orders = list(
+            Order.objects.filter(expired, files_deleted_at__isnull=True)
+            .order_by("id")
+            .values_list("id", flat=True)[:batch]
         )
-        OrderItem.objects.filter(order_id=order_id).update(thumbnail="")
-        Order.objects.filter(id=order_id).update(files_deleted_at=timezone.now())
-    return len(orders)
+        for order_id in orders:
+            _files_delete(order_id)
+        purged += len(orders)
+        if len(orders) < batch:
+            return purged
+
+
+def _files_delete(order_id: int) -> None:
+    for asset in Asset.objects.filter(item__order_id=order_id):
+        for name in {asset.source_file, asset.print_file, asset.thumbnail} - {""}:
+            default_storage.delete(name)
+    Asset.objects.filter(item__order_id=order_id).update(
+        source_file="", print_file="", thumbnail=""
+    )
+    OrderItem.objects.filter(order_id=order_id).update(thumbnail="")
+    Order.objects.filter(id=order_id).update(files_deleted_at=timezone.now())

@@ -12,13 +12,18 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from orders.events import downloads_complete, order_stage_changed
+from orders.events import downloads_complete, order_stage_changed, shipment_changed
 from orders.models import DetailState, Order, PipelineStep, Stage
-from orders.pipeline.allocate import allocate
-from orders.pipeline.claims import ClaimLost, order_claim, order_move_on
+from orders.pipeline.allocate import allocate, allocation_retry_at
+from orders.pipeline.claims import ClaimLost, order_claim, order_claim_renew, order_move_on
 from orders.pipeline.download import download_assets
 from orders.pipeline.prepare import prepare_assets
-from orders.pipeline.produce import submit_shipments, track_shipments
+from orders.pipeline.produce import (
+    submission_failure_record,
+    submit_shipments,
+    submitted_shipments_withdraw,
+    track_shipments,
+)
 from orders.pipeline.scheduling import order_enqueue_on_commit
 
 logger = logging.getLogger(__name__)
@@ -71,22 +76,27 @@ def _download(order: Order) -> None:
             order_move_on(order=order, step=PipelineStep.DOWNLOAD, due_at=next_at)
 
 
-@transaction.atomic
 def _allocate(order: Order) -> None:
-    if allocate(order=order):
-        order_move_on(
-            order=order,
-            step=PipelineStep.PREPARE,
-            due_at=timezone.now(),
-            allocate_production_location=DetailState.COMPLETE,
-        )
-    else:
-        order_move_on(
-            order=order,
-            step=PipelineStep.FAILED,
-            due_at=None,
-            allocate_production_location=DetailState.ERROR,
-        )
+    _mark(order, allocate_production_location=DetailState.IN_PROGRESS)
+    with transaction.atomic():
+        allocated = allocate(order=order)
+        if allocated:
+            order_move_on(
+                order=order,
+                step=PipelineStep.PREPARE,
+                due_at=timezone.now(),
+                allocate_production_location=DetailState.COMPLETE,
+            )
+        elif allocated is None:  # out of stock everywhere for now: wait, and try again
+            retry_at = allocation_retry_at(order=order, now=timezone.now())
+            order_move_on(order=order, step=PipelineStep.ALLOCATE, due_at=retry_at)
+        else:
+            order_move_on(
+                order=order,
+                step=PipelineStep.FAILED,
+                due_at=None,
+                allocate_production_location=DetailState.ERROR,
+            )
 
 
 def _prepare(order: Order) -> None:
@@ -112,6 +122,9 @@ def _prepare(order: Order) -> None:
 def _submit(order: Order) -> None:
     _mark(order, in_production=DetailState.IN_PROGRESS)
     submitted, retry_at = submit_shipments(order=order)
+    if submitted is False:
+        # Refused for good: the shipments already at other labs are withdrawn, not abandoned.
+        cancelled, kept = submitted_shipments_withdraw(order=order)
     with transaction.atomic():
         if submitted:
             now = timezone.now()
@@ -119,20 +132,42 @@ def _submit(order: Order) -> None:
         elif submitted is None:
             order_move_on(order=order, step=PipelineStep.SUBMIT, due_at=retry_at)
         else:
-            order_move_on(
-                order=order, step=PipelineStep.FAILED, due_at=None, in_production=DetailState.ERROR
-            )
+            order_claim_renew(order=order)  # our claim, and the order row locked, or roll back
+            submission_failure_record(order=order, cancelled=cancelled, kept=kept)
+            if kept:  # made at their labs anyway: follow them to dispatch
+                now = timezone.now()
+                order_move_on(
+                    order=order,
+                    step=PipelineStep.PRODUCTION,
+                    due_at=now,
+                    submitted_at=now,
+                    in_production=DetailState.ERROR,
+                )
+            else:
+                order_move_on(
+                    order=order,
+                    step=PipelineStep.FAILED,
+                    due_at=None,
+                    in_production=DetailState.ERROR,
+                )
 
 
 def _produce(order: Order) -> None:
     with transaction.atomic():
-        any_shipped, all_shipped, next_check = track_shipments(order=order)
+        any_shipped, all_shipped, next_check, shipped_now = track_shipments(order=order)
+        if shipped_now:
+            # The Shipped events show the order as shipping (recorded after this move).
+            _mark(order, shipping=DetailState.IN_PROGRESS)
+        for shipment in shipped_now:
+            shipment_changed(order=order, shipment=shipment)
         if all_shipped:
+            # An order that lost a shipment at submission keeps showing inProduction: Error.
+            produced = order.in_production != DetailState.ERROR
             order_move_on(
                 order=order,
                 step=PipelineStep.DONE,
                 due_at=None,
-                in_production=DetailState.COMPLETE,
+                in_production=DetailState.COMPLETE if produced else DetailState.ERROR,
                 shipping=DetailState.COMPLETE,
                 stage=Stage.COMPLETE,
             )

@@ -29,7 +29,7 @@ import pytest
 import redis
 import requests
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 from PIL import Image
 from pypdf import PdfWriter
@@ -40,9 +40,11 @@ from werkzeug import Request, Response
 
 from config.env import BASE_DIR
 from labs.connectors import connector_for
-from labs.models import Lab, LabProduct
+from labs.models import Lab, LabProduct, ShippingRate
 from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
+from orders.callbacks.tasks import sweep_due_callbacks
+from orders.events import order_stage_changed
 from orders.labs import lab_order
 from orders.models import (
     Asset,
@@ -60,6 +62,7 @@ from orders.pipeline.claims import ClaimLost, order_claim
 from orders.pipeline.download import download_assets
 from orders.pipeline.produce import shipment_submission_record
 from orders.pipeline.runner import order_advance, order_submit_now
+from orders.tasks import sweep_due_orders
 from tests.orders.conftest import order_body
 
 ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
@@ -126,6 +129,23 @@ def database_url() -> str:
     return f"postgres://{credentials}{db.get('HOST') or '127.0.0.1'}{port}/{db['NAME']}"
 
 
+WORKER_APPLICATION = "pipeline-test-worker"
+
+
+def worker_sessions() -> int:
+    """Database sessions of the test workers (their connections carry WORKER_APPLICATION)."""
+    if not ON_POSTGRES:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
+            [WORKER_APPLICATION],
+        )
+        (count,) = cursor.fetchone()
+    return int(count)
+
+
 def purge_queues() -> None:
     """Drop queued and unacknowledged messages left by other tests on this broker."""
     client = redis.Redis.from_url(settings.REDIS_URL)
@@ -182,13 +202,28 @@ class Worker:
         )
 
     def kill(self) -> None:
-        """SIGKILL the whole process group: the main process, its pool children and beat."""
+        """SIGKILL the whole process group: the main process, its pool children and beat.
+
+        Returns once every process of the group is gone and the database has dropped their
+        sessions: the pool children are not ours to wait for, and a session left behind makes
+        the test database's teardown fail ("being accessed by other users").
+        """
         if self.process is None:
             return
+        group = self.process.pid
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+            os.killpg(group, signal.SIGKILL)
         self.process.wait(timeout=10)
         self.process = None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        while time.monotonic() < deadline and worker_sessions():
+            time.sleep(0.05)
 
     def log_tail(self, lines: int = 60) -> str:
         if not self.logs:
@@ -201,7 +236,7 @@ def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[st
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.base",
-        DATABASE_URL=database_url(),
+        DATABASE_URL=f"{database_url()}?application_name={WORKER_APPLICATION}",
         DATABASE_CONN_MAX_AGE="0",
         REDIS_URL=settings.REDIS_URL,
         VAR_DIR=str(folder / "var"),
@@ -229,7 +264,7 @@ def start_worker(folder: Path, base_url: str, **overrides: str) -> Worker:
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup: None, live_server: Any) -> Iterator[Worker]:
+def worker(django_db_setup: None, django_db_blocker: Any, live_server: Any) -> Iterator[Worker]:
     """One worker for the module's tests (the database is emptied between tests)."""
     if not (ON_POSTGRES and settings.REDIS_URL):
         pytest.skip("a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)")
@@ -238,7 +273,8 @@ def worker(django_db_setup: None, live_server: Any) -> Iterator[Worker]:
         try:
             yield running
         finally:
-            running.kill()
+            with django_db_blocker.unblock():  # to see the worker's sessions go
+                running.kill()
             purge_queues()
 
 
@@ -937,22 +973,104 @@ def test_a_submission_accepted_after_the_order_was_cancelled_is_not_recorded(
     assert Order.objects.get(id=pk(order_id)).stage == Stage.CANCELLED
 
 
+def photo_order(api: APIClient, httpserver: HTTPServer, name: str, **changes: Any) -> str:
+    url = serve(httpserver, f"/{name}.jpg", jpeg_bytes(), "image/jpeg")
+    items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
+    return create(api, order_body(items=items, **changes))
+
+
+def make_due(order_id: str) -> None:
+    Order.objects.filter(id=pk(order_id)).update(due_at=timezone.now())
+
+
 @pytest.mark.django_db
-def test_an_item_no_lab_can_make_any_more_gets_item_unavailable_at_allocation(
+def test_an_item_out_of_stock_everywhere_waits_at_allocation_until_it_is_back(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
     settings.ALLOW_PRIVATE_URLS = True
-    url = serve(httpserver, "/gone.jpg", jpeg_bytes(), "image/jpeg")
-    order_id = create(
-        sandbox_api,
-        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
-    )
+    settings.LAB_SIMULATOR_SECONDS = 0
+    settings.ALLOCATION_RETRY_BASE_SECONDS = 900
+    settings.ALLOCATION_RETRY_MAX_SECONDS = 3 * 3600
+    order_id = photo_order(sandbox_api, httpserver, "stock")
     # Between the order and its allocation, every lab runs out of the product.
     LabProduct.objects.filter(product__sku="GLOBAL-PHO-4X6").update(in_stock=False)
 
+    advance_to(order_id, PipelineStep.ALLOCATE)
+    before = timezone.now()
+    due = order_advance(order_id=pk(order_id))
+
+    waiting = Order.objects.get(id=pk(order_id))
+    assert waiting.pipeline_step == PipelineStep.ALLOCATE
+    assert due == waiting.due_at and due is not None
+    assert timedelta(minutes=14) < due - before < timedelta(minutes=16)
+    order = fetch(sandbox_api, order_id)
+    assert order["status"]["stage"] == "InProgress"
+    assert order["status"]["details"]["allocateProductionLocation"] == "InProgress"
+    [item] = order["items"]
+    [issue] = order["status"]["issues"]
+    assert (issue["objectId"], issue["errorCode"]) == (item["id"], "order.items.ItemUnavailable")
+    assert issue["description"] == "GLOBAL-PHO-4X6 is temporarily unavailable."
+
+    # Still out of stock later: the one issue is updated, and the wait doubles up to its cap.
+    first = OrderIssue.objects.get(order_id=pk(order_id)).created
+    OrderIssue.objects.filter(order_id=pk(order_id)).update(created=first - timedelta(hours=1))
+    make_due(order_id)
+    before = timezone.now()
+    due = order_advance(order_id=pk(order_id))
+    assert due is not None and timedelta(minutes=59) < due - before < timedelta(minutes=61)
+    OrderIssue.objects.filter(order_id=pk(order_id)).update(created=first - timedelta(days=1))
+    make_due(order_id)
+    before = timezone.now()
+    due = order_advance(order_id=pk(order_id))
+    assert due is not None
+    assert timedelta(hours=2, minutes=59) < due - before < timedelta(hours=3, minutes=1)
+    assert OrderIssue.objects.filter(order_id=pk(order_id)).count() == 1
+
+    # Back in stock: allocated at the next attempt, the issue gone, the order completes.
+    LabProduct.objects.filter(product__sku="GLOBAL-PHO-4X6").update(in_stock=True)
+    make_due(order_id)
+    done = run_in_process(order_id)
+
+    assert (done.stage, done.pipeline_step) == (Stage.COMPLETE, PipelineStep.DONE)
+    order = fetch(sandbox_api, order_id)
+    assert order["status"]["issues"] == []
+    assert order["status"]["details"]["allocateProductionLocation"] == "Complete"
+    assert done.items.get().availability == "Available"
+
+
+@pytest.mark.django_db
+def test_an_order_created_with_an_unavailable_item_loses_its_issue_once_allocated(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SIMULATOR_SECONDS = 0
+    LabProduct.objects.filter(product__sku="GLOBAL-PHO-4X6").update(in_stock=False)
+    url = serve(httpserver, "/later.jpg", jpeg_bytes(), "image/jpeg")
+    items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
+    order_id = create(sandbox_api, order_body(items=items), outcome="CreatedWithIssues")
+    assert [i["errorCode"] for i in fetch(sandbox_api, order_id)["status"]["issues"]] == [
+        "order.items.ItemUnavailable"
+    ]
+    LabProduct.objects.filter(product__sku="GLOBAL-PHO-4X6").update(in_stock=True)
+
+    done = run_in_process(order_id)
+
+    assert (done.stage, done.pipeline_step) == (Stage.COMPLETE, PipelineStep.DONE)
+    assert fetch(sandbox_api, order_id)["status"]["issues"] == []
+
+
+@pytest.mark.django_db
+def test_an_item_no_lab_makes_any_more_fails_allocation_with_item_unavailable(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    order_id = photo_order(sandbox_api, httpserver, "gone")
+    # Between the order and its allocation, every lab stops making the product.
+    LabProduct.objects.filter(product__sku="GLOBAL-PHO-4X6").delete()
+
     failed = run_in_process(order_id)
 
-    assert failed.pipeline_step == PipelineStep.FAILED
+    assert (failed.pipeline_step, failed.due_at) == (PipelineStep.FAILED, None)
     order = fetch(sandbox_api, order_id)
     assert order["status"]["details"]["downloadAssets"] == "Complete"
     assert order["status"]["details"]["allocateProductionLocation"] == "Error"
@@ -960,5 +1078,196 @@ def test_an_item_no_lab_can_make_any_more_gets_item_unavailable_at_allocation(
     [item] = order["items"]
     [issue] = order["status"]["issues"]
     assert (issue["objectId"], issue["errorCode"]) == (item["id"], "order.items.ItemUnavailable")
-    assert issue["description"] == "GLOBAL-PHO-4X6 is temporarily unavailable."
     assert order["shipments"] == [] and order["charges"] == []
+
+
+def split_order(api: APIClient, httpserver: HTTPServer, **changes: Any) -> str:
+    """A photobook (made by gb3) and a framed print (made by gb2): two shipments, two labs."""
+    items = [
+        {
+            "sku": "BOOK-A4-L-HARD-M",
+            "copies": 1,
+            "assets": [
+                {
+                    "url": serve(httpserver, "/book.pdf", pdf_bytes(40), "application/pdf"),
+                    "pageCount": 40,
+                },
+                {
+                    "printArea": "spine",
+                    "url": serve(httpserver, "/spine.jpg", jpeg_bytes(60, 900), "image/jpeg"),
+                },
+            ],
+        },
+        {
+            "sku": "GLOBAL-CFPM-12X16",
+            "copies": 1,
+            "attributes": {"color": "black"},
+            "assets": [{"url": serve(httpserver, "/frame.jpg", jpeg_bytes(), "image/jpeg")}],
+        },
+    ]
+    return create(api, order_body(items=items, **changes))
+
+
+def events_of(order_id: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(bytes(e.body))
+        for e in CallbackEvent.objects.filter(order_id=pk(order_id)).order_by("sequence")
+    ]
+
+
+@pytest.mark.django_db
+def test_a_shipment_refused_for_good_withdraws_the_shipments_already_at_other_labs(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SUBMIT_ATTEMPTS = 2
+    settings.ASSET_RETRY_BASE_SECONDS = 0.01
+    Lab.objects.filter(code="gb3").update(simulator_failure_share=1)
+    order_id = split_order(sandbox_api, httpserver, callbackUrl=httpserver.url_for("/callbacks"))
+
+    failed = run_in_process(order_id)
+
+    assert (failed.pipeline_step, failed.due_at) == (PipelineStep.FAILED, None)
+    order = fetch(sandbox_api, order_id)
+    assert order["status"]["details"]["inProduction"] == "Error"
+    shipments = {s["fulfillmentLocation"]["labCode"]: s for s in order["shipments"]}
+    # gb2 had accepted its shipment: withdrawn through its connector and refunded.
+    assert shipments["gb2"]["status"] == "Cancelled"
+    assert shipments["gb3"]["status"] == "Processing"
+    gb2 = Shipment.objects.get(order_id=pk(order_id), lab_code="gb2")
+    assert gb2.submitted_at is not None and gb2.lab_order_reference
+    refund = Charge.objects.get(order_id=pk(order_id), charge_type=ChargeType.REFUND)
+    assert {(line.item_id, line.shipment_id) for line in refund.items.all()} == {
+        (gb2.items.get().id, None), (None, gb2.id),
+    }  # fmt: skip
+    assert [c["chargeType"] for c in order["charges"]].count("Refund") == 1
+    [issue] = order["status"]["issues"]
+    assert (issue["objectId"], issue["errorCode"]) == (
+        shipments["gb3"]["id"], "order.shipments.SubmissionFailed",
+    )  # fmt: skip
+    [cancelled_event] = [e for e in events_of(order_id) if "shipment#" in e["type"]]
+    assert cancelled_event["type"] == f"{TYPE}.shipments.shipment#Cancelled"
+    # A failed order can still be cancelled by the merchant: the rest is refunded then.
+    cancelled = sandbox_api.post(f"/v4.0/orders/{order_id}/actions/cancel", {}, format="json")
+    assert cancelled.json()["outcome"] == "Cancelled"
+
+
+@pytest.mark.django_db
+def test_a_shipment_its_lab_will_not_withdraw_is_followed_to_dispatch(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SUBMIT_ATTEMPTS = 2
+    settings.ASSET_RETRY_BASE_SECONDS = 0.01
+    settings.LAB_SIMULATOR_SECONDS = 0
+    Lab.objects.filter(code="gb3").update(simulator_failure_share=1)
+    Lab.objects.filter(code="gb2").update(capabilities=[])  # it cannot cancel
+    order_id = split_order(sandbox_api, httpserver)
+
+    done = run_in_process(order_id)
+
+    assert (done.stage, done.pipeline_step) == (Stage.COMPLETE, PipelineStep.DONE)
+    order = fetch(sandbox_api, order_id)
+    assert order["status"]["details"]["inProduction"] == "Error"
+    shipments = {s["fulfillmentLocation"]["labCode"]: s["status"] for s in order["shipments"]}
+    assert shipments == {"gb2": "Shipped", "gb3": "Cancelled"}
+    gb3 = Shipment.objects.get(order_id=pk(order_id), lab_code="gb3")
+    refund = Charge.objects.get(order_id=pk(order_id), charge_type=ChargeType.REFUND)
+    assert {(line.item_id, line.shipment_id) for line in refund.items.all()} == {
+        (gb3.items.get().id, None), (None, gb3.id),
+    }  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_live_lab_on_the_missing_site_flow_connector_fails_submission_cleanly(
+    settings: Any, live_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SUBMIT_ATTEMPTS = 2
+    settings.ASSET_RETRY_BASE_SECONDS = 0.01
+    Lab.objects.filter(code="gb1").update(
+        connector="siteflow", siteflow_endpoint="https://siteflow.example/orders"
+    )
+    order_id = photo_order(live_api, httpserver, "siteflow")
+
+    failed = run_in_process(order_id)
+
+    assert (failed.pipeline_step, failed.due_at) == (PipelineStep.FAILED, None)
+    order = fetch(live_api, order_id)
+    assert order["status"]["details"]["inProduction"] == "Error"
+    [shipment] = order["shipments"]
+    assert shipment["fulfillmentLocation"]["labCode"] == "gb1"
+    [issue] = order["status"]["issues"]
+    assert issue["description"] == (
+        f"Lab gb1 refused shipment {shipment['id']} after 2 attempt(s): "
+        "Site Flow connector is not configured in this deployment."
+    )
+
+
+@pytest.mark.django_db
+def test_the_shipped_event_shows_the_order_shipping_and_the_planned_carrier(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SIMULATOR_SECONDS = 0
+    ShippingRate.objects.filter(lab__code="gb1", method="Standard").update(
+        carrier_name="Evri", carrier_service="Parcel 48"
+    )
+    order_id = photo_order(
+        sandbox_api, httpserver, "shipped", callbackUrl=httpserver.url_for("/callbacks")
+    )
+
+    done = run_in_process(order_id)
+
+    assert done.stage == Stage.COMPLETE
+    [shipped] = [e for e in events_of(order_id) if e["type"].endswith("shipment#Shipped")]
+    status = shipped["data"]["order"]["status"]
+    assert status["stage"] == "InProgress"
+    assert status["details"]["inProduction"] == "InProgress"
+    assert status["details"]["shipping"] == "InProgress"
+    shipment = done.shipments.get()
+    assert (shipment.carrier_name, shipment.carrier_service) == ("Evri", "Parcel 48")
+    [tracked] = shipped["data"]["order"]["shipments"]
+    assert tracked["carrier"] == {"name": "Evri", "service": "Parcel 48"}
+
+
+@pytest.mark.django_db
+def test_the_sweepers_ring_once_per_due_time_or_expired_claim_not_at_every_sweep(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.PIPELINE_CLAIM_SECONDS = 600
+    order_id = photo_order(sandbox_api, httpserver, "swept", callbackUrl="https://cb.example/x")
+    past = timezone.now() - timedelta(seconds=5)
+    Order.objects.filter(id=pk(order_id)).update(due_at=past)
+    with transaction.atomic():
+        order_stage_changed(order=Order.objects.get(id=pk(order_id)))
+    events = CallbackEvent.objects.filter(order_id=pk(order_id))
+    events.update(next_attempt_at=past)
+    orders = Order.objects.filter(id=pk(order_id))
+    try:
+        assert (sweep_due_orders(), sweep_due_callbacks()) == (1, 1)
+        # Their doorbells may still wait in the queue (a backlog): no second one at each sweep.
+        assert (sweep_due_orders(), sweep_due_callbacks()) == (0, 0)
+        assert (sweep_due_orders(), sweep_due_callbacks()) == (0, 0)
+
+        # Due again (a later step, a retry): rung again once.
+        now = timezone.now()
+        orders.update(due_at=now)
+        events.update(next_attempt_at=now)
+        assert (sweep_due_orders(), sweep_due_callbacks()) == (1, 1)
+        assert (sweep_due_orders(), sweep_due_callbacks()) == (0, 0)
+
+        # Claimed since, and the claim expired (its worker died): rung again once.
+        expired = timezone.now() - timedelta(microseconds=1)
+        orders.update(claimed_until=expired)
+        events.update(claimed_until=expired)
+        assert (sweep_due_orders(), sweep_due_callbacks()) == (1, 1)
+        assert (sweep_due_orders(), sweep_due_callbacks()) == (0, 0)
+
+        # Rung a claim period ago and still waiting: that message is presumed lost.
+        lost = timezone.now() - timedelta(seconds=601)
+        orders.update(swept_at=lost)
+        events.update(swept_at=lost)
+        assert (sweep_due_orders(), sweep_due_callbacks()) == (1, 1)
+    finally:
+        purge_queues()

@@ -1,4 +1,5 @@
-"""Image files are deleted IMAGE_RETENTION_DAYS after submission, and only then."""
+"""Image files are deleted IMAGE_RETENTION_DAYS after lab submission, or after the last update of
+an order that ended without it (cancelled or failed); an order still in progress keeps them."""
 
 from datetime import timedelta
 from pathlib import Path
@@ -10,7 +11,8 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from orders.models import Asset, Order, OrderItem
+from orders.models import Asset, Order, OrderItem, PipelineStep, Stage
+from orders.pipeline.retention import images_purge_expired
 from orders.tasks import purge_expired_images
 from tests.orders.conftest import order_body
 
@@ -51,12 +53,49 @@ def test_files_go_thirty_days_after_submission(
     assert purge_expired_images() == 0
 
 
-def test_orders_never_submitted_keep_their_files(
+def test_an_order_still_in_progress_keeps_its_files(
     sandbox_api: APIClient, settings: Any, tmp_path: Path
 ) -> None:
     settings.MEDIA_ROOT = tmp_path
     order, files = submitted_order(sandbox_api, days_ago=40)
-    Order.objects.filter(id=order.id).update(submitted_at=None)
+    Order.objects.filter(id=order.id).update(
+        submitted_at=None,
+        pipeline_step=PipelineStep.DOWNLOAD,
+        last_updated=timezone.now() - timedelta(days=40),
+    )
 
     assert purge_expired_images() == 0
     assert all(default_storage.exists(name) for name in files)
+
+
+@pytest.mark.parametrize("step", [PipelineStep.CANCELLED, PipelineStep.FAILED])
+def test_an_order_ended_without_submission_loses_its_files_after_its_last_update(
+    sandbox_api: APIClient, settings: Any, tmp_path: Path, step: str
+) -> None:
+    settings.MEDIA_ROOT = tmp_path
+    old, old_files = submitted_order(sandbox_api, days_ago=0)
+    recent, recent_files = submitted_order(sandbox_api, days_ago=0)
+    ended = {"submitted_at": None, "pipeline_step": step}
+    if step == PipelineStep.CANCELLED:
+        ended["stage"] = Stage.CANCELLED
+    now = timezone.now()
+    Order.objects.filter(id=old.id).update(**ended, last_updated=now - timedelta(days=31))
+    Order.objects.filter(id=recent.id).update(**ended, last_updated=now - timedelta(days=29))
+
+    assert purge_expired_images() == 1
+
+    assert not any(default_storage.exists(name) for name in old_files)
+    assert all(default_storage.exists(name) for name in recent_files)
+    assert Order.objects.get(id=old.id).files_deleted_at is not None
+
+
+def test_one_run_purges_every_expired_order_batch_after_batch(
+    sandbox_api: APIClient, settings: Any, tmp_path: Path
+) -> None:
+    settings.MEDIA_ROOT = tmp_path
+    made = [submitted_order(sandbox_api, days_ago=31) for _ in range(5)]
+
+    assert images_purge_expired(batch=2) == 5
+
+    assert not any(default_storage.exists(name) for _, files in made for name in files)
+    assert not Order.objects.filter(files_deleted_at__isnull=True).exists()
