@@ -61,10 +61,17 @@ def test_redoc_renders_offline(page: Any, live_server: Any) -> None:
     assert foreign == []
 
 
-def test_staff_sign_in_and_issue_a_key_from_the_admin(page: Any, live_server: Any) -> None:
+@pytest.fixture
+def staff_and_merchant(transactional_db: None) -> None:
+    # Made before the browser starts: ORM calls inside Playwright's running event loop would
+    # open a connection of their own that outlives the test.
     User.objects.create_superuser("ops", "ops@example.com", "correct-horse-battery")
     merchant_create(name="Browser Prints")
 
+
+def test_staff_sign_in_and_issue_a_key_from_the_admin(
+    staff_and_merchant: None, page: Any, live_server: Any
+) -> None:
     page.goto(f"{live_server.url}/admin/")
     page.fill("#id_username", "ops")
     page.fill("#id_password", "correct-horse-battery")
