@@ -1,8 +1,11 @@
 """The four order actions and their availability, one rule for both.
 
 An order is open while it is OnHold or InProgress. A shipment can still be changed or cancelled
-until its lab starts production. Before submission a change is local; after submission it goes
-through the lab's connector and each shipment reports its own result.
+until its lab starts production (the lab is asked, not only the pipeline's last poll). Before
+any shipment is at a lab, a new method or destination re-plans the order with the engine, so its
+shipments and charges are what a quote gives; while shipments are being submitted, changes wait;
+after submission each change goes through the lab's connector and each shipment reports its
+own result.
 """
 
 from dataclasses import dataclass
