@@ -9,7 +9,12 @@ from urllib.parse import urlencode
 
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,6 +30,36 @@ from orders.models import Order, Stage
 from orders.representation import order_representation
 from orders.selectors import EMPTY_STATUSES, LIST_STATUS_STAGES, OrderFilter, order_get, order_list
 
+CREATE_EXAMPLE = OpenApiExample(
+    "A canvas to London",
+    request_only=True,
+    value={
+        "merchantReference": "MR-1001",
+        "idempotencyKey": "6f1c3a52-3c1e-4f7e-9b57-1c2d3e4f5a6b",
+        "shippingMethod": "Standard",
+        "callbackUrl": "https://shop.example.com/hooks/print",
+        "recipient": {
+            "name": "Ada Lovelace",
+            "email": "ada@example.com",
+            "address": {
+                "line1": "1 Analytical Row",
+                "postalOrZipCode": "SW1A 1AA",
+                "countryCode": "GB",
+                "townOrCity": "London",
+            },
+        },
+        "items": [
+            {
+                "sku": "GLOBAL-CAN-10X10",
+                "copies": 1,
+                "sizing": "fillPrintArea",
+                "attributes": {"wrap": "ImageWrap"},
+                "assets": [{"printArea": "default", "url": "https://images.example.com/cat.jpg"}],
+            }
+        ],
+        "metadata": {"channel": "web"},
+    },
+)
 ORDER_ID = OpenApiParameter(
     "orderId", OpenApiTypes.STR, OpenApiParameter.PATH, description="An `ord_` id."
 )
@@ -68,6 +103,7 @@ class OrdersView(ApiView):
                 description="Only validate the order; nothing is stored.",
             )
         ],
+        examples=[CREATE_EXAMPLE],
         responses={
             200: PolymorphicProxySerializer(
                 component_name="OrderCreateResult",

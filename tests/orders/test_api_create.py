@@ -341,3 +341,12 @@ def test_twenty_concurrent_creates_with_one_key_make_one_order(merchant: Created
     assert sorted(outcomes) == ["AlreadyExists"] * 19 + ["Created"]
     assert len(set(ids)) == 1
     assert Order.objects.filter(idempotency_key="race-1").count() == 1
+
+
+def test_the_documented_example_creates_an_order(sandbox_api: APIClient) -> None:
+    from orders.api.views import CREATE_EXAMPLE
+
+    response = post(sandbox_api, CREATE_EXAMPLE.value)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["outcome"] == "Created"
