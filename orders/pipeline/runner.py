@@ -41,6 +41,19 @@ def _mark(order: Order, **fields: str) -> None:
             setattr(order, name, value)
 
 
+def _step_finished(order: Order, *, detail: str, ok: bool, next_step: str) -> None:
+    """Move on to ``next_step`` (due now) with ``detail`` Complete, or stop the order as Failed
+    with ``detail`` Error."""
+    if ok:
+        order_move_on(
+            order=order, step=next_step, due_at=timezone.now(), **{detail: DetailState.COMPLETE}
+        )
+    else:
+        order_move_on(
+            order=order, step=PipelineStep.FAILED, due_at=None, **{detail: DetailState.ERROR}
+        )
+
+
 @transaction.atomic
 def _release_hold(order: Order) -> None:
     order_move_on(
@@ -57,45 +70,28 @@ def _download(order: Order) -> None:
     _mark(order, download_assets=DetailState.IN_PROGRESS)
     state, next_at = download_assets(order=order)
     with transaction.atomic():
-        if state == DetailState.COMPLETE:
-            order_move_on(
-                order=order,
-                step=PipelineStep.ALLOCATE,
-                due_at=timezone.now(),
-                download_assets=DetailState.COMPLETE,
-            )
-            downloads_complete(order=order)
-        elif state == DetailState.ERROR:
-            order_move_on(
-                order=order,
-                step=PipelineStep.FAILED,
-                due_at=None,
-                download_assets=DetailState.ERROR,
-            )
-        else:
+        if state == DetailState.IN_PROGRESS:
             order_move_on(order=order, step=PipelineStep.DOWNLOAD, due_at=next_at)
+            return
+        ok = state == DetailState.COMPLETE
+        _step_finished(order, detail="download_assets", ok=ok, next_step=PipelineStep.ALLOCATE)
+        if ok:
+            downloads_complete(order=order)
 
 
 def _allocate(order: Order) -> None:
     _mark(order, allocate_production_location=DetailState.IN_PROGRESS)
     with transaction.atomic():
         allocated = allocate(order=order)
-        if allocated:
-            order_move_on(
-                order=order,
-                step=PipelineStep.PREPARE,
-                due_at=timezone.now(),
-                allocate_production_location=DetailState.COMPLETE,
-            )
-        elif allocated is None:  # out of stock everywhere for now: wait, and try again
+        if allocated is None:  # out of stock everywhere for now: wait, and try again
             retry_at = allocation_retry_at(order=order, now=timezone.now())
             order_move_on(order=order, step=PipelineStep.ALLOCATE, due_at=retry_at)
         else:
-            order_move_on(
-                order=order,
-                step=PipelineStep.FAILED,
-                due_at=None,
-                allocate_production_location=DetailState.ERROR,
+            _step_finished(
+                order,
+                detail="allocate_production_location",
+                ok=allocated,
+                next_step=PipelineStep.PREPARE,
             )
 
 
@@ -103,20 +99,9 @@ def _prepare(order: Order) -> None:
     _mark(order, print_ready_assets_prepared=DetailState.IN_PROGRESS)
     ok = prepare_assets(order=order)
     with transaction.atomic():
-        if ok:
-            order_move_on(
-                order=order,
-                step=PipelineStep.SUBMIT,
-                due_at=timezone.now(),
-                print_ready_assets_prepared=DetailState.COMPLETE,
-            )
-        else:
-            order_move_on(
-                order=order,
-                step=PipelineStep.FAILED,
-                due_at=None,
-                print_ready_assets_prepared=DetailState.ERROR,
-            )
+        _step_finished(
+            order, detail="print_ready_assets_prepared", ok=ok, next_step=PipelineStep.SUBMIT
+        )
 
 
 def _submit(order: Order) -> None:
