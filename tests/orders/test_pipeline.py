@@ -840,11 +840,7 @@ def test_a_worker_whose_claim_was_taken_over_records_nothing(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
     settings.ALLOW_PRIVATE_URLS = True
-    url = serve(httpserver, "/slow.jpg", jpeg_bytes(), "image/jpeg")
-    order_id = create(
-        sandbox_api,
-        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
-    )
+    order_id = photo_order(sandbox_api, httpserver, "slow")
     stale = order_claim(order_id=pk(order_id))
     assert stale is not None
     # The claim expired and another worker claimed the order (a new token).
@@ -867,11 +863,7 @@ def test_a_lab_refusing_every_submission_fails_production_after_its_attempts(
     settings.LAB_SUBMIT_ATTEMPTS = 3
     settings.ASSET_RETRY_BASE_SECONDS = 0.01
     Lab.objects.filter(code="gb1").update(simulator_failure_share=1)
-    url = serve(httpserver, "/refused.jpg", jpeg_bytes(), "image/jpeg")
-    order_id = create(
-        sandbox_api,
-        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
-    )
+    order_id = photo_order(sandbox_api, httpserver, "refused")
 
     failed = run_in_process(order_id)
 
@@ -899,6 +891,12 @@ def test_a_lab_refusing_every_submission_fails_production_after_its_attempts(
     assert (stored.submitted_at, stored.submit_attempts) == (None, 3)
 
 
+def photo_order(api: APIClient, httpserver: HTTPServer, name: str, **changes: Any) -> str:
+    url = serve(httpserver, f"/{name}.jpg", jpeg_bytes(), "image/jpeg")
+    items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
+    return create(api, order_body(items=items, **changes))
+
+
 def advance_to(order_id: str, step: str) -> Order:
     """Run steps in-process until the order's next step is ``step``."""
     for _ in range(10):
@@ -914,11 +912,7 @@ def test_a_cancelled_order_is_never_submitted_to_its_lab(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
     settings.ALLOW_PRIVATE_URLS = True
-    url = serve(httpserver, "/cancelled.jpg", jpeg_bytes(), "image/jpeg")
-    order_id = create(
-        sandbox_api,
-        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
-    )
+    order_id = photo_order(sandbox_api, httpserver, "cancelled")
     advance_to(order_id, PipelineStep.SUBMIT)
 
     cancelled = sandbox_api.post(f"/v4.0/orders/{order_id}/actions/cancel", {}, format="json")
@@ -941,11 +935,7 @@ def test_a_submission_accepted_after_the_order_was_cancelled_is_not_recorded(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
     settings.ALLOW_PRIVATE_URLS = True
-    url = serve(httpserver, "/raced.jpg", jpeg_bytes(), "image/jpeg")
-    order_id = create(
-        sandbox_api,
-        order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]),
-    )
+    order_id = photo_order(sandbox_api, httpserver, "raced")
     advance_to(order_id, PipelineStep.SUBMIT)
     # A worker in the submit step has read the shipment and sent it to the lab ...
     worker_copy = order_claim(order_id=pk(order_id))
@@ -971,12 +961,6 @@ def test_a_submission_accepted_after_the_order_was_cancelled_is_not_recorded(
         "Cancelled", None, "",
     )  # fmt: skip
     assert Order.objects.get(id=pk(order_id)).stage == Stage.CANCELLED
-
-
-def photo_order(api: APIClient, httpserver: HTTPServer, name: str, **changes: Any) -> str:
-    url = serve(httpserver, f"/{name}.jpg", jpeg_bytes(), "image/jpeg")
-    items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
-    return create(api, order_body(items=items, **changes))
 
 
 def make_due(order_id: str) -> None:
