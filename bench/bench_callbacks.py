@@ -1,7 +1,7 @@
 """Callback delivery throughput against a local keep-alive receiver.
 
 Runs, in one process and against the same receiver, N deliveries through
-``orders.callbacks.delivery.deliver`` (Standard Webhooks signing per attempt, the guarded
+``webhooks.delivery.deliver`` (Standard Webhooks signing per attempt, the guarded
 session with its address filter and deadline-bounded body reading) and N posts of the same
 bodies through a bare keep-alive ``requests.Session``, and prints deliveries per second for
 both and their ratio. The receiver is a threaded HTTP/1.1 server in a separate process, so it
@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 os.environ["ALLOW_PRIVATE_URLS"] = "1"  # the receiver is on loopback
 
 import django
@@ -32,12 +32,9 @@ django.setup()
 import requests  # noqa: E402
 
 from merchants.keys import generate_signing_secret  # noqa: E402
-from orders.callbacks.delivery import Outcome, deliver, signed_headers  # noqa: E402
-from orders.callbacks.envelope import (  # noqa: E402
-    CONTENT_TYPE,
-    envelope_bytes,
-    stage_changed_type,
-)
+from orders.events import stage_changed_type  # noqa: E402
+from webhooks.delivery import Outcome, deliver, signed_headers  # noqa: E402
+from webhooks.envelope import CONTENT_TYPE, envelope_bytes  # noqa: E402
 
 
 class Receiver(BaseHTTPRequestHandler):
@@ -107,9 +104,9 @@ def main() -> None:
         envelope_bytes(
             event_id=500 + n,
             event_type=stage_changed_type("Complete"),
-            environment_kind="Live",
-            order_public_id=f"ord_{1000 + n}",
-            order=sample_order(n),
+            source="https://api.print.test/v4.0/Orders/",
+            subject=f"ord_{1000 + n}",
+            data={"order": sample_order(n)},
             sequence=1,
             time=now,
         )

@@ -173,7 +173,7 @@ def main() -> None:
     )
     ensure_database(database_url)
     env = {
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
         "DATABASE_URL": database_url,
         "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9"),
         "API_RATE_LIMIT": "100000000/min",

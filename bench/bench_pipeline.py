@@ -137,7 +137,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     os.environ.update(
         DATABASE_URL=bench_url,
-        DJANGO_SETTINGS_MODULE="config.settings.base",
+        DJANGO_SETTINGS_MODULE="config.settings.local",
         VAR_DIR=str(scratch / "var"),
         MEDIA_ROOT=str(scratch / "media"),
         ALLOW_PRIVATE_URLS="1",

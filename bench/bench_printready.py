@@ -53,7 +53,7 @@ def child(case: str, source: str, scratch: str) -> None:
     """One measured run; prints its own timing and import-time memory as JSON."""
     import resource
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     os.environ["MEDIA_ROOT"] = str(Path(scratch) / "media")
     sys.path.insert(0, str(ROOT))
     import django

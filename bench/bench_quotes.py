@@ -68,7 +68,7 @@ def main() -> None:
 
     var_dir = tempfile.mkdtemp(prefix="bench-quotes-")
     env = {
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
         "VAR_DIR": var_dir,
         "API_RATE_LIMIT": "100000000/min",
         "LOG_LEVEL": "WARNING",

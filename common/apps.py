@@ -1,5 +1,25 @@
+from pathlib import Path
+
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class CommonConfig(AppConfig):
     name = "common"
+
+    def ready(self) -> None:
+        local_folders_create()
+
+
+def local_folders_create() -> None:
+    """The folders of the embedded default (SQLite file, filesystem broker) and of collected
+    static files, made at start-up rather than when settings are imported."""
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3" and str(database["NAME"]) != ":memory:":
+        Path(database["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+        for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+            if options.get(key):
+                Path(options[key]).mkdir(parents=True, exist_ok=True)

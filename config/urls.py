@@ -2,9 +2,9 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from config.api.views import endpoint_does_not_exist
-from config.health import HealthView
-from config.media import media
+from api.health import HealthView
+from api.media import media
+from api.views import endpoint_does_not_exist
 
 api_patterns: list[URLPattern | URLResolver] = [
     path(
@@ -40,7 +40,7 @@ urlpatterns = [
     re_path(r"^v4\.0(?:/.*)?$", endpoint_does_not_exist),
 ]
 
-handler400 = "config.api.views.bad_request"
-handler403 = "config.api.views.permission_denied"
-handler404 = "config.api.views.not_found"
-handler500 = "config.api.views.server_error"
+handler400 = "api.views.bad_request"
+handler403 = "api.views.permission_denied"
+handler404 = "api.views.not_found"
+handler500 = "api.views.server_error"

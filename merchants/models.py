@@ -1,5 +1,6 @@
 """Merchant accounts, their Sandbox and Live environments, and API keys."""
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -63,6 +64,11 @@ class Environment(models.Model):
     @property
     def is_sandbox(self) -> bool:
         return self.kind == EnvironmentKind.SANDBOX
+
+    @property
+    def base_url(self) -> str:
+        """The environment's public base URL (callback sources, file URLs labs fetch)."""
+        return settings.SANDBOX_BASE_URL if self.is_sandbox else settings.LIVE_BASE_URL
 
 
 class ApiKey(models.Model):

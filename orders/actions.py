@@ -19,7 +19,7 @@ from labs.allocation import methods_available
 from labs.connectors import LabResult, connector_for
 from orders.charges import refund_write
 from orders.events import order_stage_changed, shipment_changed
-from orders.labs import lab_order
+from orders.lab_orders import lab_order
 from orders.models import (
     Charge,
     ChargeType,
@@ -129,8 +129,7 @@ def order_cancel(*, order: Order) -> ActionResult:
             )
         if outcome.successful:
             shipment.status = ShipmentStatus.CANCELLED
-            shipment.due_at = None
-            shipment.save(update_fields=["status", "due_at"])
+            shipment.save(update_fields=["status"])
             cancelled.append(shipment)
         results.append(
             ShipmentResult(

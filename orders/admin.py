@@ -13,7 +13,6 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-import orders.callbacks.admin  # noqa: F401
 from orders.models import (
     Asset,
     Charge,

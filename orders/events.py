@@ -1,21 +1,79 @@
-"""The order changes merchants hear about, written to the callback outbox.
+"""The order changes merchants hear about, written to the callback outbox (``webhooks``).
 
 Call these inside the transaction that makes the change, so the event exists exactly when the
 change does (a rolled-back change sends nothing).
 """
 
-from orders.callbacks.envelope import downloads_complete_type, shipment_type, stage_changed_type
-from orders.callbacks.outbox import callback_event_record
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from merchants.models import Environment
 from orders.models import Order, Shipment
+from orders.representation import order_representation
+from orders.selectors import order_get
+from webhooks.models import CallbackEvent
+from webhooks.services import event_create
+
+
+def type_prefix() -> str:
+    return str(getattr(settings, "CALLBACK_EVENT_TYPE_PREFIX", "com.service.order"))
+
+
+def stage_changed_type(stage: str) -> str:
+    return f"{type_prefix()}.status.stage.changed#{stage}"
+
+
+def shipment_type(shipment_status: str) -> str:
+    return f"{type_prefix()}.shipments.shipment#{shipment_status}"
+
+
+def downloads_complete_type() -> str:
+    return f"{type_prefix()}.status.details.downloadAssets#Complete"
+
+
+def event_source(environment: Environment) -> str:
+    """The environment's orders address, ``{base_url}/v4.0/Orders/``."""
+    return f"{environment.base_url.rstrip('/')}/v4.0/Orders/"
+
+
+def callback_target(order: Order) -> str:
+    """The order's callback URL, else its environment's default; blank when neither is set."""
+    return order.callback_url or order.environment.callback_url
+
+
+def order_event_create(*, order: Order, event_type: str) -> CallbackEvent:
+    """Write the event with the order as ``GET`` shows it now; deliver once the change commits.
+
+    The order row's sequence counter is incremented in place, which also serialises concurrent
+    events of one order, so their numbers follow the order of their commits.
+    """
+    assert transaction.get_connection().in_atomic_block, (
+        "record events inside the change's transaction"
+    )
+    Order.objects.filter(id=order.id).update(callback_sequence=F("callback_sequence") + 1)
+    sequence = Order.objects.values_list("callback_sequence", flat=True).get(id=order.id)
+    environment = order.environment
+    current = order_get(environment=environment, order_id=order.id)
+    representation = order_representation(current, base_url=environment.base_url)
+    return event_create(
+        environment=environment,
+        subject=order.public_id,
+        sequence=sequence,
+        event_type=event_type,
+        source=event_source(environment),
+        data={"order": representation},
+        target_url=callback_target(order),
+    )
 
 
 def order_stage_changed(*, order: Order) -> None:
-    callback_event_record(order=order, event_type=stage_changed_type(order.stage))
+    order_event_create(order=order, event_type=stage_changed_type(order.stage))
 
 
 def shipment_changed(*, order: Order, shipment: Shipment) -> None:
-    callback_event_record(order=order, event_type=shipment_type(shipment.status))
+    order_event_create(order=order, event_type=shipment_type(shipment.status))
 
 
 def downloads_complete(*, order: Order) -> None:
-    callback_event_record(order=order, event_type=downloads_complete_type())
+    order_event_create(order=order, event_type=downloads_complete_type())

@@ -1,4 +1,5 @@
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -6,6 +7,7 @@ from django.apps import apps
 from django.db import models
 from rest_framework.test import APIClient
 
+from config.celery_app import app as celery_app
 from labs.services import demo_catalogue_load
 from merchants.services import CreatedMerchant, merchant_create
 
@@ -53,3 +55,14 @@ def live_api(merchant: CreatedMerchant) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_X_API_KEY=merchant.live_api_key)
     return client
+
+
+@pytest.fixture
+def eager_tasks() -> Iterator[None]:
+    """Run queued tasks in-process, so committed work is done before the test goes on."""
+    celery_app.loader.import_default_modules()  # every app's tasks, as a worker has them
+    celery_app.conf.task_always_eager = True
+    celery_app.conf.task_eager_propagates = True
+    yield
+    celery_app.conf.task_always_eager = False
+    celery_app.conf.task_eager_propagates = False

@@ -8,9 +8,9 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.serializers import StrictSerializer
+from api.views import ApiView
 from common.errors import EntityNotFound
-from config.api.serializers import StrictSerializer
-from config.api.views import ApiView
 from config.urls import urlpatterns as service_urlpatterns
 
 
@@ -75,5 +75,5 @@ urlpatterns = [
     path("v4.0/testProbes/missing/<str:thing_id>", MissingView.as_view()),
     *service_urlpatterns,
 ]
-handler404 = "config.api.views.not_found"
-handler500 = "config.api.views.server_error"
+handler404 = "api.views.not_found"
+handler500 = "api.views.server_error"

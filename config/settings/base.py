@@ -12,11 +12,12 @@ from kombu import Queue
 
 from config.env import BASE_DIR, env
 
+# Local state of the embedded default (SQLite, filesystem broker, file cache, static files);
+# ``common`` creates the folders when Django starts, never this module.
 VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="local-development-only-not-a-secret")
+# No SECRET_KEY here: ``local`` and ``test`` set a development one, ``production`` requires one.
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 USE_X_FORWARDED_HOST = env.bool("DJANGO_USE_X_FORWARDED_HOST", default=True)
@@ -34,18 +35,20 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "common",
+    "api",
     "merchants",
     "products",
     "labs",
     "quotes",
     "orders",
+    "webhooks",
     "backoffice",
 ]
 
 MIDDLEWARE = [
-    "config.api.trace.TraceParentMiddleware",
-    "config.api.timeouts.RequestDeadlineMiddleware",
-    "config.api.routing.CaseInsensitiveApiPathMiddleware",
+    "api.trace.TraceParentMiddleware",
+    "api.timeouts.RequestDeadlineMiddleware",
+    "api.routing.CaseInsensitiveApiPathMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -111,8 +114,6 @@ else:
         }
     }
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("queue", "processed", "control"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
@@ -145,10 +146,13 @@ SANDBOX_BASE_URL = env.str("SANDBOX_BASE_URL", default="http://127.0.0.1:8000").
 LIVE_BASE_URL = env.str("LIVE_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 # Outbound fetches and callbacks may reach loopback/private addresses only when this is on.
 ALLOW_PRIVATE_URLS = env.bool("ALLOW_PRIVATE_URLS", default=False)
-LAB_SIMULATOR_SECONDS = env.float("LAB_SIMULATOR_SECONDS", default=60.0)
 REQUEST_TIMEOUT_SECONDS = env.float("REQUEST_TIMEOUT_SECONDS", default=60.0)
 API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="1200/min")
 WRONG_KEY_RATE_LIMIT = env.str("WRONG_KEY_RATE_LIMIT", default="60/min")
+
+# --- Labs -----------------------------------------------------------------------------------
+LAB_SIMULATOR_SECONDS = env.float("LAB_SIMULATOR_SECONDS", default=60.0)
+LAB_SUBMIT_ATTEMPTS = env.int("LAB_SUBMIT_ATTEMPTS", default=5)
 
 # --- Fulfilment pipeline --------------------------------------------------------------------
 ASSET_MAX_BYTES = env.int("ASSET_MAX_BYTES", default=300 * 1024 * 1024)
@@ -158,7 +162,6 @@ ASSET_DOWNLOAD_PARALLELISM = env.int("ASSET_DOWNLOAD_PARALLELISM", default=4)
 # Backoff between download attempts: base * 2^(attempt-1), capped.
 ASSET_RETRY_BASE_SECONDS = env.float("ASSET_RETRY_BASE_SECONDS", default=30.0)
 ASSET_RETRY_MAX_SECONDS = env.float("ASSET_RETRY_MAX_SECONDS", default=3600.0)
-LAB_SUBMIT_ATTEMPTS = env.int("LAB_SUBMIT_ATTEMPTS", default=5)
 # An order whose items no lab has in stock waits at allocation: base * 2^n after the first
 # ItemUnavailable issue, capped (other infeasibility fails at once).
 ALLOCATION_RETRY_BASE_SECONDS = env.float("ALLOCATION_RETRY_BASE_SECONDS", default=900.0)
@@ -173,20 +176,22 @@ if PIPELINE_CLAIM_SECONDS <= ASSET_DOWNLOAD_DEADLINE_SECONDS:
     )
 PIPELINE_SWEEP_SECONDS = env.float("PIPELINE_SWEEP_SECONDS", default=10.0)
 IMAGE_RETENTION_DAYS = env.int("IMAGE_RETENTION_DAYS", default=30)
-CELERY_BEAT_SCHEDULE["sweep-due-orders"] = {
-    "task": "orders.tasks.sweep_due_orders",
+CELERY_BEAT_SCHEDULE["orders-sweep"] = {
+    "task": "orders.tasks.orders_sweep_task",
     "schedule": PIPELINE_SWEEP_SECONDS,
 }
+CELERY_BEAT_SCHEDULE["images-purge-expired"] = {
+    "task": "orders.tasks.images_purge_expired_task",
+    "schedule": 3600.0,
+}
+
+# --- Webhooks (callbacks to merchants) ------------------------------------------------------
 CALLBACK_TIMEOUT_SECONDS = env.float("CALLBACK_TIMEOUT_SECONDS", default=10.0)
 CALLBACK_EVENT_TYPE_PREFIX = env.str("CALLBACK_EVENT_TYPE_PREFIX", default="com.service.order")
-CELERY_TASK_ROUTES["orders.callbacks.*"] = {"queue": "callbacks"}
-CELERY_BEAT_SCHEDULE["sweep-due-callbacks"] = {
-    "task": "orders.callbacks.sweep_due_callbacks",
+CELERY_TASK_ROUTES["webhooks.*"] = {"queue": "callbacks"}
+CELERY_BEAT_SCHEDULE["events-sweep"] = {
+    "task": "webhooks.tasks.events_sweep_task",
     "schedule": PIPELINE_SWEEP_SECONDS,
-}
-CELERY_BEAT_SCHEDULE["purge-expired-images"] = {
-    "task": "orders.tasks.purge_expired_images",
-    "schedule": 3600.0,
 }
 
 # --- Internationalisation, static, media ----------------------------------------------------
@@ -197,7 +202,6 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
 STORAGES = {
@@ -218,13 +222,13 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # --- API ------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["config.api.authentication.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["config.api.permissions.HasApiKey"],
-    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JsonBodyParser"],
-    "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.ApiJsonRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": ["config.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasApiKey"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JsonBodyParser"],
+    "DEFAULT_RENDERER_CLASSES": ["api.renderers.ApiJsonRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": API_RATE_LIMIT, "wrong_key": WRONG_KEY_RATE_LIMIT},
-    "EXCEPTION_HANDLER": "config.api.exceptions.api_exception_handler",
+    "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     "URL_FORMAT_OVERRIDE": "format",
@@ -243,13 +247,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"ComponentStateEnum": "config.health.COMPONENT_STATES"},
+    "ENUM_NAME_OVERRIDES": {"ComponentStateEnum": "api.health.COMPONENT_STATES"},
     "APPEND_COMPONENTS": {
         "securitySchemes": {"ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.api.schema.add_error_responses",
+        "api.schema.add_error_responses",
     ],
 }
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
+from api.serializers import StrictSerializer
 from labs.geography import is_country_code
 from orders.models import ShippingMethod, Sizing
 

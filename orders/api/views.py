@@ -19,10 +19,10 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.authentication import client_environment
+from api.views import ApiView
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, format_id, parse_id
-from config.api.authentication import client_environment
-from config.api.views import ApiView
 from orders import actions
 from orders.api import serializers as s
 from orders.creation import order_create, order_validate

@@ -1,4 +1,3 @@
-from orders.models.callbacks import CallbackAttempt, CallbackEvent, CallbackState, GoneCallbackUrl
 from orders.models.order import (
     Asset,
     AssetStatus,
@@ -22,14 +21,10 @@ from orders.models.order import (
 __all__ = [
     "Asset",
     "AssetStatus",
-    "CallbackAttempt",
-    "CallbackEvent",
-    "CallbackState",
     "Charge",
     "ChargeItem",
     "ChargeType",
     "DetailState",
-    "GoneCallbackUrl",
     "ItemAvailability",
     "ItemStatus",
     "Order",

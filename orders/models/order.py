@@ -141,7 +141,7 @@ class Order(models.Model):
     due_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
     swept_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the sweeper last rang for the order."
+        null=True, blank=True, help_text="When the sweeper last queued the order."
     )
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="Sent to fulfilment.")
     files_deleted_at = models.DateTimeField(null=True, blank=True)
@@ -233,7 +233,6 @@ class Asset(models.Model):
     )
     download_attempts = models.PositiveSmallIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
-    claimed_until = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     source_file = models.CharField(
         max_length=500, blank=True, help_text="Storage name of the download."
@@ -282,15 +281,10 @@ class Shipment(models.Model):
     )
     submitted_at = models.DateTimeField(null=True, blank=True)
     in_production_at = models.DateTimeField(null=True, blank=True)
-    due_at = models.DateTimeField(null=True, blank=True)
-    claimed_until = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["created", "id"]
-        indexes = [
-            models.Index(fields=["due_at"], name="shipment_due", condition=Q(due_at__isnull=False))
-        ]
 
     def __str__(self) -> str:
         return self.public_id

@@ -10,7 +10,7 @@ from django.utils import timezone
 from labs.connectors import LabConnector, connector_for
 from orders.charges import refund_write
 from orders.events import shipment_changed
-from orders.labs import lab_order
+from orders.lab_orders import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
 from orders.pipeline.claims import ClaimLost, order_claim_renew
 
@@ -110,7 +110,7 @@ def shipment_submission_record(
         with transaction.atomic():
             order_claim_renew(order=order)
             Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
-                submitted_at=submitted_at, lab_order_reference=reference, due_at=submitted_at
+                submitted_at=submitted_at, lab_order_reference=reference
             )
             OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
     except BaseException as exc:
@@ -162,7 +162,6 @@ def track_shipments(*, order: Order) -> tuple[bool, bool, datetime | None, list[
                     carrier_service=progress.carrier_service or shipment.carrier_service,
                     tracking_number=progress.tracking_number,
                     tracking_url=progress.tracking_url,
-                    due_at=None,
                 )
                 if changed:
                     shipment.refresh_from_db()
@@ -215,7 +214,7 @@ def submission_failure_record(
     changed = []
     for shipment in withdrawn:
         if Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
-            status=ShipmentStatus.CANCELLED, due_at=None
+            status=ShipmentStatus.CANCELLED
         ):
             shipment.status = ShipmentStatus.CANCELLED
             changed.append(shipment)

@@ -1,10 +1,9 @@
 """Handing orders to the pipeline: only after the transaction that made them due commits."""
 
-from django.db import transaction
+from common.tasks import task_enqueue_on_commit
+
+ADVANCE_TASK = "orders.tasks.order_advance_task"
 
 
 def order_enqueue_on_commit(*, order_id: int) -> None:
-    from orders.tasks import advance_order
-
-    # robust: a broker outage after commit must not fail the request; the sweeper rings later.
-    transaction.on_commit(lambda: advance_order.delay(order_id), robust=True)
+    task_enqueue_on_commit(ADVANCE_TASK, order_id)

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
+from api.serializers import StrictSerializer
 
 
 class ProductDimensionsSerializer(serializers.Serializer):

@@ -4,8 +4,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.views import ApiView
 from common.errors import EntityNotFound, ValidationFailed
-from config.api.views import ApiView
 from labs.geography import is_country_code
 from products.api.serializers import (
     ProductDetailsSerializer,

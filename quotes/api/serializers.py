@@ -2,7 +2,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.serializers import StrictSerializer
+from api.serializers import StrictSerializer
 from labs.allocation import METHODS, canonical_method
 from labs.geography import is_country_code
 from labs.selectors import currencies_supported

@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.authentication import client_environment
-from config.api.views import ApiView
+from api.authentication import client_environment
+from api.views import ApiView
 from quotes.api.serializers import (
     QuoteIssueSerializer,
     QuoteRequestSerializer,

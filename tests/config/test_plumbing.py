@@ -207,7 +207,7 @@ def test_too_many_requests_is_429_with_retry_after(
 ) -> None:
     from django.core.cache import cache
 
-    from config.api.throttling import ApiKeyRateThrottle
+    from api.throttling import ApiKeyRateThrottle
 
     cache.clear()
     monkeypatch.setattr(ApiKeyRateThrottle, "THROTTLE_RATES", {"api_key": "2/min"})
@@ -232,7 +232,7 @@ def test_accept_header_never_turns_an_error_into_html(client: Client) -> None:
 def test_guessing_keys_is_throttled_per_address(monkeypatch: pytest.MonkeyPatch) -> None:
     from django.core.cache import cache
 
-    from config.api.authentication import WrongKeyThrottle
+    from api.authentication import WrongKeyThrottle
 
     cache.clear()
     monkeypatch.setattr(WrongKeyThrottle, "THROTTLE_RATES", {"wrong_key": "3/min"})

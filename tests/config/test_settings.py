@@ -32,6 +32,53 @@ def test_production_settings_refuse_to_start_without_allowed_hosts() -> None:
     assert "DJANGO_ALLOWED_HOSTS" in result.stderr
 
 
+def _run_without_settings_module(code: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**clean, "DJANGO_ALLOWED_HOSTS": "api.example.com"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_wsgi_without_a_settings_module_runs_production_and_refuses_without_a_secret_key() -> None:
+    result = _run_without_settings_module("import config.wsgi")
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_the_celery_app_without_a_settings_module_runs_production() -> None:
+    result = _run_without_settings_module(
+        "import os, config; print(os.environ['DJANGO_SETTINGS_MODULE'])"
+    )
+    assert result.stdout.strip() == "config.settings.production", result.stderr
+
+
+def test_base_settings_hold_no_secret_key() -> None:
+    result = _run_without_settings_module(
+        "import config.settings.base as base; print(hasattr(base, 'SECRET_KEY'))"
+    )
+    assert result.stdout.strip() == "False", result.stderr
+
+
+def test_importing_settings_creates_no_folder(tmp_path: Path) -> None:
+    var = tmp_path / "var"
+    clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    result = subprocess.run(
+        [sys.executable, "-c", "import config.settings.local"],
+        cwd=ROOT,
+        env={**clean, "VAR_DIR": str(var)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert not var.exists()
+
+
 COMPLETE = {
     "DJANGO_SECRET_KEY": "x" * 50,
     "DJANGO_ALLOWED_HOSTS": "api.example.com",
@@ -59,8 +106,8 @@ def test_a_plain_worker_consumes_the_callback_queue_too() -> None:
 
     assert set(app.amqp.queues) == {"default", "callbacks"}
     route = app.amqp.router.route
-    assert route({}, "orders.callbacks.deliver_callback")["queue"].name == "callbacks"
-    assert route({}, "orders.tasks.advance_order")["queue"].name == "default"
+    assert route({}, "webhooks.tasks.event_deliver_task")["queue"].name == "callbacks"
+    assert route({}, "orders.tasks.order_advance_task")["queue"].name == "default"
 
 
 def test_embedded_default_uses_sqlite_and_the_filesystem_broker(tmp_path: Path) -> None:
@@ -69,7 +116,7 @@ def test_embedded_default_uses_sqlite_and_the_filesystem_broker(tmp_path: Path) 
         "print(settings.DATABASES['default']['ENGINE']); print(settings.CELERY_BROKER_URL)"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.base", "VAR_DIR": str(tmp_path)})
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.local", "VAR_DIR": str(tmp_path)})
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
     )

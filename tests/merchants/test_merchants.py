@@ -39,7 +39,7 @@ def test_keys_are_not_recoverable_from_the_database() -> None:
 
 @pytest.mark.django_db
 def test_the_key_selects_the_environment() -> None:
-    from config.api.authentication import ApiKeyAuthentication
+    from api.authentication import ApiKeyAuthentication
 
     created = merchant_create(name="Acme")
 

@@ -1,7 +1,7 @@
 """The fulfilment pipeline end to end: a real Celery worker (with its beat sweeper) on Redis and
 the test database, assets and callbacks served by local HTTP servers, the lab simulator.
 
-The worker runs in its own process with the settings of ``config.settings.base`` pointed at the
+The worker runs in its own process with the settings of ``config.settings.local`` pointed at the
 database pytest-django created, so what these tests see is what production does: tasks carrying
 ids through the broker, claims by conditional update, due times in rows.
 """
@@ -43,13 +43,10 @@ from labs.connectors import connector_for
 from labs.models import Lab, LabProduct, ShippingRate
 from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
-from orders.callbacks.tasks import sweep_due_callbacks
 from orders.events import order_stage_changed
-from orders.labs import lab_order
+from orders.lab_orders import lab_order
 from orders.models import (
     Asset,
-    CallbackEvent,
-    CallbackState,
     Charge,
     ChargeType,
     Order,
@@ -62,8 +59,10 @@ from orders.pipeline.claims import ClaimLost, order_claim
 from orders.pipeline.download import download_assets
 from orders.pipeline.produce import shipment_submission_record
 from orders.pipeline.runner import order_advance, order_submit_now
-from orders.tasks import sweep_due_orders
+from orders.tasks import orders_sweep_task
 from tests.orders.conftest import order_body
+from webhooks.models import CallbackEvent, CallbackState
+from webhooks.tasks import events_sweep_task
 
 ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
 needs_worker = pytest.mark.skipif(
@@ -235,7 +234,7 @@ class Worker:
 def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(
-        DJANGO_SETTINGS_MODULE="config.settings.base",
+        DJANGO_SETTINGS_MODULE="config.settings.local",
         DATABASE_URL=f"{database_url()}?application_name={WORKER_APPLICATION}",
         DATABASE_CONN_MAX_AGE="0",
         REDIS_URL=settings.REDIS_URL,
@@ -780,7 +779,7 @@ def test_an_indefinitely_held_order_waits_until_submitted_by_hand(
     wait_for("the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker)
     assert Charge.objects.filter(order_id=pk(order_id), charge_type=ChargeType.ITEM).count() == 1
     assert not OrderIssue.objects.filter(order_id=pk(order_id)).exists()
-    events = CallbackEvent.objects.filter(order_id=pk(order_id)).order_by("sequence")
+    events = CallbackEvent.objects.filter(subject=order_id).order_by("sequence")
     assert [(e.event_type, e.state) for e in events] == [
         (f"{TYPE}.status.stage.changed#InProgress", CallbackState.NO_DESTINATION),
         (f"{TYPE}.status.details.downloadAssets#Complete", CallbackState.NO_DESTINATION),
@@ -1095,7 +1094,7 @@ def split_order(api: APIClient, httpserver: HTTPServer, **changes: Any) -> str:
 def events_of(order_id: str) -> list[dict[str, Any]]:
     return [
         json.loads(bytes(e.body))
-        for e in CallbackEvent.objects.filter(order_id=pk(order_id)).order_by("sequence")
+        for e in CallbackEvent.objects.filter(subject=order_id).order_by("sequence")
     ]
 
 
@@ -1225,33 +1224,33 @@ def test_the_sweepers_ring_once_per_due_time_or_expired_claim_not_at_every_sweep
     Order.objects.filter(id=pk(order_id)).update(due_at=past)
     with transaction.atomic():
         order_stage_changed(order=Order.objects.get(id=pk(order_id)))
-    events = CallbackEvent.objects.filter(order_id=pk(order_id))
+    events = CallbackEvent.objects.filter(subject=order_id)
     events.update(next_attempt_at=past)
     orders = Order.objects.filter(id=pk(order_id))
     try:
-        assert (sweep_due_orders(), sweep_due_callbacks()) == (1, 1)
+        assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
         # Their doorbells may still wait in the queue (a backlog): no second one at each sweep.
-        assert (sweep_due_orders(), sweep_due_callbacks()) == (0, 0)
-        assert (sweep_due_orders(), sweep_due_callbacks()) == (0, 0)
+        assert (orders_sweep_task(), events_sweep_task()) == (0, 0)
+        assert (orders_sweep_task(), events_sweep_task()) == (0, 0)
 
         # Due again (a later step, a retry): rung again once.
         now = timezone.now()
         orders.update(due_at=now)
         events.update(next_attempt_at=now)
-        assert (sweep_due_orders(), sweep_due_callbacks()) == (1, 1)
-        assert (sweep_due_orders(), sweep_due_callbacks()) == (0, 0)
+        assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
+        assert (orders_sweep_task(), events_sweep_task()) == (0, 0)
 
         # Claimed since, and the claim expired (its worker died): rung again once.
         expired = timezone.now() - timedelta(microseconds=1)
         orders.update(claimed_until=expired)
         events.update(claimed_until=expired)
-        assert (sweep_due_orders(), sweep_due_callbacks()) == (1, 1)
-        assert (sweep_due_orders(), sweep_due_callbacks()) == (0, 0)
+        assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
+        assert (orders_sweep_task(), events_sweep_task()) == (0, 0)
 
         # Rung a claim period ago and still waiting: that message is presumed lost.
         lost = timezone.now() - timedelta(seconds=601)
         orders.update(swept_at=lost)
         events.update(swept_at=lost)
-        assert (sweep_due_orders(), sweep_due_callbacks()) == (1, 1)
+        assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
     finally:
         purge_queues()

@@ -25,7 +25,6 @@ from werkzeug import Request, Response
 from labs.models import SimulatedLabOrder
 from orders.models import (
     Asset,
-    CallbackEvent,
     Charge,
     ChargeItem,
     ChargeType,
@@ -47,6 +46,7 @@ from tests.orders.test_pipeline import (
     start_worker,
     wait_for,
 )
+from webhooks.models import CallbackEvent
 
 __all__ = ["receiver"]  # the fixture, shared with the end-to-end tests
 
@@ -180,7 +180,7 @@ def test_killed_workers_delay_orders_but_every_order_completes_with_each_effect_
         fault_worker,
         timeout=90,
     )
-    events = list(CallbackEvent.objects.order_by("order_id", "sequence"))
+    events = list(CallbackEvent.objects.order_by("subject", "sequence"))
     wait_for(
         "every callback to be delivered",
         lambda: {e["id"] for e in receiver.events()} >= {e.public_id for e in events},
@@ -214,7 +214,7 @@ def test_killed_workers_delay_orders_but_every_order_completes_with_each_effect_
             ChargeItem.objects.filter(charge__order=order, charge_type=ChargeType.SHIPPING).count()
             == shipments
         )
-        assert [e.event_type for e in events if e.order_id == order.id] == [
+        assert [e.event_type for e in events if e.subject == order.public_id] == [
             f"{TYPE}.status.details.downloadAssets#Complete",
             *[f"{TYPE}.shipments.shipment#Shipped"] * shipments,
             f"{TYPE}.status.stage.changed#Complete",

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from orders.models import Asset, Order, OrderItem, PipelineStep, Stage
 from orders.pipeline.retention import images_purge_expired
-from orders.tasks import purge_expired_images
+from orders.tasks import images_purge_expired_task
 from tests.orders.conftest import order_body
 
 pytestmark = pytest.mark.usefixtures("catalogue")
@@ -42,7 +42,7 @@ def test_files_go_thirty_days_after_submission(
     old, old_files = submitted_order(sandbox_api, days_ago=31)
     recent, recent_files = submitted_order(sandbox_api, days_ago=29)
 
-    assert purge_expired_images() == 1
+    assert images_purge_expired_task() == 1
 
     assert not any(default_storage.exists(name) for name in old_files)
     assert all(default_storage.exists(name) for name in recent_files)
@@ -50,7 +50,7 @@ def test_files_go_thirty_days_after_submission(
     assert shown["thumbnailUrl"] is None and shown["assets"][0]["thumbnailUrl"] is None
     assert Order.objects.get(id=old.id).files_deleted_at is not None
     assert Order.objects.get(id=recent.id).files_deleted_at is None
-    assert purge_expired_images() == 0
+    assert images_purge_expired_task() == 0
 
 
 def test_an_order_still_in_progress_keeps_its_files(
@@ -64,7 +64,7 @@ def test_an_order_still_in_progress_keeps_its_files(
         last_updated=timezone.now() - timedelta(days=40),
     )
 
-    assert purge_expired_images() == 0
+    assert images_purge_expired_task() == 0
     assert all(default_storage.exists(name) for name in files)
 
 
@@ -82,7 +82,7 @@ def test_an_order_ended_without_submission_loses_its_files_after_its_last_update
     Order.objects.filter(id=old.id).update(**ended, last_updated=now - timedelta(days=31))
     Order.objects.filter(id=recent.id).update(**ended, last_updated=now - timedelta(days=29))
 
-    assert purge_expired_images() == 1
+    assert images_purge_expired_task() == 1
 
     assert not any(default_storage.exists(name) for name in old_files)
     assert all(default_storage.exists(name) for name in recent_files)

@@ -1,0 +1,67 @@
+"""``GET /healthz``: the state of the database and the broker, without a key."""
+
+import logging
+
+from celery import current_app
+from django.db import connection
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.views import ApiView
+
+logger = logging.getLogger(__name__)
+
+
+def database_ok() -> bool:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            return cursor.fetchone() == (1,)
+    except Exception:
+        logger.warning("Health check: database unreachable", exc_info=True)
+        return False
+
+
+def broker_ok() -> bool:
+    try:
+        with current_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=0, timeout=2)
+            return True
+    except Exception:
+        logger.warning("Health check: broker unreachable", exc_info=True)
+        return False
+
+
+COMPONENT_STATES = ("ok", "down")
+
+
+class HealthOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "unavailable"])
+    database = serializers.ChoiceField(choices=COMPONENT_STATES)
+    broker = serializers.ChoiceField(choices=COMPONENT_STATES)
+    traceParent = serializers.CharField()
+
+
+class HealthView(ApiView):
+    authentication_classes = []
+    permission_classes = []
+    throttle_classes = []
+
+    @extend_schema(
+        tags=["Service"],
+        operation_id="healthz",
+        summary="Database and broker reachability (no key needed)",
+        responses={200: HealthOutput, 503: HealthOutput},
+    )
+    def get(self, request: Request) -> Response:
+        checks = {"database": database_ok(), "broker": broker_ok()}
+        healthy = all(checks.values())
+        return Response(
+            {
+                "status": "ok" if healthy else "unavailable",
+                **{name: "ok" if up else "down" for name, up in checks.items()},
+            },
+            status=200 if healthy else 503,
+        )

@@ -1,0 +1,62 @@
+"""The base of every ``/v4.0`` view and the fallbacks for unknown paths and server errors."""
+
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from api.envelope import error_response
+from api.parsers import JsonBodyParser
+from api.renderers import AlwaysJson
+
+
+class ApiView(APIView):
+    """JSON in, JSON out; a body must be declared ``application/json``.
+
+    ``body_required`` lists the methods whose request must carry a JSON body: for them a missing
+    Content-Type is ``InvalidContentType`` even when the body is empty.
+    """
+
+    content_negotiation_class = AlwaysJson
+    body_required: tuple[str, ...] = ("POST", "PUT", "PATCH")
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        content_type = request.content_type or ""
+        has_body = bool(request.META.get("CONTENT_LENGTH") not in (None, "", "0")) or bool(
+            request.META.get("HTTP_TRANSFER_ENCODING")
+        )
+        if (request.method in self.body_required or has_body) and not JsonBodyParser.accepts(
+            content_type
+        ):
+            raise exceptions.UnsupportedMediaType(content_type or "(none)")
+        super().initial(request, *args, **kwargs)
+
+
+def endpoint_does_not_exist(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    return error_response("EndpointDoesNotExist", 404, {"path": request.path})
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return error_response("EndpointDoesNotExist", 404, {"path": request.path})
+
+
+def server_error(request: HttpRequest) -> JsonResponse:
+    return error_response("InternalServerError", 500)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return error_response(
+        "ValidationFailed",
+        400,
+        {
+            "failures": {
+                "body": [{"code": "BadRequest", "description": "The request is malformed."}]
+            }
+        },
+    )
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return error_response("Unauthorized", 401, {"reason": "Not allowed."})

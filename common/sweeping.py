@@ -1,0 +1,39 @@
+"""What the periodic sweepers queue: due rows, each once per reason.
+
+The rows carry a ``swept_at`` time (when the sweeper last queued them), a due-time field and a
+``claimed_until``. Without the ``swept_at`` test every sweep would queue again the rows whose
+message is still waiting behind a backlog. Each row is queued at most once per reason (a new
+due time, an expired claim) and once per ``PIPELINE_CLAIM_SECONDS`` after that: a lost message
+delays a row, it never strands it.
+"""
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+
+def unswept_since_due(due_field: str) -> Q:
+    """Rows not queued since they became due (or since their claim was taken), and rows queued
+    longer than a claim period ago that are still waiting (their message is presumed lost)."""
+    presumed_lost = timezone.now() - timedelta(seconds=float(settings.PIPELINE_CLAIM_SECONDS))
+    return (
+        Q(swept_at__isnull=True)
+        | Q(swept_at__lt=F(due_field))
+        | Q(swept_at__lt=F("claimed_until"))
+        | Q(swept_at__lt=presumed_lost)
+    )
+
+
+def sweep_batch_mark(queryset: QuerySet[Any], *, due_field: str, batch: int) -> list[int]:
+    """The ids of up to ``batch`` due rows to queue, earliest first, marked as swept."""
+    ids = list(
+        queryset.filter(unswept_since_due(due_field))
+        .order_by(due_field)
+        .values_list("id", flat=True)[:batch]
+    )
+    if ids:
+        queryset.model.objects.filter(id__in=ids).update(swept_at=timezone.now())
+    return ids

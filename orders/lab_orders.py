@@ -1,0 +1,43 @@
+"""What a lab is sent for a shipment (the connectors' ``LabOrder``)."""
+
+from labs.connectors import LabOrder, LabOrderItem
+from orders.models import Shipment
+from orders.representation import file_url
+
+
+def lab_order(shipment: Shipment) -> LabOrder:
+    order = shipment.order
+    base_url = order.environment.base_url
+    return LabOrder(
+        shipment_id=shipment.public_id,
+        order_id=order.public_id,
+        lab_code=shipment.lab_code,
+        shipping_method=shipment.shipping_method,
+        recipient={
+            "name": order.recipient_name,
+            "email": order.recipient_email,
+            "phoneNumber": order.recipient_phone,
+            "address": {
+                "line1": order.address_line1,
+                "line2": order.address_line2,
+                "postalOrZipCode": order.address_postal_or_zip_code,
+                "countryCode": order.address_country_code,
+                "townOrCity": order.address_town_or_city,
+                "stateOrCounty": order.address_state_or_county,
+            },
+        },
+        items=tuple(
+            LabOrderItem(
+                item_id=item.public_id,
+                sku=item.sku,
+                copies=item.copies,
+                attributes=item.attributes,
+                files={
+                    a.print_area: file_url(a.print_file, base_url) or a.url
+                    for a in item.assets.all()
+                },
+            )
+            for item in shipment.items.all()
+        ),
+        reference=shipment.lab_order_reference,
+    )
