@@ -100,7 +100,7 @@ def render_once(args: tuple[str, str, int]) -> float:
     import django
 
     django.setup()
-    from orders.printready import render_print_ready
+    from orders.artwork.printready import render_print_ready
 
     started = time.perf_counter()
     render_print_ready(

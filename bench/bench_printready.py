@@ -61,7 +61,7 @@ def child(case: str, source: str, scratch: str) -> None:
     django.setup()
     import pyvips
 
-    from orders.printready import render_print_ready
+    from orders.artwork.printready import render_print_ready
 
     pyvips.cache_set_max(0)
     imports_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

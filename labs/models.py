@@ -10,10 +10,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-from labs.geography import validate_country_code, validate_country_codes, validate_currency_code
+from common.countries import validate_country_code, validate_country_codes, validate_currency_code
+from common.shipping import ShippingMethod
+from labs.capabilities import CAPABILITIES
 from products.models import Product
-
-CAPABILITIES = ("cancel", "hold", "unhold", "updateAddress", "updateShippingMethod")
 
 
 def _money_field() -> models.DecimalField:
@@ -21,14 +21,6 @@ def _money_field() -> models.DecimalField:
     return models.DecimalField(
         max_digits=10, decimal_places=2, validators=[MinValueValidator(Decimal("0"))]
     )
-
-
-class ShippingMethod(models.TextChoices):
-    BUDGET = "Budget"
-    STANDARD = "Standard"
-    STANDARD_PLUS = "StandardPlus"
-    EXPRESS = "Express"
-    OVERNIGHT = "Overnight"
 
 
 class Connector(models.TextChoices):

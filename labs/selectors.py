@@ -1,6 +1,6 @@
 """Reads of labs, their products, shipping rates and exchange rates."""
 
-from labs.geography import COUNTRY_CODES
+from common.countries import COUNTRY_CODES
 from labs.models import ExchangeRate, Lab, ShippingRate
 from products.models import Product
 

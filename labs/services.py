@@ -4,8 +4,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.db import transaction
 
+from labs import demo_catalogue as demo
 from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
-from products import demo_catalogue as demo
 from products.models import Category, Paper, PrintArea, Product, ProductAttribute, Variant
 
 
@@ -73,7 +73,7 @@ def _demo_unit_cost(
 
 @transaction.atomic
 def demo_catalogue_load() -> dict[str, int]:
-    """Create or update the demo catalogue (``products.demo_catalogue``); safe to re-run.
+    """Create or update the demo catalogue (``labs.demo_catalogue``); safe to re-run.
 
     Rows the demo defines are brought back to the demo's values; rows it does not define
     (added by staff) are left alone, except attributes, print areas, variants and shipping

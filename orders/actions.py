@@ -19,6 +19,7 @@ from labs.allocation import methods_available
 from labs.connectors import LabResult, connector_for
 from orders.charges import refund_write
 from orders.events import order_stage_changed, shipment_changed
+from orders.issues import SHIPMENT_NOT_AVAILABLE, SHIPMENT_UPDATE_FAILED
 from orders.lab_orders import lab_order
 from orders.models import (
     Charge,
@@ -30,7 +31,7 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
-from orders.pipeline.allocate import allocate, order_basket
+from orders.pipeline.steps.allocate import allocate, order_basket
 
 OPEN_STAGES = (Stage.ON_HOLD, Stage.IN_PROGRESS)
 
@@ -135,7 +136,7 @@ def order_cancel(*, order: Order) -> ActionResult:
             ShipmentResult(
                 shipment.public_id,
                 outcome.successful,
-                None if outcome.successful else "order.shipments.updateFailed",
+                None if outcome.successful else SHIPMENT_UPDATE_FAILED,
                 outcome.message or None,
             )
         )
@@ -170,7 +171,7 @@ def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentR
                 ShipmentResult(
                     shipment.public_id,
                     False,
-                    "order.shipments.updateFailed",
+                    SHIPMENT_UPDATE_FAILED,
                     "The shipment is being submitted to its lab; try again in a moment.",
                 )
             )
@@ -178,7 +179,7 @@ def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentR
         if not _changeable(shipment):
             results.append(
                 ShipmentResult(
-                    shipment.public_id, False, "order.shipments.notAvailable",
+                    shipment.public_id, False, SHIPMENT_NOT_AVAILABLE,
                     "The shipment is already in production or shipped.",
                 )
             )  # fmt: skip
@@ -192,7 +193,7 @@ def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentR
             ShipmentResult(
                 shipment.public_id,
                 outcome.successful,
-                None if outcome.successful else "order.shipments.updateFailed",
+                None if outcome.successful else SHIPMENT_UPDATE_FAILED,
                 outcome.message or None,
             )
         )

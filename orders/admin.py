@@ -23,8 +23,8 @@ from orders.models import (
     Shipment,
 )
 from orders.pipeline.claims import ACTIVE_STEPS
-from orders.pipeline.runner import order_submit_now
 from orders.pipeline.scheduling import order_enqueue_on_commit
+from orders.pipeline.state_machine import order_submit_now
 
 
 class ReadOnlyInline(admin.TabularInline):

@@ -13,6 +13,7 @@ from django.utils import timezone
 from common.errors import ValidationFailed
 from labs.allocation import BasketItem, Infeasible, UnknownCurrency, plan_basket
 from merchants.models import Environment, PauseMode
+from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
     Asset,
     Order,
@@ -30,8 +31,6 @@ from products.validation import (
     item_failures,
     item_page_count,
 )
-
-ITEM_UNAVAILABLE = "order.items.ItemUnavailable"
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from django.utils import timezone
 
 from common.sweeping import sweep_batch_mark
 from orders.models import Order
-from orders.pipeline.claims import claimable
+from orders.pipeline.claims import orders_due_unclaimed
 from orders.pipeline.retention import images_purge_expired
-from orders.pipeline.runner import order_advance
+from orders.pipeline.state_machine import order_advance
 
 SWEEP_BATCH = 500
 # A follow-up due this soon is queued directly; later ones wait for the sweeper.
@@ -37,7 +37,9 @@ def orders_sweep_task() -> int:
 
     This is what makes a lost message, a killed worker or a restarted broker harmless.
     """
-    ids = sweep_batch_mark(Order.objects.filter(claimable()), due_field="due_at", batch=SWEEP_BATCH)
+    ids = sweep_batch_mark(
+        Order.objects.filter(orders_due_unclaimed()), due_field="due_at", batch=SWEEP_BATCH
+    )
     for order_id in ids:
         order_advance_task.delay(order_id)
     return len(ids)

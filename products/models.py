@@ -158,7 +158,7 @@ class Variant(models.Model):
 
     ``print_area_sizes`` is ``{"default": {"horizontalResolution": 3000, "verticalResolution":
     3000}}``. Where a variant ships to is not stored: it follows from the labs that make the
-    product (see ``products.selectors.product_ships_to``).
+    product (see ``labs.selectors.countries_reached``).
     """
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="variants")

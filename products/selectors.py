@@ -31,13 +31,6 @@ def products_by_sku(*, skus: Iterable[str]) -> dict[str, Product]:
     return {p.sku: p for p in _products().filter(sku__in=wanted)}
 
 
-def product_ships_to(*, product: Product) -> list[str]:
-    """Countries some lab that makes the product delivers to by at least one method."""
-    from labs.selectors import countries_reached
-
-    return countries_reached(product=product)
-
-
 def spine_width_mm(*, product: Product, pages: int) -> Decimal:
     """Spine width of a book with ``pages`` pages: boards plus paper, to 0.01 mm (half up).
 

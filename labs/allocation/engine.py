@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.db.models import Q
 
-from labs.allocation.money import convert, tax_of, to_cents
+from common.money import convert, tax_of, to_cents
 from labs.allocation.optimiser import cheapest_assignment
 from labs.allocation.types import (
     AllocationPlan,

@@ -1,7 +1,7 @@
 """Lab connectors: one interface to every production lab (see ``base.LabConnector``)."""
 
+from labs.capabilities import CAPABILITIES
 from labs.connectors.base import (
-    CAPABILITIES,
     LabConnector,
     LabOrder,
     LabOrderItem,

@@ -6,8 +6,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-CAPABILITIES = ("cancel", "hold", "unhold", "updateAddress", "updateShippingMethod")
-
 
 @dataclass(frozen=True)
 class LabOrderItem:

@@ -5,7 +5,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from labs.connectors.base import CAPABILITIES, LabConnector, LabOrder, LabProgress, LabResult
+from labs.capabilities import CAPABILITIES
+from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
 from labs.connectors.simulator import SimulatorConnector
 from labs.models import Connector, Lab
 

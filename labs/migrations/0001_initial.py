@@ -2,7 +2,7 @@
 
 import django.core.validators
 import django.db.models.deletion
-import labs.geography
+import common.countries
 import labs.models
 from decimal import Decimal
 from django.db import migrations, models
@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
             name='ExchangeRate',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('currency', models.CharField(max_length=3, unique=True, validators=[labs.geography.validate_currency_code])),
+                ('currency', models.CharField(max_length=3, unique=True, validators=[common.countries.validate_currency_code])),
                 ('units_per_base', models.DecimalField(decimal_places=6, max_digits=14, validators=[django.core.validators.MinValueValidator(Decimal('0.000001'))])),
                 ('updated', models.DateTimeField(auto_now=True)),
             ],
@@ -35,8 +35,8 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('code', models.CharField(max_length=16, unique=True, validators=[django.core.validators.RegexValidator('^[a-z]{2}[0-9]+$', 'Two letters and digits, e.g. gb1.')])),
                 ('name', models.CharField(max_length=120)),
-                ('country_code', models.CharField(max_length=2, validators=[labs.geography.validate_country_code])),
-                ('currency', models.CharField(max_length=3, validators=[labs.geography.validate_currency_code])),
+                ('country_code', models.CharField(max_length=2, validators=[common.countries.validate_country_code])),
+                ('currency', models.CharField(max_length=3, validators=[common.countries.validate_currency_code])),
                 ('connector', models.CharField(choices=[('simulator', 'Built-in simulator'), ('siteflow', 'Site Flow over HTTP')], max_length=12)),
                 ('capabilities', models.JSONField(blank=True, default=list, help_text="('cancel', 'hold', 'unhold', 'updateAddress', 'updateShippingMethod')", validators=[labs.models.validate_capabilities])),
                 ('simulator_failure_share', models.DecimalField(decimal_places=3, default=Decimal('0'), max_digits=4, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('1'))])),
@@ -53,7 +53,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('code', models.CharField(max_length=20, unique=True)),
                 ('name', models.CharField(max_length=120)),
-                ('countries', models.JSONField(blank=True, default=list, validators=[labs.geography.validate_country_codes])),
+                ('countries', models.JSONField(blank=True, default=list, validators=[common.countries.validate_country_codes])),
                 ('rest_of_world', models.BooleanField(default=False)),
             ],
             options={
@@ -64,7 +64,7 @@ class Migration(migrations.Migration):
             name='TaxRule',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('country_code', models.CharField(max_length=2, unique=True, validators=[labs.geography.validate_country_code])),
+                ('country_code', models.CharField(max_length=2, unique=True, validators=[common.countries.validate_country_code])),
                 ('name', models.CharField(default='VAT', max_length=40)),
                 ('rate', models.DecimalField(decimal_places=4, max_digits=5, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('1'))])),
                 ('applies_to_shipping', models.BooleanField(default=True)),
@@ -92,7 +92,7 @@ class Migration(migrations.Migration):
             name='ShippingRate',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('country_code', models.CharField(blank=True, help_text='Or a zone.', max_length=2, validators=[labs.geography.validate_country_code])),
+                ('country_code', models.CharField(blank=True, help_text='Or a zone.', max_length=2, validators=[common.countries.validate_country_code])),
                 ('method', models.CharField(choices=[('Budget', 'Budget'), ('Standard', 'Standard'), ('StandardPlus', 'Standard Plus'), ('Express', 'Express'), ('Overnight', 'Overnight')], max_length=12)),
                 ('price', models.DecimalField(decimal_places=2, max_digits=10, validators=[django.core.validators.MinValueValidator(Decimal('0'))])),
                 ('carrier_name', models.CharField(max_length=60)),

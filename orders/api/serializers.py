@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from api.serializers import StrictSerializer
-from labs.geography import is_country_code
+from common.countries import is_country_code
 from orders.models import ShippingMethod, Sizing
 
 METADATA_MAX_CHARACTERS = 2000

@@ -9,15 +9,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from common.ids import PREFIXES, format_id, new_id
+from common.shipping import ShippingMethod
 from merchants.models import Environment
-
-
-class ShippingMethod(models.TextChoices):
-    BUDGET = "Budget"
-    STANDARD = "Standard"
-    STANDARD_PLUS = "StandardPlus"
-    EXPRESS = "Express"
-    OVERNIGHT = "Overnight"
 
 
 class Sizing(models.TextChoices):

@@ -28,7 +28,7 @@ class ClaimLost(Exception):
     """Another worker took the order over (our claim expired); our changes must roll back."""
 
 
-def claimable() -> Q:
+def orders_due_unclaimed() -> Q:
     now = timezone.now()
     return Q(pipeline_step__in=ACTIVE_STEPS, due_at__lte=now) & (
         Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
@@ -38,7 +38,7 @@ def claimable() -> Q:
 def order_claim(*, order_id: int) -> Order | None:
     """The order, claimed for its current step, or None if it is not due or owned elsewhere."""
     until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
-    if not Order.objects.filter(claimable(), id=order_id).update(claimed_until=until):
+    if not Order.objects.filter(orders_due_unclaimed(), id=order_id).update(claimed_until=until):
         return None
     return Order.objects.select_related("environment__merchant").get(id=order_id)
 

@@ -5,8 +5,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.views import ApiView
+from common.countries import is_country_code
 from common.errors import EntityNotFound, ValidationFailed
-from labs.geography import is_country_code
+from labs.selectors import countries_reached
 from products.api.serializers import (
     ProductDetailsSerializer,
     ProductResponseSerializer,
@@ -14,11 +15,11 @@ from products.api.serializers import (
     SpineResponseSerializer,
 )
 from products.models import Product
-from products.selectors import product_get, product_ships_to, spine_width_mm
+from products.selectors import product_get, spine_width_mm
 
 
 def _product_details(product: Product) -> dict[str, Any]:
-    ships_to = product_ships_to(product=product)
+    ships_to = countries_reached(product=product)
     return {
         "sku": product.sku,
         "description": product.description,

@@ -3,8 +3,8 @@ from typing import Any
 from rest_framework import serializers
 
 from api.serializers import StrictSerializer
+from common.countries import is_country_code
 from labs.allocation import METHODS, canonical_method
-from labs.geography import is_country_code
 from labs.selectors import currencies_supported
 
 

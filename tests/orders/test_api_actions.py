@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from labs.models import Lab
 from orders.models import Charge, ChargeType, Order, Shipment, ShipmentStatus, Stage
-from orders.pipeline.allocate import allocate
+from orders.pipeline.steps.allocate import allocate
 from tests.orders.conftest import book_item, order_body
 from webhooks.models import CallbackEvent
 

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from merchants.services import CreatedMerchant
 from orders.models import Order, Stage
-from orders.pipeline.allocate import allocate
+from orders.pipeline.steps.allocate import allocate
 from tests.orders.conftest import order_body
 
 pytestmark = pytest.mark.usefixtures("catalogue")

@@ -8,7 +8,7 @@ import pytest
 import pyvips
 from pypdf import PdfWriter
 
-from orders.assetfiles import (
+from orders.artwork.files import (
     AssetFileError,
     AssetFileInfo,
     AssetFormat,

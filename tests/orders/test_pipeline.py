@@ -56,9 +56,9 @@ from orders.models import (
     Stage,
 )
 from orders.pipeline.claims import ClaimLost, order_claim
-from orders.pipeline.download import download_assets
-from orders.pipeline.produce import shipment_submission_record
-from orders.pipeline.runner import order_advance, order_submit_now
+from orders.pipeline.state_machine import order_advance, order_submit_now
+from orders.pipeline.steps.download import download_assets
+from orders.pipeline.steps.produce import shipment_submission_record
 from orders.tasks import orders_sweep_task
 from tests.orders.conftest import order_body
 from webhooks.models import CallbackEvent, CallbackState

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import pyvips
 
-from orders.printready import (
+from orders.artwork.printready import (
     PrintReadyError,
     PrintReadyResult,
     image_size,

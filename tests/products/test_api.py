@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
-from labs.geography import COUNTRY_CODES
+from common.countries import COUNTRY_CODES
 from tests.labs.factories import (
     LabFactory,
     LabProductFactory,

@@ -10,11 +10,10 @@ from django.utils import timezone
 from labs.connectors import LabConnector, connector_for
 from orders.charges import refund_write
 from orders.events import shipment_changed
+from orders.issues import SUBMISSION_FAILED
 from orders.lab_orders import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
 from orders.pipeline.claims import ClaimLost, order_claim_renew
-
-SUBMISSION_FAILED = "order.shipments.SubmissionFailed"
 
 
 def _active(order: Order) -> list[Shipment]:

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from labs.allocation import AllocationPlan, BasketItem, Infeasible, plan_basket
 from orders.charges import charges_write
-from orders.creation import ITEM_UNAVAILABLE
+from orders.issues import ITEM_UNAVAILABLE
 from orders.models import ItemAvailability, Order, OrderIssue, OrderItem, Shipment
 from products.validation import item_page_count
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import product as cartesian
 
+from labs.capabilities import CAPABILITIES
 from products.models import Category
 
 MM_PER_INCH = Decimal("25.4")
@@ -196,8 +197,6 @@ CATEGORY_PRICES = {
     Category.GREETING_CARD: (Decimal("0.90"), Decimal("2.00")),
 }
 
-ALL_CAPABILITIES = ["cancel", "hold", "unhold", "updateAddress", "updateShippingMethod"]
-
 
 @dataclass(frozen=True)
 class LabSpec:
@@ -207,7 +206,7 @@ class LabSpec:
     currency: str
     categories: tuple[str, ...]
     price_index: Decimal
-    capabilities: list[str] = field(default_factory=lambda: list(ALL_CAPABILITIES))
+    capabilities: list[str] = field(default_factory=lambda: list(CAPABILITIES))
     # (destination country or zone code, method, price in lab currency, carrier, service,
     #  min days, max days)
     rates: tuple[tuple[str, str, str, str, str, int, int], ...] = ()

@@ -1,8 +1,27 @@
-"""Advance an order by one step: claim it, do the step, record the next step and due time.
+"""The fulfilment state machine: claim an order, run its due step, record the next step.
+
+The state is ``Order.pipeline_step`` with a due time (``due_at``) and a claim
+(``claimed_until``); each step below is one function, and these are every move it makes::
+
+    Held        --window over or submitted now--> Download       (stage OnHold -> InProgress)
+    Download    --all assets stored-------------> Allocate       (downloadAssets Complete)
+                --an asset still retrying-------> Download later
+                --an asset failed 10 times------> Failed         (downloadAssets Error)
+    Allocate    --a plan, shipments, charges----> Prepare
+                --out of stock at every lab-----> Allocate later (ItemUnavailable issues)
+                --no lab can make it------------> Failed         (allocate... Error)
+    Prepare     --every print file rendered-----> Submit
+                --a file cannot be rendered-----> Failed         (printReady... Error)
+    Submit      --every shipment accepted-------> Production
+                --a lab refused for now---------> Submit later
+                --refused for good--------------> Production (kept shipments) or Failed
+    Production  --every shipment shipped--------> Done           (stage Complete)
+                --some shipped------------------> Production later (shipping InProgress)
+    (any active step) --cancel action-----------> Cancelled     (``orders.actions``)
 
 Every step is idempotent: it skips work already done (assets downloaded, shipments created,
 shipments submitted), and its final writes and the callback event it causes commit together
-with the move to the next step.
+with the move to the next step. The steps' work is in ``orders.pipeline.steps``.
 """
 
 import logging
@@ -14,17 +33,17 @@ from django.utils import timezone
 
 from orders.events import downloads_complete, order_stage_changed, shipment_changed
 from orders.models import DetailState, Order, PipelineStep, Stage
-from orders.pipeline.allocate import allocate, allocation_retry_at
 from orders.pipeline.claims import ClaimLost, order_claim, order_claim_renew, order_move_on
-from orders.pipeline.download import download_assets
-from orders.pipeline.prepare import prepare_assets
-from orders.pipeline.produce import (
+from orders.pipeline.scheduling import order_enqueue_on_commit
+from orders.pipeline.steps.allocate import allocate, allocation_retry_at
+from orders.pipeline.steps.download import download_assets
+from orders.pipeline.steps.prepare import prepare_assets
+from orders.pipeline.steps.produce import (
     submission_failure_record,
     submit_shipments,
     submitted_shipments_withdraw,
     track_shipments,
 )
-from orders.pipeline.scheduling import order_enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 ERROR_RETRY = timedelta(seconds=60)

@@ -19,15 +19,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.http import DownloadedFile, OutboundError, OutboundRefused, download_to_file
-from orders.assetfiles import AssetFileError, AssetFileInfo, check_md5, inspect_asset_file
+from orders.artwork.files import AssetFileError, AssetFileInfo, check_md5, inspect_asset_file
+from orders.issues import ASSET_FAILED_TO_DOWNLOAD, ASSET_NOT_DOWNLOADED
 from orders.models import Asset, AssetStatus, DetailState, ItemStatus, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
 from products.selectors import product_get
 
 logger = logging.getLogger(__name__)
-
-NOT_DOWNLOADED = "order.items.assets.NotDownloaded"
-FAILED_TO_DOWNLOAD = "order.items.assets.FailedToDownloaded"
 
 
 @dataclass(frozen=True)
@@ -161,14 +159,14 @@ def _record_attempt(order: Order, asset: Asset, fetched: Fetched, now: datetime)
             asset.status = AssetStatus.ERROR
             asset.next_attempt_at = None
             _issue(
-                order, asset, FAILED_TO_DOWNLOAD,
+                order, asset, ASSET_FAILED_TO_DOWNLOAD,
                 f"Asset {asset.public_id} ({asset.url}) could not be downloaded after "
                 f"{attempts} attempt(s): {fetched.error}",
             )  # fmt: skip
         else:
             asset.next_attempt_at = now + retry_delay(attempts)
             _issue(
-                order, asset, NOT_DOWNLOADED,
+                order, asset, ASSET_NOT_DOWNLOADED,
                 f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
                 f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
             )  # fmt: skip

@@ -28,7 +28,7 @@ import pyvips
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-from orders.assetfiles import IMAGE_FORMATS, sniff_format
+from orders.artwork.files import IMAGE_FORMATS, sniff_format
 
 FILL = "fillPrintArea"
 FIT = "fitPrintArea"

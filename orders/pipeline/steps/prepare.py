@@ -12,13 +12,12 @@ from pathlib import Path
 
 from django.core.files.storage import default_storage
 
+from orders.artwork.printready import PrintReadyError, render_print_ready
+from orders.issues import PRINT_READY_FAILED
 from orders.models import Asset, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
-from orders.printready import PrintReadyError, render_print_ready
 from products.selectors import product_get
 from products.validation import DEFAULT_PRINT_AREA, resolve_attributes
-
-PRINT_READY_FAILED = "order.items.assets.PrintReadyFailed"
 
 
 @contextlib.contextmanager

@@ -1,0 +1,15 @@
+"""Every code an order can carry on ``status.issues`` or in a shipment update result.
+
+One vocabulary: the pipeline, creation and actions use these names, never their own strings.
+"""
+
+# Order issues (``status.issues[].errorCode``).
+ITEM_UNAVAILABLE = "order.items.ItemUnavailable"
+ASSET_NOT_DOWNLOADED = "order.items.assets.NotDownloaded"
+ASSET_FAILED_TO_DOWNLOAD = "order.items.assets.FailedToDownloaded"
+PRINT_READY_FAILED = "order.items.assets.PrintReadyFailed"
+SUBMISSION_FAILED = "order.shipments.SubmissionFailed"
+
+# Shipment update results of the order actions (``shipmentUpdateResults[].errorCode``).
+SHIPMENT_UPDATE_FAILED = "order.shipments.updateFailed"
+SHIPMENT_NOT_AVAILABLE = "order.shipments.notAvailable"
