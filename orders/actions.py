@@ -31,7 +31,7 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
-from orders.pipeline.steps.allocate import allocate, order_basket
+from orders.pipeline.steps.allocate import order_allocate, order_basket
 
 OPEN_STAGES = (Stage.ON_HOLD, Stage.IN_PROGRESS)
 
@@ -240,7 +240,7 @@ def _replan(order: Order, *, path: str) -> tuple[ShipmentResult, ...]:
     ).delete()
     OrderItem.objects.filter(order=order).update(shipment=None)
     Shipment.objects.filter(order=order).delete()
-    if not allocate(order=order):
+    if not order_allocate(order=order):
         raise ValidationFailed.single(
             path, "ItemUnavailable", "No lab can make and deliver every item of the order so."
         )

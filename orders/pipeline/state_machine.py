@@ -35,14 +35,14 @@ from orders.events import downloads_complete, order_stage_changed, shipment_chan
 from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.pipeline.claims import ClaimLost, order_claim, order_claim_renew, order_move_on
 from orders.pipeline.scheduling import order_enqueue_on_commit
-from orders.pipeline.steps.allocate import allocate, allocation_retry_at
-from orders.pipeline.steps.download import download_assets
-from orders.pipeline.steps.prepare import prepare_assets
+from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate
+from orders.pipeline.steps.download import order_assets_download
+from orders.pipeline.steps.prepare import order_assets_prepare
 from orders.pipeline.steps.produce import (
+    order_shipments_submit,
+    order_shipments_track,
     submission_failure_record,
-    submit_shipments,
     submitted_shipments_withdraw,
-    track_shipments,
 )
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def _release_hold(order: Order) -> None:
 
 def _download(order: Order) -> None:
     _mark(order, download_assets=DetailState.IN_PROGRESS)
-    state, next_at = download_assets(order=order)
+    state, next_at = order_assets_download(order=order)
     with transaction.atomic():
         if state == DetailState.IN_PROGRESS:
             order_move_on(order=order, step=PipelineStep.DOWNLOAD, due_at=next_at)
@@ -101,7 +101,7 @@ def _download(order: Order) -> None:
 def _allocate(order: Order) -> None:
     _mark(order, allocate_production_location=DetailState.IN_PROGRESS)
     with transaction.atomic():
-        allocated = allocate(order=order)
+        allocated = order_allocate(order=order)
         if allocated is None:  # out of stock everywhere for now: wait, and try again
             retry_at = allocation_retry_at(order=order, now=timezone.now())
             order_move_on(order=order, step=PipelineStep.ALLOCATE, due_at=retry_at)
@@ -116,7 +116,7 @@ def _allocate(order: Order) -> None:
 
 def _prepare(order: Order) -> None:
     _mark(order, print_ready_assets_prepared=DetailState.IN_PROGRESS)
-    ok = prepare_assets(order=order)
+    ok = order_assets_prepare(order=order)
     with transaction.atomic():
         _step_finished(
             order, detail="print_ready_assets_prepared", ok=ok, next_step=PipelineStep.SUBMIT
@@ -125,7 +125,7 @@ def _prepare(order: Order) -> None:
 
 def _submit(order: Order) -> None:
     _mark(order, in_production=DetailState.IN_PROGRESS)
-    submitted, retry_at = submit_shipments(order=order)
+    submitted, retry_at = order_shipments_submit(order=order)
     if submitted is False:
         # Refused for good: the shipments already at other labs are withdrawn, not abandoned.
         cancelled, kept = submitted_shipments_withdraw(order=order)
@@ -158,7 +158,7 @@ def _submit(order: Order) -> None:
 
 def _produce(order: Order) -> None:
     with transaction.atomic():
-        any_shipped, all_shipped, next_check, shipped_now = track_shipments(order=order)
+        any_shipped, all_shipped, next_check, shipped_now = order_shipments_track(order=order)
         if shipped_now:
             # The Shipped events show the order as shipping (recorded after this move).
             _mark(order, shipping=DetailState.IN_PROGRESS)

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from labs.models import Lab
 from orders.models import Charge, ChargeType, Order, Shipment, ShipmentStatus, Stage
-from orders.pipeline.steps.allocate import allocate
+from orders.pipeline.steps.allocate import order_allocate
 from tests.orders.conftest import book_item, order_body
 from webhooks.models import CallbackEvent
 
@@ -27,7 +27,7 @@ def create(api: APIClient, **changes: Any) -> Order:
 def allocated(api: APIClient, **changes: Any) -> Order:
     order = create(api, **changes)
     with transaction.atomic():
-        assert allocate(order=order)
+        assert order_allocate(order=order)
     return order
 
 

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from merchants.services import CreatedMerchant
 from orders.models import Order, Stage
-from orders.pipeline.steps.allocate import allocate
+from orders.pipeline.steps.allocate import order_allocate
 from tests.orders.conftest import order_body
 
 pytestmark = pytest.mark.usefixtures("catalogue")
@@ -202,7 +202,7 @@ def test_a_page_costs_the_same_number_of_queries_whatever_its_size(
         body["items"].append(dict(body["items"][0], copies=1))
         order_id = create(sandbox_api, items=body["items"])
         with transaction.atomic():
-            assert allocate(order=Order.objects.get(id=int(order_id.removeprefix("ord_"))))
+            assert order_allocate(order=Order.objects.get(id=int(order_id.removeprefix("ord_"))))
     sandbox_api.get("/v4.0/orders?top=1")  # the key's last-used time is written once a minute
 
     with django_assert_num_queries(8) as small:

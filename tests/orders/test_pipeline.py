@@ -57,7 +57,7 @@ from orders.models import (
 )
 from orders.pipeline.claims import ClaimLost, order_claim
 from orders.pipeline.state_machine import order_advance, order_submit_now
-from orders.pipeline.steps.download import download_assets
+from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.produce import shipment_submission_record
 from orders.tasks import orders_sweep_task
 from tests.orders.conftest import order_body
@@ -846,7 +846,7 @@ def test_a_worker_whose_claim_was_taken_over_records_nothing(
     Order.objects.filter(id=stale.id).update(claimed_until=timezone.now() + timedelta(minutes=5))
 
     with pytest.raises(ClaimLost):
-        download_assets(order=stale)
+        order_assets_download(order=stale)
 
     asset = Asset.objects.get(item__order_id=stale.id)
     assert (asset.status, asset.download_attempts, asset.source_file) == ("InProgress", 0, "")

@@ -42,7 +42,7 @@ def order_plan(order: Order) -> AllocationPlan:
 TEMPORARILY_UNAVAILABLE = "TemporarilyUnavailable"
 
 
-def allocate(*, order: Order) -> bool | None:
+def order_allocate(*, order: Order) -> bool | None:
     """Create shipments and charges (inside the caller's transaction).
 
     True when allocated; None when every failure is ``TemporarilyUnavailable`` (out of stock at

@@ -107,7 +107,7 @@ def _pending(order: Order, now: datetime) -> list[Asset]:
     )
 
 
-def download_assets(*, order: Order) -> tuple[str, datetime | None]:
+def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
     """Attempt every due asset once; return the order's detail state and when to look again.
 
     The detail state is Complete when every asset is downloaded, Error when one has failed

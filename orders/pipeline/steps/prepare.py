@@ -50,7 +50,7 @@ def target_size(item: OrderItem, print_area: str) -> tuple[int, int] | None:
     return None
 
 
-def prepare_assets(*, order: Order) -> bool:
+def order_assets_prepare(*, order: Order) -> bool:
     """Render what is not rendered yet; False (with an issue) when an image cannot be used."""
     ok = True
     assets = (

@@ -25,7 +25,7 @@ def _active(order: Order) -> list[Shipment]:
     )
 
 
-def submit_shipments(*, order: Order) -> tuple[bool | None, datetime | None]:
+def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | None]:
     """Submit every shipment not yet submitted.
 
     Returns (True, None) when all are submitted, (None, retry time) while a lab refuses and
@@ -120,7 +120,7 @@ def shipment_submission_record(
         raise  # otherwise the worker that took over submits again (same id) and records it
 
 
-def track_shipments(*, order: Order) -> tuple[bool, bool, datetime | None, list[Shipment]]:
+def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None, list[Shipment]]:
     """Ask each lab where its shipment stands; record production and dispatch (inside the
     caller's transaction).
 
