@@ -24,13 +24,16 @@ from orders.models import (
 )
 from products.models import Product
 from products.selectors import products_by_sku
-from products.validation import (
-    DEFAULT_PRINT_AREA,
-    canonical_attributes,
-    canonical_print_area,
-    item_failures,
-    item_page_count,
-)
+from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, basket_validate
+
+
+@dataclass(frozen=True)
+class ValidatedOrder:
+    """An order body that can be accepted: its items in canonical form, as validation found
+    them, and per item index the reasons an item cannot be made right now."""
+
+    items: list[ValidatedItem]
+    unavailable: dict[str, list[str]]
 
 
 @dataclass(frozen=True)
@@ -52,12 +55,6 @@ def request_fingerprint(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _item_page_count(assets: list[dict[str, Any]]) -> int | None:
-    return item_page_count(
-        (a.get("printArea") or DEFAULT_PRINT_AREA, a.get("pageCount")) for a in assets
-    )
-
-
 def _add(failures: dict[str, list[tuple[str, str]]], path: str, code: str, text: str) -> None:
     failures.setdefault(path, []).append((code, text))
 
@@ -69,41 +66,40 @@ def order_products(*, data: Mapping[str, Any]) -> dict[str, Product]:
 
 def order_validate(
     *, data: Mapping[str, Any], currency: str, products: Mapping[str, Product] | None = None
-) -> dict[str, list[str]]:
+) -> ValidatedOrder:
     """Check a shape-valid order body against the catalogue and the labs.
 
-    Raises ``ValidationFailed`` with every failure at once. Returns, per item index, the
-    descriptions of items that are valid but cannot be made right now (``ItemUnavailable``).
+    Raises ``ValidationFailed`` with every failure at once. Returns the items in canonical form
+    (what ``order_create`` stores) and, per item index, the descriptions of items that are
+    valid but cannot be made right now (``ItemUnavailable``).
     """
     if products is None:
         products = order_products(data=data)
-    failures: dict[str, list[tuple[str, str]]] = {}
-    basket: list[BasketItem] = []
-    for index, item in enumerate(data["items"]):
-        path = f"items[{index}]"
-        assets = item["assets"]
-        for key, found in item_failures(
-            sku=item["sku"],
-            attributes=item.get("attributes") or {},
-            print_areas=[a.get("printArea") or DEFAULT_PRINT_AREA for a in assets],
-            page_count=_item_page_count(assets),
-            path=path,
-            require_page_count=True,
-            product=products.get(item["sku"].strip().upper()),
-        ).items():
-            failures.setdefault(key, []).extend(found)
-        basket.append(
-            BasketItem(
-                key=str(index),
+    items = basket_validate(
+        items=[
+            ItemInput(
                 sku=item["sku"],
-                attributes=item.get("attributes") or {},
                 copies=item["copies"],
-                pages=_item_page_count(assets),
+                attributes=item.get("attributes") or {},
+                print_areas=[a.get("printArea") or DEFAULT_PRINT_AREA for a in item["assets"]],
+                page_counts=[a.get("pageCount") for a in item["assets"]],
             )
+            for item in data["items"]
+        ],
+        require_page_count=True,
+        products=products,
+    )
+    basket = [
+        BasketItem(
+            key=item.key,
+            sku=item.sku,
+            attributes=item.attributes,
+            copies=item.copies,
+            pages=item.page_count,
         )
-    if failures:
-        raise ValidationFailed(failures)
-
+        for item in items
+    ]
+    failures: dict[str, list[tuple[str, str]]] = {}
     unavailable: dict[str, list[str]] = {}
     try:
         plan_basket(
@@ -140,7 +136,7 @@ def order_validate(
                     _add(failures, f"items[{key}]", failure.code, failure.description)
     if failures:
         raise ValidationFailed(failures)
-    return unavailable
+    return ValidatedOrder(items=items, unavailable=unavailable)
 
 
 def _hold(environment: Environment) -> tuple[bool, Any]:
@@ -175,16 +171,10 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
         and Order.objects.filter(environment=environment, idempotency_key=key).exists()
     ):
         return _existing(environment, key, fingerprint)
-    products = order_products(data=data)
-    currency = environment.merchant.billing_currency
-    unavailable = order_validate(data=data, currency=currency, products=products)
+    validated = order_validate(data=data, currency=environment.merchant.billing_currency)
     try:
         order = _store(
-            environment=environment,
-            data=data,
-            products=products,
-            fingerprint=fingerprint,
-            unavailable=unavailable,
+            environment=environment, data=data, validated=validated, fingerprint=fingerprint
         )
     except IntegrityError:
         if key is None:
@@ -192,7 +182,7 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
         return _existing(environment, key, fingerprint)
     if order.stage == Stage.ON_HOLD:
         return CreateResult("OnHold", order)
-    return CreateResult("CreatedWithIssues" if unavailable else "Created", order)
+    return CreateResult("CreatedWithIssues" if validated.unavailable else "Created", order)
 
 
 @transaction.atomic
@@ -200,9 +190,8 @@ def _store(
     *,
     environment: Environment,
     data: Mapping[str, Any],
-    products: Mapping[str, Product],
+    validated: ValidatedOrder,
     fingerprint: str,
-    unavailable: dict[str, list[str]],
 ) -> Order:
     from orders.pipeline.scheduling import order_enqueue_on_commit
 
@@ -243,19 +232,16 @@ def _store(
     )
     items: list[OrderItem] = []
     assets: list[Asset] = []
-    for index, item in enumerate(data["items"]):
-        product = products[item["sku"].strip().upper()]
+    for index, (item, valid) in enumerate(zip(data["items"], validated.items, strict=True)):
         order_item = OrderItem(
             order=order,
             position=index,
             oms_id=item.get("omsId"),
             merchant_reference=item.get("merchantReference") or "",
-            sku=product.sku,
+            sku=valid.sku,
             copies=item["copies"],
             sizing=item["sizing"],
-            attributes=canonical_attributes(
-                product=product, attributes=item.get("attributes") or {}
-            ),
+            attributes=dict(valid.given_attributes),
             spine=item.get("spine"),
             recipient_cost_amount=(item.get("recipientCost") or {}).get("amount"),
             recipient_cost_currency=(
@@ -263,16 +249,15 @@ def _store(
             ).upper(),
         )
         items.append(order_item)
-        for position, asset in enumerate(item["assets"]):
+        for position, (asset, print_area) in enumerate(
+            zip(item["assets"], valid.print_areas, strict=True)
+        ):
             assets.append(
                 Asset(
                     item=order_item,
                     position=position,
                     oms_id=asset.get("omsId"),
-                    print_area=canonical_print_area(
-                        product=product, print_area=asset.get("printArea") or "default"
-                    )
-                    or DEFAULT_PRINT_AREA,
+                    print_area=print_area,
                     url=asset["url"],
                     md5_hash=(asset.get("md5Hash") or "").lower(),
                     page_count=asset.get("pageCount"),
@@ -288,7 +273,7 @@ def _store(
             description=f"{items[int(index)].sku} is temporarily unavailable: {'; '.join(reasons)} "
             "Please contact customer services.",
         )
-        for index, reasons in unavailable.items()
+        for index, reasons in validated.unavailable.items()
     )
     if not held:
         order_enqueue_on_commit(order_id=order.id)

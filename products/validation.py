@@ -6,9 +6,11 @@ Failures are keyed by field path below the item's own path (``items[0].attribute
 """
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
+from common.errors import ValidationFailed
 from products.models import Product
-from products.selectors import product_get
+from products.selectors import product_get, products_by_sku
 
 Failures = dict[str, list[tuple[str, str]]]
 
@@ -17,6 +19,11 @@ DEFAULT_PRINT_AREA = "default"
 
 def _add(failures: Failures, path: str, code: str, description: str) -> None:
     failures.setdefault(path, []).append((code, description))
+
+
+def _merge(failures: Failures, more: Failures) -> None:
+    for path, pairs in more.items():
+        failures.setdefault(path, []).extend(pairs)
 
 
 def item_page_count(assets: Iterable[tuple[str, int | None]]) -> int | None:
@@ -115,15 +122,35 @@ def item_failures(
     a product priced by page needs one when ``require_page_count`` (orders), otherwise its
     included pages are assumed (quotes). ``product`` may be passed when already loaded.
     """
-    failures: Failures = {}
     if product is None or product.sku != sku.strip().upper():
         product = product_get(sku=sku)
     if product is None:
-        _add(failures, f"{path}.sku", "UnknownSku", f"There is no product with SKU '{sku}'.")
-        return failures
+        return _unknown_sku(sku=sku, path=path)
+    return _product_failures(
+        product=product,
+        attributes=attributes,
+        print_areas=print_areas,
+        page_count=page_count,
+        path=path,
+        require_page_count=require_page_count,
+    )
 
-    for key, items in attribute_failures(product=product, attributes=attributes, path=path).items():
-        failures.setdefault(key, []).extend(items)
+
+def _unknown_sku(*, sku: str, path: str) -> Failures:
+    return {f"{path}.sku": [("UnknownSku", f"There is no product with SKU '{sku}'.")]}
+
+
+def _product_failures(
+    *,
+    product: Product,
+    attributes: Mapping[str, str],
+    print_areas: Sequence[str],
+    page_count: int | None,
+    path: str,
+    require_page_count: bool,
+) -> Failures:
+    failures: Failures = {}
+    _merge(failures, attribute_failures(product=product, attributes=attributes, path=path))
     if not failures:
         resolved = resolve_attributes(product=product, attributes=attributes)
         variants = list(product.variants.all())
@@ -181,3 +208,103 @@ def item_failures(
                 f"{product.sku} has between {product.min_pages} and {product.max_pages} pages.",
             )
     return failures
+
+
+@dataclass(frozen=True)
+class ItemInput:
+    """One request item (of a quote or an order) as the catalogue check needs it.
+
+    ``print_areas`` and ``page_counts`` are per asset in request order (an asset's index is its
+    position), ``default`` for an asset that names no print area and ``None`` for one without
+    a ``pageCount``."""
+
+    sku: str
+    copies: int
+    attributes: Mapping[str, str]
+    print_areas: Sequence[str]
+    page_counts: Sequence[int | None]
+
+
+@dataclass(frozen=True)
+class ValidatedItem:
+    """A request item that passed the catalogue check, in the spelling the catalogue uses, so
+    that pricing and storage need not look anything up again.
+
+    ``attributes`` are every attribute of the product, defaults filled in (what is made and
+    priced); ``given_attributes`` only those the request named (what is stored and shown).
+    ``print_areas`` are canonical, one per asset. ``page_count`` follows ``item_page_count``;
+    ``None`` when the request gave none (a quote then prices the included pages).
+    """
+
+    index: int
+    product: Product
+    copies: int
+    attributes: Mapping[str, str]
+    given_attributes: Mapping[str, str]
+    print_areas: tuple[str, ...]
+    page_count: int | None
+
+    @property
+    def key(self) -> str:
+        """The item's handle in an allocation basket and its plan: its position in the request."""
+        return str(self.index)
+
+    @property
+    def sku(self) -> str:
+        return self.product.sku
+
+
+def basket_validate(
+    *,
+    items: Sequence[ItemInput],
+    require_page_count: bool,
+    products: Mapping[str, Product] | None = None,
+) -> list[ValidatedItem]:
+    """Check every item of a basket against the catalogue once and return it in canonical form.
+
+    Quotes and orders both price and store what this returns instead of deriving products,
+    attributes, print areas and page counts again. Raises ``ValidationFailed`` with every
+    failure of every item at once, keyed ``items[<index>]...`` in item order. ``products``
+    (keyed by upper-case SKU, as ``products_by_sku`` returns them) saves loading the catalogue
+    when the caller already has it; a SKU missing from it is unknown. ``require_page_count``
+    as for ``item_failures``.
+    """
+    if products is None:
+        products = products_by_sku(skus=[item.sku for item in items])
+    failures: Failures = {}
+    validated: list[ValidatedItem] = []
+    for index, item in enumerate(items):
+        path = f"items[{index}]"
+        product = products.get(item.sku.strip().upper())
+        page_count = item_page_count(zip(item.print_areas, item.page_counts, strict=True))
+        if product is None:
+            _merge(failures, _unknown_sku(sku=item.sku, path=path))
+            continue
+        _merge(
+            failures,
+            _product_failures(
+                product=product,
+                attributes=item.attributes,
+                print_areas=item.print_areas,
+                page_count=page_count,
+                path=path,
+                require_page_count=require_page_count,
+            ),
+        )
+        if failures:
+            continue  # nothing is returned, so nothing more to derive
+        area_names = {area.name.lower(): area.name for area in product.print_areas.all()}
+        validated.append(
+            ValidatedItem(
+                index=index,
+                product=product,
+                copies=item.copies,
+                attributes=resolve_attributes(product=product, attributes=item.attributes),
+                given_attributes=canonical_attributes(product=product, attributes=item.attributes),
+                print_areas=tuple(area_names[area.lower()] for area in item.print_areas),
+                page_count=page_count,
+            )
+        )
+    if failures:
+        raise ValidationFailed(failures)
+    return validated

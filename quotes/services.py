@@ -16,25 +16,13 @@ from labs.allocation import (
     plan_all_methods,
     plan_basket,
 )
-from products.selectors import products_by_sku
-from products.validation import (
-    canonical_attributes,
-    canonical_print_area,
-    item_failures,
-    item_page_count,
-)
+from products.validation import ItemInput, basket_validate
 
 US_SALES_TAX_WARNING = "destinationCountryCode.UsSalesTaxWarning"
 
 
-@dataclass(frozen=True)
-class QuoteItemRequest:
-    sku: str
-    copies: int
-    attributes: Mapping[str, str]
-    print_areas: Sequence[str]
-    # pageCount of each asset, in the same order as print_areas (None where not given)
-    page_counts: Sequence[int | None]
+# A quote's item is exactly what the catalogue check takes.
+QuoteItemRequest = ItemInput
 
 
 @dataclass(frozen=True)
@@ -67,10 +55,6 @@ class QuoteResult:
     issues: tuple[QuoteIssue, ...]
 
 
-def _page_count(item: QuoteItemRequest) -> int | None:
-    return item_page_count(zip(item.print_areas, item.page_counts, strict=True))
-
-
 def quotes_create(
     *,
     items: Sequence[QuoteItemRequest],
@@ -80,31 +64,17 @@ def quotes_create(
 ) -> QuoteResult:
     """Quotes for the basket: for ``shipping_method`` only, or for every method able to deliver
     all of it. Raises ``ValidationFailed`` for catalogue problems and undeliverable items."""
-    products = products_by_sku(skus=(item.sku for item in items))
-    failures: dict[str, list[tuple[str, str]]] = {}
-    for index, item in enumerate(items):
-        found = item_failures(
-            sku=item.sku,
-            attributes=item.attributes,
-            print_areas=item.print_areas,
-            page_count=_page_count(item),
-            path=f"items[{index}]",
-            require_page_count=False,
-            product=products.get(item.sku.strip().upper()),
-        )
-        failures.update(found)
-    if failures:
-        raise ValidationFailed(failures)
-
+    validated = basket_validate(items=items, require_page_count=False)
+    catalogue = {item.sku: item.product for item in validated}
     basket = [
         BasketItem(
-            key=str(index),
+            key=item.key,
             sku=item.sku,
             attributes=item.attributes,
             copies=item.copies,
-            pages=_page_count(item),
+            pages=item.page_count,
         )
-        for index, item in enumerate(items)
+        for item in validated
     ]
     try:
         if shipping_method is not None:
@@ -114,7 +84,7 @@ def quotes_create(
                     country_code=destination_country_code,
                     shipping_method=shipping_method,
                     currency=currency,
-                    catalogue=products,
+                    catalogue=catalogue,
                 )
             ]
         else:
@@ -123,7 +93,7 @@ def quotes_create(
                     items=basket,
                     country_code=destination_country_code,
                     currency=currency,
-                    catalogue=products,
+                    catalogue=catalogue,
                 ).values()
             )
     except UnknownCurrency as unknown:
@@ -138,22 +108,17 @@ def quotes_create(
 
     quotes = []
     for plan in plans:
-        ids = {str(index): new_hex_id("qit_") for index in range(len(items))}
-        quote_items = []
-        for index, item in enumerate(items):
-            product = products[item.sku.strip().upper()]
-            quote_items.append(
-                QuoteItem(
-                    id=ids[str(index)],
-                    sku=product.sku,
-                    copies=item.copies,
-                    attributes=canonical_attributes(product=product, attributes=item.attributes),
-                    print_areas=tuple(
-                        canonical_print_area(product=product, print_area=area) or area
-                        for area in item.print_areas
-                    ),
-                )
+        ids = {item.key: new_hex_id("qit_") for item in validated}
+        quote_items = [
+            QuoteItem(
+                id=ids[item.key],
+                sku=item.sku,
+                copies=item.copies,
+                attributes=dict(item.given_attributes),
+                print_areas=item.print_areas,
             )
+            for item in validated
+        ]
         quotes.append(Quote(plan=plan, items=tuple(quote_items), item_ids=ids))
     issues = []
     if destination_country_code.upper() == "US":
