@@ -55,7 +55,7 @@ def test_the_key_selects_the_environment() -> None:
 
 @pytest.mark.django_db
 def test_several_keys_are_active_at_once_and_revocation_is_per_key(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.ROOT_URLCONF = "tests.plumbing_urls"
+    settings.ROOT_URLCONF = "tests.support.plumbing_urls"
     created = merchant_create(name="Acme")
     environment = Environment.objects.get(merchant=created.merchant, kind="Sandbox")
     _, second_clear = api_key_create(environment=environment, name="rotation")

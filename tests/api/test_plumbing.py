@@ -19,7 +19,7 @@ VALID_BODY = {
 
 @pytest.fixture(autouse=True)
 def probe_routes(settings) -> None:  # type: ignore[no-untyped-def]
-    settings.ROOT_URLCONF = "tests.plumbing_urls"
+    settings.ROOT_URLCONF = "tests.support.plumbing_urls"
 
 
 @pytest.fixture
