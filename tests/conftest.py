@@ -9,7 +9,8 @@ from rest_framework.test import APIClient
 
 from config.celery_app import app as celery_app
 from labs.services import demo_catalogue_load
-from merchants.services import CreatedMerchant, merchant_create
+from merchants.services import CreatedMerchant
+from tests.merchants.factories import merchant_with_keys
 
 _snapshot: list[tuple[Any, list[models.Model]]] = []
 
@@ -30,12 +31,12 @@ def catalogue(db: None) -> None:
 
 @pytest.fixture
 def merchant(db: None) -> CreatedMerchant:
-    return merchant_create(name="Acme Prints", email="ops@acme.test")
+    return merchant_with_keys(name="Acme Prints", email="ops@acme.test")
 
 
 @pytest.fixture
 def other_merchant(db: None) -> CreatedMerchant:
-    return merchant_create(name="Other Prints")
+    return merchant_with_keys(name="Other Prints")
 
 
 @pytest.fixture

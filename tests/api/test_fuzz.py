@@ -11,8 +11,8 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
 from config.wsgi import application
-from merchants.services import merchant_create
-from tests.orders.conftest import BASE_ORDER
+from tests.merchants.factories import merchant_with_keys
+from tests.support.orders import BASE_ORDER
 
 schema = schemathesis.openapi.from_wsgi("/v4.0/schema?format=json", application)
 FUZZ_KEY = "sk_sandbox_fuzzing_key_0000001"
@@ -20,7 +20,7 @@ FUZZ_KEY = "sk_sandbox_fuzzing_key_0000001"
 
 @pytest.fixture(autouse=True)
 def fuzz_merchant(catalogue: None) -> Iterator[None]:
-    merchant_create(name="Fuzz", sandbox_api_key=FUZZ_KEY)
+    merchant_with_keys(name="Fuzz", sandbox_api_key=FUZZ_KEY)
     # As Django's test client does: keep the test's connection (and transaction) open
     # across requests made through the WSGI application.
     signals.request_started.disconnect(close_old_connections)

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from merchants.models import Merchant
 from merchants.services import CreatedMerchant
 from orders.models import Order
-from tests.orders.conftest import order_body
+from tests.support.orders import order_body, order_create_via_api
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
@@ -71,7 +71,7 @@ def test_impossible_list_parameters_are_validation_failed(
 
 
 def test_cancel_refuses_a_body_with_fields(sandbox_api: APIClient) -> None:
-    order_id = sandbox_api.post("/v4.0/orders", order_body(), format="json").json()["order"]["id"]
+    order_id = order_create_via_api(sandbox_api)
     response = sandbox_api.post(
         f"/v4.0/orders/{order_id}/actions/cancel", {"reason": "x"}, format="json"
     )

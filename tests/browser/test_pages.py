@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.contrib.auth.models import User
 
-from merchants.services import merchant_create
+from tests.merchants.factories import MerchantFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,7 +66,7 @@ def staff_and_merchant(transactional_db: None) -> None:
     # Made before the browser starts: ORM calls inside Playwright's running event loop would
     # open a connection of their own that outlives the test.
     User.objects.create_superuser("ops", "ops@example.com", "correct-horse-battery")
-    merchant_create(name="Browser Prints")
+    MerchantFactory.create(name="Browser Prints")
 
 
 def test_staff_sign_in_and_issue_a_key_from_the_admin(

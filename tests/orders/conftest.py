@@ -1,48 +1,33 @@
-import copy
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-BASE_ORDER: dict[str, Any] = {
-    "merchantReference": "MR-1001",
-    "shippingMethod": "Standard",
-    "recipient": {
-        "name": "Ada Lovelace",
-        "email": "ada@example.com",
-        "phoneNumber": "+44 7700 900123",
-        "address": {
-            "line1": "1 Analytical Row",
-            "line2": "Flat 2",
-            "postalOrZipCode": "SW1A 1AA",
-            "countryCode": "GB",
-            "townOrCity": "London",
-            "stateOrCounty": "Greater London",
-        },
-    },
-    "items": [
-        {
-            "merchantReference": "item-1",
-            "sku": "GLOBAL-CAN-10X10",
-            "copies": 2,
-            "sizing": "fillPrintArea",
-            "attributes": {"wrap": "ImageWrap"},
-            "assets": [{"printArea": "default", "url": "https://images.example.com/cat.jpg"}],
-        }
-    ],
-    "metadata": {"channel": "web"},
-}
+import pytest
+from pytest_httpserver import HTTPServer
+
+from tests.support.servers import Receiver
+from tests.support.worker import CAN_RUN_WORKER, NO_WORKER, Worker, purge_queues, start_worker
 
 
-def order_body(**changes: Any) -> dict[str, Any]:
-    body = copy.deepcopy(BASE_ORDER)
-    body.update(changes)
-    return body
+@pytest.fixture(scope="module")
+def worker(django_db_setup: None, django_db_blocker: Any, live_server: Any) -> Iterator[Worker]:
+    """One worker for the module's tests (the database is emptied between tests)."""
+    if not CAN_RUN_WORKER:
+        pytest.skip(NO_WORKER)
+    with tempfile.TemporaryDirectory(prefix="pipeline-worker-") as folder:
+        running = start_worker(Path(folder), live_server.url)
+        try:
+            yield running
+        finally:
+            with django_db_blocker.unblock():  # to see the worker's sessions go
+                running.kill()
+            purge_queues()
 
 
-def book_item(pages: int | None = 40) -> dict[str, Any]:
-    asset: dict[str, Any] = {"printArea": "default", "url": "https://images.example.com/book.pdf"}
-    if pages is not None:
-        asset["pageCount"] = pages
-    return {
-        "sku": "BOOK-A4-L-HARD-M",
-        "copies": 1,
-        "assets": [asset, {"printArea": "spine", "url": "https://images.example.com/spine.jpg"}],
-    }
+@pytest.fixture
+def receiver(httpserver: HTTPServer) -> Receiver:
+    """The merchant's callback endpoint at ``httpserver``'s ``/callbacks``."""
+    found = Receiver()
+    httpserver.expect_request("/callbacks", method="POST").respond_with_handler(found.handle)
+    return found

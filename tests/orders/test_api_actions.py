@@ -12,20 +12,14 @@ from rest_framework.test import APIClient
 from labs.models import Lab
 from orders.models import Charge, ChargeType, Order, Shipment, ShipmentStatus, Stage
 from orders.pipeline.steps.allocate import order_allocate
-from tests.orders.conftest import book_item, order_body
+from tests.support.orders import book_item, order_body, order_via_api
 from webhooks.models import CallbackEvent
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
 
-def create(api: APIClient, **changes: Any) -> Order:
-    response = api.post("/v4.0/orders", order_body(**changes), format="json")
-    assert response.status_code == 200, response.content
-    return Order.objects.get(id=int(response.json()["order"]["id"].removeprefix("ord_")))
-
-
 def allocated(api: APIClient, **changes: Any) -> Order:
-    order = create(api, **changes)
+    order = order_via_api(api, **changes)
     with transaction.atomic():
         assert order_allocate(order=order)
     return order
@@ -59,7 +53,7 @@ NEW_RECIPIENT: dict[str, Any] = {
 
 
 def test_a_new_order_offers_every_action(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     assert availability(sandbox_api, order) == {
         "cancel": "Yes",
         "changeRecipientDetails": "Yes",
@@ -69,7 +63,7 @@ def test_a_new_order_offers_every_action(sandbox_api: APIClient) -> None:
 
 
 def test_cancel_before_allocation_cancels_without_charges(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
 
     response = act(sandbox_api, order, "cancel")
 
@@ -103,7 +97,7 @@ def test_cancel_after_allocation_refunds_everything_and_cancels_each_shipment(
 
 
 def test_cancel_writes_a_stage_changed_event(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api, callbackUrl="https://hooks.example.com/in")
+    order = order_via_api(sandbox_api, callbackUrl="https://hooks.example.com/in")
     act(sandbox_api, order, "cancel")
     [event] = CallbackEvent.objects.filter(subject=order.public_id)
     assert event.event_type == "com.service.order.status.stage.changed#Cancelled"
@@ -151,7 +145,7 @@ def test_cancel_in_production_fails(sandbox_api: APIClient) -> None:
 
 @pytest.mark.parametrize("stage", [Stage.CANCELLED, Stage.COMPLETE])
 def test_finished_orders_offer_only_metadata(sandbox_api: APIClient, stage: str) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     Order.objects.filter(id=order.id).update(stage=stage)
 
     assert availability(sandbox_api, order) == {
@@ -171,7 +165,7 @@ def test_finished_orders_offer_only_metadata(sandbox_api: APIClient, stage: str)
 
 
 def test_update_shipping_method_before_allocation(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     before = order.last_updated
 
     body = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "express"}).json()
@@ -277,7 +271,7 @@ def test_update_shipping_method_partially_and_not_at_all(sandbox_api: APIClient)
 
 
 def test_update_shipping_method_validates_its_body(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     response = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Rocket", "x": 1})
     assert response.status_code == 400
     assert set(response.json()["data"]["failures"]) == {"shippingMethod", "x"}
@@ -298,7 +292,7 @@ def test_update_recipient_takes_the_flat_recipient(sandbox_api: APIClient) -> No
 
 
 def test_update_recipient_validates_the_address(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     bad = {**NEW_RECIPIENT, "address": {**NEW_RECIPIENT["address"], "countryCode": "ZZ"}}
     response = act(sandbox_api, order, "updateRecipient", {"recipient": bad})
     assert response.status_code == 400
@@ -309,7 +303,7 @@ def test_update_recipient_validates_the_address(sandbox_api: APIClient) -> None:
 
 
 def test_update_metadata_replaces_it_even_after_completion(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     Order.objects.filter(id=order.id).update(stage=Stage.COMPLETE)
     before = Order.objects.get(id=order.id).last_updated
 
@@ -321,7 +315,7 @@ def test_update_metadata_replaces_it_even_after_completion(sandbox_api: APIClien
 
 
 def test_update_metadata_requires_an_object_within_the_limit(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     for body, code in (
         ({}, "Required"),
         ({"metadata": "x"}, "NotObject"),
@@ -334,7 +328,7 @@ def test_update_metadata_requires_an_object_within_the_limit(sandbox_api: APICli
 
 
 def test_action_bodies_must_be_json(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     response = sandbox_api.post(
         f"/v4.0/orders/{order.public_id}/actions/updateMetadata",
         "metadata=1",
@@ -344,13 +338,13 @@ def test_action_bodies_must_be_json(sandbox_api: APIClient) -> None:
 
 
 def test_unknown_action_is_endpoint_does_not_exist(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     response = act(sandbox_api, order, "teleport")
     assert (response.status_code, response.json()["outcome"]) == (404, "EndpointDoesNotExist")
 
 
 def test_get_on_an_action_is_method_not_allowed(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     response = sandbox_api.get(f"/v4.0/orders/{order.public_id}/actions/cancel")
     assert (response.status_code, response.json()["outcome"]) == (405, "MethodNotAllowed")
 
@@ -369,7 +363,7 @@ def test_shipped_shipments_cannot_be_changed(sandbox_api: APIClient) -> None:
 
 
 def test_a_method_no_lab_offers_to_the_destination_is_refused(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api, items=[book_item()])
+    order = order_via_api(sandbox_api, items=[book_item()])
 
     response = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Overnight"})
 
@@ -379,7 +373,7 @@ def test_a_method_no_lab_offers_to_the_destination_is_refused(sandbox_api: APICl
 
 
 def test_moving_to_a_country_the_method_cannot_reach_is_refused(sandbox_api: APIClient) -> None:
-    order = create(sandbox_api, items=[book_item()], shippingMethod="Budget")
+    order = order_via_api(sandbox_api, items=[book_item()], shippingMethod="Budget")
     far = {**NEW_RECIPIENT, "address": {**NEW_RECIPIENT["address"], "countryCode": "AU"}}
 
     response = act(sandbox_api, order, "updateRecipient", far)

@@ -12,7 +12,7 @@ from labs.models import LabProduct
 from merchants.models import Environment, PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import Asset, Order, OrderItem, Stage
-from tests.orders.conftest import book_item, order_body
+from tests.support.orders import book_item, order_body
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 TRACE = re.compile(r"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$")

@@ -12,19 +12,13 @@ from rest_framework.test import APIClient
 from merchants.services import CreatedMerchant
 from orders.models import Order, Stage
 from orders.pipeline.steps.allocate import order_allocate
-from tests.orders.conftest import order_body
+from tests.support.orders import order_body, order_create_via_api
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
 
-def create(api: APIClient, **changes: Any) -> str:
-    response = api.post("/v4.0/orders", order_body(**changes), format="json")
-    assert response.status_code == 200, response.content
-    return str(response.json()["order"]["id"])
-
-
 def test_get_returns_the_order(sandbox_api: APIClient) -> None:
-    order_id = create(sandbox_api)
+    order_id = order_create_via_api(sandbox_api)
 
     response = sandbox_api.get(f"/v4.0/orders/{order_id}")
 
@@ -36,14 +30,14 @@ def test_get_returns_the_order(sandbox_api: APIClient) -> None:
 
 
 def test_get_path_is_case_insensitive(sandbox_api: APIClient) -> None:
-    order_id = create(sandbox_api)
+    order_id = order_create_via_api(sandbox_api)
     assert sandbox_api.get(f"/V4.0/Orders/{order_id}").json()["order"]["id"] == order_id
 
 
 def test_another_merchants_order_is_not_found(
     sandbox_api: APIClient, other_merchant: CreatedMerchant
 ) -> None:
-    order_id = create(sandbox_api)
+    order_id = order_create_via_api(sandbox_api)
     stranger = APIClient()
     stranger.credentials(HTTP_X_API_KEY=other_merchant.sandbox_api_key)
 
@@ -57,7 +51,7 @@ def test_another_merchants_order_is_not_found(
 def test_the_other_environments_order_is_not_found(
     sandbox_api: APIClient, live_api: APIClient
 ) -> None:
-    order_id = create(sandbox_api)
+    order_id = order_create_via_api(sandbox_api)
     response = live_api.get(f"/v4.0/orders/{order_id}")
     assert (response.status_code, response.json()["outcome"]) == (404, "EntityNotFound")
     for action in ("cancel", "updateMetadata"):
@@ -83,7 +77,7 @@ def test_list_is_newest_first_with_has_more_and_next_url_on_this_host(
     sandbox_api: APIClient, settings: Any
 ) -> None:
     settings.ALLOWED_HOSTS = ["api.example.com", "testserver"]
-    ids = [create(sandbox_api, merchantReference=f"R{i}") for i in range(5)]
+    ids = [order_create_via_api(sandbox_api, merchantReference=f"R{i}") for i in range(5)]
 
     response = sandbox_api.get(
         "/v4.0/orders?top=2", HTTP_HOST="api.example.com", HTTP_X_FORWARDED_PROTO="https"
@@ -103,7 +97,7 @@ def test_list_is_newest_first_with_has_more_and_next_url_on_this_host(
 
 
 def test_following_next_url_walks_every_order_once(sandbox_api: APIClient) -> None:
-    ids = [create(sandbox_api) for _ in range(7)]
+    ids = [order_create_via_api(sandbox_api) for _ in range(7)]
     seen: list[str] = []
     url: str | None = "/v4.0/orders?top=3"
     while url:
@@ -115,7 +109,7 @@ def test_following_next_url_walks_every_order_once(sandbox_api: APIClient) -> No
 
 
 def test_skip_and_top(sandbox_api: APIClient) -> None:
-    ids = [create(sandbox_api) for _ in range(4)][::-1]
+    ids = [order_create_via_api(sandbox_api) for _ in range(4)][::-1]
     body = sandbox_api.get("/v4.0/orders?top=2&skip=1").json()
     assert [o["id"] for o in body["orders"]] == ids[1:3]
     assert body["hasMore"] is True
@@ -129,13 +123,13 @@ def test_skip_and_top(sandbox_api: APIClient) -> None:
 
 def test_default_page_is_ten(sandbox_api: APIClient) -> None:
     for _ in range(11):
-        create(sandbox_api)
+        order_create_via_api(sandbox_api)
     body = sandbox_api.get("/v4.0/orders").json()
     assert (len(body["orders"]), body["hasMore"]) == (10, True)
 
 
 def test_filters_by_ids_in_repeated_and_bracket_form(sandbox_api: APIClient) -> None:
-    a, b, c = (create(sandbox_api) for _ in range(3))
+    a, b, c = (order_create_via_api(sandbox_api) for _ in range(3))
 
     repeated = sandbox_api.get(f"/v4.0/orders?orderIds={a}&orderIds={c}").json()["orders"]
     bracket = sandbox_api.get(f"/v4.0/orders?orderIds[]={a}&ORDERIDS[]={b}").json()["orders"]
@@ -145,8 +139,8 @@ def test_filters_by_ids_in_repeated_and_bracket_form(sandbox_api: APIClient) -> 
 
 
 def test_filters_by_merchant_reference_and_status(sandbox_api: APIClient) -> None:
-    first = create(sandbox_api, merchantReference="alpha")
-    second = create(sandbox_api, merchantReference="beta")
+    first = order_create_via_api(sandbox_api, merchantReference="alpha")
+    second = order_create_via_api(sandbox_api, merchantReference="beta")
     Order.objects.filter(id=int(second.removeprefix("ord_"))).update(stage=Stage.COMPLETE)
 
     refs = sandbox_api.get("/v4.0/orders?merchantReferences=alpha&merchantReferences=beta").json()[
@@ -163,7 +157,7 @@ def test_filters_by_merchant_reference_and_status(sandbox_api: APIClient) -> Non
 
 
 def test_filters_by_creation_time(sandbox_api: APIClient) -> None:
-    old, new = create(sandbox_api), create(sandbox_api)
+    old, new = order_create_via_api(sandbox_api), order_create_via_api(sandbox_api)
     Order.objects.filter(id=int(old.removeprefix("ord_"))).update(
         created=timezone.now() - timedelta(days=3)
     )
@@ -200,7 +194,7 @@ def test_a_page_costs_the_same_number_of_queries_whatever_its_size(
     for _ in range(12):
         body = order_body()
         body["items"].append(dict(body["items"][0], copies=1))
-        order_id = create(sandbox_api, items=body["items"])
+        order_id = order_create_via_api(sandbox_api, items=body["items"])
         with transaction.atomic():
             assert order_allocate(order=Order.objects.get(id=int(order_id.removeprefix("ord_"))))
     sandbox_api.get("/v4.0/orders?top=1")  # the key's last-used time is written once a minute

@@ -1,44 +1,27 @@
 """The fulfilment pipeline end to end: a real Celery worker (with its beat sweeper) on Redis and
 the test database, assets and callbacks served by local HTTP servers, the lab simulator.
 
-The worker runs in its own process with the settings of ``config.settings.local`` pointed at the
-database pytest-django created, so what these tests see is what production does: tasks carrying
-ids through the broker, claims by conditional update, due times in rows.
+The worker, the servers and the helpers that run steps in-process are in ``tests.support``;
+this module holds the scenarios.
 """
 
-import contextlib
-import hashlib
 import io
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote as urlquote
 from urllib.parse import urlsplit
 
 import pytest
-import redis
 import requests
-from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from PIL import Image
-from pypdf import PdfWriter
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 from standardwebhooks.webhooks import Webhook
 from werkzeug import Request, Response
 
-from config.env import BASE_DIR
 from labs.connectors import connector_for
 from labs.models import Lab, LabProduct, ShippingRate
 from merchants.models import PauseMode
@@ -60,309 +43,31 @@ from orders.pipeline.state_machine import order_advance, order_submit_now
 from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.produce import shipment_submission_record
 from orders.tasks import orders_sweep_task
-from tests.orders.conftest import order_body
+from tests.support.images import bomb_png_bytes, jpeg_bytes, md5, pdf_bytes, png_bytes
+from tests.support.orders import (
+    TYPE,
+    charge_totals,
+    events_of,
+    fetch,
+    order_body,
+    order_create_via_api,
+    photo_order,
+    pk,
+    quote_for,
+    split_order,
+    stage_is,
+)
+from tests.support.pipeline import advance_to, make_due, order_failed, run_in_process
+from tests.support.servers import Receiver, requests_to, serve
+from tests.support.worker import Worker, needs_worker, purge_queues, wait_for
 from webhooks.models import CallbackEvent, CallbackState
 from webhooks.tasks import events_sweep_task
 
-ON_POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
-needs_worker = pytest.mark.skipif(
-    not (ON_POSTGRES and settings.REDIS_URL),
-    reason="a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)",
-)
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
 ]
-TYPE = "com.service.order"
-WAIT_SECONDS = 60.0
-
-
-# --- Files the asset server serves ---------------------------------------------------------
-
-
-def jpeg_bytes(
-    width: int = 600, height: int = 400, colour: tuple[int, int, int] = (200, 80, 40)
-) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (width, height), colour).save(out, "JPEG", quality=90)
-    return out.getvalue()
-
-
-def png_bytes(width: int = 300, height: int = 450) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (width, height), (20, 120, 200)).save(out, "PNG")
-    return out.getvalue()
-
-
-def pdf_bytes(pages: int) -> bytes:
-    writer = PdfWriter()
-    for _ in range(pages):
-        writer.add_blank_page(width=842, height=595)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
-def bomb_png_bytes() -> bytes:
-    """15000x15000 pixels (225 megapixels, over the print-ready limit) in a few hundred KB."""
-    import pyvips
-
-    return bytes(pyvips.Image.black(15_000, 15_000).pngsave_buffer(compression=9))
-
-
-def md5(data: bytes) -> str:
-    return hashlib.md5(data, usedforsecurity=False).hexdigest()
-
-
-# --- The worker -----------------------------------------------------------------------------
-
-
-def database_url() -> str:
-    """The URL of the database this test session uses (pytest-django's ``test_...`` one)."""
-    db = connection.settings_dict
-    user = urlquote(db.get("USER") or "", safe="")
-    password = f":{urlquote(db['PASSWORD'], safe='')}" if db.get("PASSWORD") else ""
-    credentials = f"{user}{password}@" if user else ""
-    port = f":{db['PORT']}" if db.get("PORT") else ""
-    return f"postgres://{credentials}{db.get('HOST') or '127.0.0.1'}{port}/{db['NAME']}"
-
-
-WORKER_APPLICATION = "pipeline-test-worker"
-
-
-def worker_sessions() -> int:
-    """Database sessions of the test workers (their connections carry WORKER_APPLICATION)."""
-    if not ON_POSTGRES:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND application_name = %s",
-            [WORKER_APPLICATION],
-        )
-        (count,) = cursor.fetchone()
-    return int(count)
-
-
-def purge_queues() -> None:
-    """Drop queued and unacknowledged messages left by other tests on this broker."""
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    client.delete("default", "callbacks", "unacked", "unacked_index")
-    for key in client.scan_iter("default\x06\x16*"):
-        client.delete(key)
-    client.close()
-
-
-@dataclass
-class Worker:
-    """A ``celery -A config worker -B`` subprocess; ``kill`` is SIGKILL, ``start`` starts anew."""
-
-    env: dict[str, str]
-    folder: Path
-    process: subprocess.Popen[bytes] | None = None
-    runs: int = 0
-    logs: list[Path] = field(default_factory=list)
-
-    def start(self) -> None:
-        self.runs += 1
-        log = self.folder / f"worker-{self.runs}.log"
-        self.logs.append(log)
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-B",
-                "-Q",
-                "default,callbacks",
-                "-P",
-                "prefork",
-                "-c",
-                "2",
-                "-l",
-                "info",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-s",
-                str(self.folder / "beat-schedule"),
-                "-n",
-                f"pipeline-test-{self.runs}@%h",
-            ],
-            cwd=BASE_DIR,
-            env=self.env,
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group: the main process, its pool children and beat.
-
-        Returns once every process of the group is gone and the database has dropped their
-        sessions: the pool children are not ours to wait for, and a session left behind makes
-        the test database's teardown fail ("being accessed by other users").
-        """
-        if self.process is None:
-            return
-        group = self.process.pid
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGKILL)
-        self.process.wait(timeout=10)
-        self.process = None
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(group, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.05)
-        while time.monotonic() < deadline and worker_sessions():
-            time.sleep(0.05)
-
-    def log_tail(self, lines: int = 60) -> str:
-        if not self.logs:
-            return ""
-        text = self.logs[-1].read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
-
-
-def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env.update(
-        DJANGO_SETTINGS_MODULE="config.settings.local",
-        DATABASE_URL=f"{database_url()}?application_name={WORKER_APPLICATION}",
-        DATABASE_CONN_MAX_AGE="0",
-        REDIS_URL=settings.REDIS_URL,
-        VAR_DIR=str(folder / "var"),
-        MEDIA_ROOT=str(settings.MEDIA_ROOT),
-        SANDBOX_BASE_URL=base_url,
-        LIVE_BASE_URL=base_url,
-        ALLOW_PRIVATE_URLS="1",
-        LAB_SIMULATOR_SECONDS="1",
-        ASSET_RETRY_BASE_SECONDS="0.05",
-        ASSET_RETRY_MAX_SECONDS="0.2",
-        PIPELINE_SWEEP_SECONDS="1",
-        PIPELINE_CLAIM_SECONDS="20",
-        ASSET_DOWNLOAD_DEADLINE_SECONDS="10",
-        LOG_LEVEL="INFO",
-    )
-    env.update(overrides)
-    return env
-
-
-def start_worker(folder: Path, base_url: str, **overrides: str) -> Worker:
-    purge_queues()
-    worker = Worker(env=worker_environment(folder, base_url, **overrides), folder=folder)
-    worker.start()
-    return worker
-
-
-@pytest.fixture(scope="module")
-def worker(django_db_setup: None, django_db_blocker: Any, live_server: Any) -> Iterator[Worker]:
-    """One worker for the module's tests (the database is emptied between tests)."""
-    if not (ON_POSTGRES and settings.REDIS_URL):
-        pytest.skip("a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)")
-    with tempfile.TemporaryDirectory(prefix="pipeline-worker-") as folder:
-        running = start_worker(Path(folder), live_server.url)
-        try:
-            yield running
-        finally:
-            with django_db_blocker.unblock():  # to see the worker's sessions go
-                running.kill()
-            purge_queues()
-
-
-# --- Local peers: the merchant's asset host and callback receiver ----------------------------
-
-
-@dataclass
-class Receiver:
-    """The merchant's callback endpoint: records every delivery and answers 204."""
-
-    deliveries: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def handle(self, request: Request) -> Response:
-        with self.lock:
-            self.deliveries.append((dict(request.headers), request.get_data()))
-        return Response(status=204)
-
-    def events(self) -> list[dict[str, Any]]:
-        with self.lock:
-            return [json.loads(body) for _, body in self.deliveries]
-
-    def types(self, order_id: str) -> list[str]:
-        """The order's event types in the order they happened (deliveries may overtake)."""
-        unique = {e["id"]: e for e in self.events() if e["subject"] == order_id}
-        return [e["type"] for e in sorted(unique.values(), key=lambda e: e["sequence"])]
-
-
-@pytest.fixture
-def receiver(httpserver: HTTPServer) -> Receiver:
-    found = Receiver()
-    httpserver.expect_request("/callbacks", method="POST").respond_with_handler(found.handle)
-    return found
-
-
-def serve(httpserver: HTTPServer, path: str, data: bytes, content_type: str) -> str:
-    httpserver.expect_request(path, method="GET").respond_with_data(data, content_type=content_type)
-    return httpserver.url_for(path)
-
-
-def requests_to(httpserver: HTTPServer, path: str) -> int:
-    return sum(1 for request, _ in httpserver.log if request.path == path)
-
-
-# --- Helpers --------------------------------------------------------------------------------
-
-
-def wait_for(
-    what: str, check: Callable[[], Any], worker: Worker | None, timeout: float = WAIT_SECONDS
-) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    tail = worker.log_tail() if worker is not None else ""
-    pytest.fail(f"timed out waiting for {what}\n--- worker log ---\n{tail}")
-
-
-def pk(public_id: str) -> int:
-    return int(public_id.split("_", 1)[1])
-
-
-def create(api: APIClient, body: dict[str, Any], outcome: str = "Created") -> str:
-    response = api.post("/v4.0/orders", body, format="json")
-    assert response.status_code == 200, response.content
-    assert response.json()["outcome"] == outcome
-    return str(response.json()["order"]["id"])
-
-
-def fetch(api: APIClient, order_id: str) -> dict[str, Any]:
-    response = api.get(f"/v4.0/orders/{order_id}")
-    assert response.status_code == 200, response.content
-    return dict(response.json()["order"])
-
-
-def stage_is(api: APIClient, order_id: str, stage: str) -> Callable[[], dict[str, Any] | None]:
-    def check() -> dict[str, Any] | None:
-        order = fetch(api, order_id)
-        return order if order["status"]["stage"] == stage else None
-
-    return check
-
-
-def step_is(order_id: str, *steps: str) -> Callable[[], bool]:
-    return lambda: Order.objects.filter(id=pk(order_id), pipeline_step__in=steps).exists()
-
-
 ALL_COMPLETE = {
     "downloadAssets": "Complete",
     "allocateProductionLocation": "Complete",
@@ -370,37 +75,6 @@ ALL_COMPLETE = {
     "inProduction": "Complete",
     "shipping": "Complete",
 }
-
-
-def quote_for(api: APIClient, body: dict[str, Any]) -> dict[str, Any]:
-    items = [
-        {k: v for k, v in item.items() if k in ("sku", "copies", "attributes", "assets")}
-        for item in body["items"]
-    ]
-    for item in items:
-        item["assets"] = [
-            {
-                "printArea": "default",
-                **{k: v for k, v in a.items() if k in ("printArea", "pageCount")},
-            }
-            for a in item["assets"]
-        ]
-    response = api.post(
-        "/v4.0/quotes",
-        {
-            "shippingMethod": body["shippingMethod"],
-            "destinationCountryCode": body["recipient"]["address"]["countryCode"],
-            "items": items,
-        },
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    [quote] = response.json()["quotes"]
-    return dict(quote)
-
-
-def charge_totals(order: dict[str, Any]) -> dict[str, dict[str, str]]:
-    return {c["chargeType"]: c["totalCost"] for c in order["charges"]}
 
 
 # --- The whole way ---------------------------------------------------------------------------
@@ -440,7 +114,7 @@ def test_an_order_goes_from_created_to_complete_with_shipment_tracking_charges_a
     )
     quote = quote_for(sandbox_api, body)
 
-    order_id = create(sandbox_api, body)
+    order_id = order_create_via_api(sandbox_api, body)
     order = wait_for("the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker)
 
     assert order["status"] == {"stage": "Complete", "details": ALL_COMPLETE, "issues": []}
@@ -530,7 +204,7 @@ def test_a_photobook_and_a_framed_print_split_into_two_shipments_from_two_labs(
     )
     quote = quote_for(sandbox_api, body)
 
-    order_id = create(sandbox_api, body)
+    order_id = order_create_via_api(sandbox_api, body)
     order = wait_for("the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker)
 
     assert order["status"]["details"] == ALL_COMPLETE
@@ -559,10 +233,6 @@ def test_a_photobook_and_a_framed_print_split_into_two_shipments_from_two_labs(
 
 
 # --- Downloads that fail ---------------------------------------------------------------------
-
-
-def download_failed(order_id: str) -> Callable[[], bool]:
-    return lambda: Order.objects.filter(id=pk(order_id), pipeline_step=PipelineStep.FAILED).exists()
 
 
 def assert_failed_download(order: dict[str, Any], attempts: int, reason: str) -> None:
@@ -598,8 +268,8 @@ def test_an_md5_mismatch_fails_the_asset_after_ten_attempts(
         ]
     )
 
-    order_id = create(sandbox_api, body)
-    wait_for("the download to fail", download_failed(order_id), worker)
+    order_id = order_create_via_api(sandbox_api, body)
+    wait_for("the download to fail", order_failed(order_id), worker)
 
     assert_failed_download(fetch(sandbox_api, order_id), 10, f"MD5 hash is {md5(photo)}")
     assert requests_to(httpserver, "/changed.jpg") == 10
@@ -630,11 +300,11 @@ def test_a_failing_asset_host_is_retried_with_not_downloaded_then_failed_to_down
         ]
     )
 
-    order_id = create(sandbox_api, body)
+    order_id = order_create_via_api(sandbox_api, body)
     wait_for("the fifth attempt", lambda: len(served) == 5, worker)
     retrying = fetch(sandbox_api, order_id)
     seen_retrying.set()
-    wait_for("the download to fail", download_failed(order_id), worker)
+    wait_for("the download to fail", order_failed(order_id), worker)
     failed = fetch(sandbox_api, order_id)
 
     assert retrying["status"]["stage"] == "InProgress"
@@ -665,7 +335,7 @@ def test_a_private_address_is_refused_when_private_urls_are_not_allowed(
             },
         ]
     )
-    order_id = create(sandbox_api, body)
+    order_id = order_create_via_api(sandbox_api, body)
 
     assert order_advance(order_id=pk(order_id)) is None
 
@@ -695,8 +365,8 @@ def test_a_decompression_bomb_is_refused_with_an_issue(
     url = serve(httpserver, "/bomb.png", bomb_png_bytes(), "image/png")
     body = order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}])
 
-    order_id = create(sandbox_api, body)
-    wait_for("the preparation to fail", download_failed(order_id), worker)
+    order_id = order_create_via_api(sandbox_api, body)
+    wait_for("the preparation to fail", order_failed(order_id), worker)
 
     order = fetch(sandbox_api, order_id)
     assert order["status"]["stage"] == "InProgress"
@@ -740,7 +410,7 @@ def test_a_held_order_is_submitted_by_the_sweeper_when_its_pause_window_expires(
         items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}],
     )
 
-    order_id = create(sandbox_api, body, outcome="OnHold")
+    order_id = order_create_via_api(sandbox_api, body, outcome="OnHold")
     time.sleep(1.5)  # the sweeper runs every second; the window has not expired
     assert fetch(sandbox_api, order_id)["status"]["stage"] == "OnHold"
     assert requests_to(httpserver, "/held.jpg") == 0
@@ -768,7 +438,7 @@ def test_an_indefinitely_held_order_waits_until_submitted_by_hand(
     url = serve(httpserver, "/waiting.jpg", jpeg_bytes(), "image/jpeg")
     body = order_body(items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}])
 
-    order_id = create(sandbox_api, body, outcome="OnHold")
+    order_id = order_create_via_api(sandbox_api, body, outcome="OnHold")
     time.sleep(1.5)
     held = Order.objects.get(id=pk(order_id))
     assert (held.stage, held.pipeline_step, held.due_at) == (Stage.ON_HOLD, PipelineStep.HELD, None)
@@ -791,16 +461,6 @@ def test_an_indefinitely_held_order_waits_until_submitted_by_hand(
 # --- In-process: the steps called directly (no worker; the doorbells never ring) -------------
 
 
-def run_in_process(order_id: str) -> Order:
-    """Advance the order step by step, as the worker's tasks would, until it stops being due."""
-    for _ in range(20):
-        due = order_advance(order_id=pk(order_id))
-        if due is None:
-            break
-        time.sleep(max(0.0, (due - timezone.now()).total_seconds()))
-    return Order.objects.get(id=pk(order_id))
-
-
 @pytest.mark.django_db
 def test_an_item_shows_its_default_print_area_not_the_one_rendered_after_it(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
@@ -821,7 +481,7 @@ def test_an_item_shows_its_default_print_area_not_the_one_rendered_after_it(
             }
         ]
     )
-    order_id = create(sandbox_api, body)
+    order_id = order_create_via_api(sandbox_api, body)
 
     done = run_in_process(order_id)
 
@@ -890,22 +550,6 @@ def test_a_lab_refusing_every_submission_fails_production_after_its_attempts(
     assert (stored.submitted_at, stored.submit_attempts) == (None, 3)
 
 
-def photo_order(api: APIClient, httpserver: HTTPServer, name: str, **changes: Any) -> str:
-    url = serve(httpserver, f"/{name}.jpg", jpeg_bytes(), "image/jpeg")
-    items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
-    return create(api, order_body(items=items, **changes))
-
-
-def advance_to(order_id: str, step: str) -> Order:
-    """Run steps in-process until the order's next step is ``step``."""
-    for _ in range(10):
-        order = Order.objects.get(id=pk(order_id))
-        if order.pipeline_step == step:
-            return order
-        order_advance(order_id=order.id)
-    pytest.fail(f"{order_id} never reached {step}")
-
-
 @pytest.mark.django_db
 def test_a_cancelled_order_is_never_submitted_to_its_lab(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
@@ -960,10 +604,6 @@ def test_a_submission_accepted_after_the_order_was_cancelled_is_not_recorded(
         "Cancelled", None, "",
     )  # fmt: skip
     assert Order.objects.get(id=pk(order_id)).stage == Stage.CANCELLED
-
-
-def make_due(order_id: str) -> None:
-    Order.objects.filter(id=pk(order_id)).update(due_at=timezone.now())
 
 
 @pytest.mark.django_db
@@ -1030,7 +670,7 @@ def test_an_order_created_with_an_unavailable_item_loses_its_issue_once_allocate
     LabProduct.objects.filter(product__sku="GLOBAL-PHO-4X6").update(in_stock=False)
     url = serve(httpserver, "/later.jpg", jpeg_bytes(), "image/jpeg")
     items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
-    order_id = create(sandbox_api, order_body(items=items), outcome="CreatedWithIssues")
+    order_id = order_create_via_api(sandbox_api, items=items, outcome="CreatedWithIssues")
     assert [i["errorCode"] for i in fetch(sandbox_api, order_id)["status"]["issues"]] == [
         "order.items.ItemUnavailable"
     ]
@@ -1062,40 +702,6 @@ def test_an_item_no_lab_makes_any_more_fails_allocation_with_item_unavailable(
     [issue] = order["status"]["issues"]
     assert (issue["objectId"], issue["errorCode"]) == (item["id"], "order.items.ItemUnavailable")
     assert order["shipments"] == [] and order["charges"] == []
-
-
-def split_order(api: APIClient, httpserver: HTTPServer, **changes: Any) -> str:
-    """A photobook (made by gb3) and a framed print (made by gb2): two shipments, two labs."""
-    items = [
-        {
-            "sku": "BOOK-A4-L-HARD-M",
-            "copies": 1,
-            "assets": [
-                {
-                    "url": serve(httpserver, "/book.pdf", pdf_bytes(40), "application/pdf"),
-                    "pageCount": 40,
-                },
-                {
-                    "printArea": "spine",
-                    "url": serve(httpserver, "/spine.jpg", jpeg_bytes(60, 900), "image/jpeg"),
-                },
-            ],
-        },
-        {
-            "sku": "GLOBAL-CFPM-12X16",
-            "copies": 1,
-            "attributes": {"color": "black"},
-            "assets": [{"url": serve(httpserver, "/frame.jpg", jpeg_bytes(), "image/jpeg")}],
-        },
-    ]
-    return create(api, order_body(items=items, **changes))
-
-
-def events_of(order_id: str) -> list[dict[str, Any]]:
-    return [
-        json.loads(bytes(e.body))
-        for e in CallbackEvent.objects.filter(subject=order_id).order_by("sequence")
-    ]
 
 
 @pytest.mark.django_db

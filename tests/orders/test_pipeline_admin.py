@@ -14,16 +14,12 @@ from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
 from orders.admin import pipeline_state
 from orders.models import Order, PipelineStep
-from tests.orders.conftest import order_body
-from tests.orders.test_pipeline import jpeg_bytes, run_in_process, serve
+from tests.support.images import jpeg_bytes
+from tests.support.orders import order_via_api
+from tests.support.pipeline import run_in_process
+from tests.support.servers import serve
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
-
-
-def create(api: APIClient, **changes: Any) -> Order:
-    response = api.post("/v4.0/orders", order_body(**changes), format="json")
-    assert response.status_code == 200, response.content
-    return Order.objects.get(id=int(response.json()["order"]["id"].removeprefix("ord_")))
 
 
 def hold_indefinitely(merchant: CreatedMerchant) -> None:
@@ -39,8 +35,8 @@ def changelist(client: Client, **query: str) -> Any:
 def test_the_order_list_finds_orders_by_id_and_reference_and_filters_by_step(
     admin_client: Client, sandbox_api: APIClient
 ) -> None:
-    first = create(sandbox_api, merchantReference="SHOP-1")
-    second = create(sandbox_api, merchantReference="SHOP-2")
+    first = order_via_api(sandbox_api, merchantReference="SHOP-1")
+    second = order_via_api(sandbox_api, merchantReference="SHOP-2")
 
     by_id = changelist(admin_client, q=first.public_id)
     by_digits = changelist(admin_client, q=str(second.id))
@@ -57,7 +53,7 @@ def test_the_order_list_finds_orders_by_id_and_reference_and_filters_by_step(
 def test_the_order_page_shows_parts_and_pipeline_state_and_cannot_be_saved(
     admin_client: Client, sandbox_api: APIClient
 ) -> None:
-    order = create(sandbox_api)
+    order = order_via_api(sandbox_api)
     url = reverse("admin:orders_order_change", args=[order.id])
 
     page = admin_client.get(url)
@@ -78,9 +74,9 @@ def test_the_order_page_shows_parts_and_pipeline_state_and_cannot_be_saved(
 def test_submit_held_orders_now_releases_only_orders_on_hold(
     admin_client: Client, sandbox_api: APIClient, merchant: CreatedMerchant
 ) -> None:
-    running = create(sandbox_api)
+    running = order_via_api(sandbox_api)
     hold_indefinitely(merchant)
-    held = create(sandbox_api)
+    held = order_via_api(sandbox_api, outcome="OnHold")
     assert (held.pipeline_step, held.due_at) == (PipelineStep.HELD, None)
 
     response = admin_client.post(
@@ -123,7 +119,7 @@ def test_a_completed_order_page_shows_its_shipments_charges_and_finished_state(
     settings.ALLOW_PRIVATE_URLS = True
     settings.LAB_SIMULATOR_SECONDS = 0
     url = serve(httpserver, "/admin.jpg", jpeg_bytes(), "image/jpeg")
-    order = create(
+    order = order_via_api(
         sandbox_api,
         items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}],
     )

@@ -14,19 +14,11 @@ from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
 from orders.models import Order, PipelineStep
-from tests.orders.conftest import order_body
-from tests.orders.test_pipeline import (
-    ON_POSTGRES,
-    Worker,
-    create,
-    jpeg_bytes,
-    pk,
-    purge_queues,
-    serve,
-    stage_is,
-    wait_for,
-    worker_environment,
-)
+from tests.support.database import ON_POSTGRES
+from tests.support.images import jpeg_bytes
+from tests.support.orders import order_create_via_api, pk, stage_is
+from tests.support.servers import serve
+from tests.support.worker import Worker, purge_queues, wait_for, worker_environment
 
 pytestmark = [
     pytest.mark.slow,
@@ -45,11 +37,9 @@ def test_an_order_completes_on_the_embedded_broker_with_only_the_sweeper_ringing
         worker = Worker(env=env, folder=Path(folder))
         worker.start()
         try:
-            order_id = create(
+            order_id = order_create_via_api(
                 sandbox_api,
-                order_body(
-                    items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
-                ),
+                items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}],
             )
             order = wait_for(
                 "the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker

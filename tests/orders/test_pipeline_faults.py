@@ -9,18 +9,14 @@ finds them due and rings again. Every order completes and every effect happens o
 import collections
 import json
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
-from werkzeug import Request, Response
 
 from labs.models import SimulatedLabOrder
 from orders.models import (
@@ -32,32 +28,16 @@ from orders.models import (
     PipelineStep,
     Shipment,
 )
-from tests.orders.conftest import order_body
-from tests.orders.test_pipeline import (
-    ON_POSTGRES,
-    TYPE,
-    Receiver,
-    Worker,
-    jpeg_bytes,
-    pdf_bytes,
-    pk,
-    purge_queues,
-    receiver,
-    start_worker,
-    wait_for,
-)
+from tests.support.orders import TYPE, order_body, order_create_via_api, pk
+from tests.support.servers import Receiver, SlowAssets
+from tests.support.worker import Worker, needs_worker, purge_queues, start_worker, wait_for
 from webhooks.models import CallbackEvent
-
-__all__ = ["receiver"]  # the fixture, shared with the end-to-end tests
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
-    pytest.mark.skipif(
-        not (ON_POSTGRES and settings.REDIS_URL),
-        reason="a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)",
-    ),
+    needs_worker,
 ]
 ORDERS = 6
 # Claims expire quickly so the sweeper can take over soon after a kill.
@@ -80,30 +60,6 @@ def fault_worker(live_server: Any) -> Iterator[Worker]:
         finally:
             running.kill()
             purge_queues()
-
-
-class SlowAssets:
-    """Serves JPEGs slowly and tells how many requests are being answered right now."""
-
-    def __init__(self) -> None:
-        self.in_flight = 0
-        self.served: collections.Counter[str] = collections.Counter()
-        self.lock = threading.Lock()
-        self.photo = jpeg_bytes(800, 600)
-        self.book = pdf_bytes(30)
-
-    def handle(self, request: Request) -> Response:
-        with self.lock:
-            self.in_flight += 1
-            self.served[request.path] += 1
-        try:
-            time.sleep(0.4)
-            if request.path.endswith(".pdf"):
-                return Response(self.book, content_type="application/pdf")
-            return Response(self.photo, content_type="image/jpeg")
-        finally:
-            with self.lock:
-                self.in_flight -= 1
 
 
 def bodies(httpserver: HTTPServer) -> list[tuple[dict[str, Any], int]]:
@@ -149,11 +105,7 @@ def test_killed_workers_delay_orders_but_every_order_completes_with_each_effect_
             suffix = ".pdf" if prefix == "/book-" else ".jpg"
             httpserver.expect_request(f"{prefix}{n}{suffix}").respond_with_handler(assets.handle)
     planned = bodies(httpserver)
-    order_ids = []
-    for body, _ in planned:
-        response = sandbox_api.post("/v4.0/orders", body, format="json")
-        assert response.status_code == 200, response.content
-        order_ids.append(response.json()["order"]["id"])
+    order_ids = [order_create_via_api(sandbox_api, body) for body, _ in planned]
 
     # First kill: while asset downloads are being answered (their step is half done).
     wait_for("a download in flight", lambda: assets.in_flight > 0, fault_worker)

@@ -14,14 +14,13 @@ from rest_framework.test import APIClient
 from orders.models import Asset, Order, OrderItem, PipelineStep, Stage
 from orders.pipeline.retention import images_purge_expired
 from orders.tasks import images_purge_expired_task
-from tests.orders.conftest import order_body
+from tests.support.orders import order_via_api
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
 
 def submitted_order(api: APIClient, *, days_ago: int) -> tuple[Order, list[str]]:
-    order_id = api.post("/v4.0/orders", order_body(), format="json").json()["order"]["id"]
-    order = Order.objects.get(id=int(order_id.removeprefix("ord_")))
+    order = order_via_api(api)
     asset = Asset.objects.get(item__order=order)
     names = [
         default_storage.save(f"orders/{order.id}/assets/{asset.id}/{kind}", ContentFile(b"data"))

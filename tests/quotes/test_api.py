@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from labs.allocation import BasketItem, plan_basket
-from merchants.services import CreatedMerchant, merchant_create
+from merchants.services import CreatedMerchant
 from tests.labs.factories import (
     ExchangeRateFactory,
     LabFactory,
@@ -18,6 +18,7 @@ from tests.labs.factories import (
     ShippingRateFactory,
     TaxRuleFactory,
 )
+from tests.merchants.factories import merchant_with_keys
 from tests.products.factories import PhotobookFactory, ProductAttributeFactory, ProductFactory
 
 pytestmark = pytest.mark.django_db
@@ -217,7 +218,7 @@ def test_us_destinations_carry_the_sales_tax_warning_and_convert_currency(
 
 
 def test_the_merchant_billing_currency_is_the_default(catalogue: None) -> None:
-    merchant: CreatedMerchant = merchant_create(name="Dollar Prints", currency="USD")
+    merchant: CreatedMerchant = merchant_with_keys(name="Dollar Prints", billing_currency="USD")
     client = APIClient()
     client.credentials(HTTP_X_API_KEY=merchant.live_api_key)
 

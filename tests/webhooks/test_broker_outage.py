@@ -8,21 +8,20 @@ wrote are what the sweeper finds when the broker works again.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from typing import Any
-from urllib.parse import quote as urlquote
 
 import pytest
-from django.conf import settings
-from django.db import connection
 from pytest_httpserver import HTTPServer
 
 from config.env import BASE_DIR
 from merchants.models import EnvironmentKind
 from merchants.services import CreatedMerchant
 from orders.models import Order, Stage
+from tests.orders.factories import OrderFactory
+from tests.support.database import ON_POSTGRES, database_url
+from tests.support.servers import closed_port
 from webhooks.models import CallbackEvent, CallbackState
 from webhooks.tasks import events_sweep_task
 
@@ -30,7 +29,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
-        not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
+        not ON_POSTGRES,
         reason="another process shares the test database only on PostgreSQL (DATABASE_URL)",
     ),
 ]
@@ -52,21 +51,6 @@ print("committed", len(sys.argv) - 1)
 """
 
 
-def database_url() -> str:
-    db = connection.settings_dict
-    user = urlquote(db.get("USER") or "", safe="")
-    password = f":{urlquote(db['PASSWORD'], safe='')}" if db.get("PASSWORD") else ""
-    credentials = f"{user}{password}@" if user else ""
-    port = f":{db['PORT']}" if db.get("PORT") else ""
-    return f"postgres://{credentials}{db.get('HOST') or '127.0.0.1'}{port}/{db['NAME']}"
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_events_written_while_the_broker_is_down_are_all_delivered_when_it_is_back(
     merchant: CreatedMerchant,
     httpserver: HTTPServer,
@@ -79,18 +63,7 @@ def test_events_written_while_the_broker_is_down_are_all_delivered_when_it_is_ba
     environment = merchant.merchant.environments.get(kind=EnvironmentKind.SANDBOX)
     environment.callback_url = httpserver.url_for("/hook")
     environment.save(update_fields=["callback_url"])
-    orders = [
-        Order.objects.create(
-            environment=environment,
-            shipping_method="Standard",
-            recipient_name="Ada Lovelace",
-            address_line1="1 Analytical Row",
-            address_postal_or_zip_code="SW1A 1AA",
-            address_country_code="GB",
-            address_town_or_city="London",
-        )
-        for _ in range(2)
-    ]
+    orders = OrderFactory.create_batch(2, environment=environment)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.local",

@@ -23,10 +23,9 @@ from config.celery_app import app as celery_app
 from merchants.models import Environment, EnvironmentKind
 from merchants.services import CreatedMerchant
 from orders.events import order_stage_changed
-from orders.models import (
-    Order,
-    Stage,
-)
+from orders.models import Order, Stage
+from tests.orders.factories import OrderFactory
+from tests.webhooks.factories import CallbackEventFactory
 from webhooks.delivery import RETRY_DELAYS
 from webhooks.models import CallbackAttempt, CallbackEvent, CallbackState, GoneCallbackUrl
 from webhooks.services import event_deliver, event_replay
@@ -46,19 +45,6 @@ def sandbox(merchant: CreatedMerchant, httpserver: HTTPServer) -> Environment:
     environment.callback_url = httpserver.url_for("/merchant-default")
     environment.save(update_fields=["callback_url"])
     return environment
-
-
-def make_order(environment: Environment, callback_url: str = "") -> Order:
-    return Order.objects.create(
-        environment=environment,
-        shipping_method="Standard",
-        callback_url=callback_url,
-        recipient_name="Ada Lovelace",
-        address_line1="1 Analytical Row",
-        address_postal_or_zip_code="SW1A 1AA",
-        address_country_code="GB",
-        address_town_or_city="London",
-    )
 
 
 def complete(order: Order) -> None:
@@ -83,7 +69,7 @@ def test_a_committed_change_writes_one_event_and_delivers_it(
     eager_tasks: None,
     django_capture_on_commit_callbacks: CaptureOnCommit,
 ) -> None:
-    order = make_order(sandbox)
+    order = OrderFactory.create(environment=sandbox)
     httpserver.expect_oneshot_request("/merchant-default", method="POST").respond_with_data("ok")
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
@@ -123,7 +109,7 @@ def test_a_rolled_back_change_sends_nothing(
     eager_tasks: None,
     django_capture_on_commit_callbacks: CaptureOnCommit,
 ) -> None:
-    order = make_order(sandbox)
+    order = OrderFactory.create(environment=sandbox)
 
     with (
         django_capture_on_commit_callbacks(execute=True) as callbacks,
@@ -143,7 +129,7 @@ def test_a_rolled_back_change_sends_nothing(
 
 @pytest.mark.django_db(transaction=True)
 def test_recording_outside_a_transaction_is_refused(sandbox: Environment) -> None:
-    order = make_order(sandbox)
+    order = OrderFactory.create(environment=sandbox)
 
     with pytest.raises(AssertionError, match="inside the change's transaction"):
         order_stage_changed(order=order)
@@ -154,8 +140,8 @@ def test_recording_outside_a_transaction_is_refused(sandbox: Environment) -> Non
 def test_the_order_callback_url_wins_and_sequences_count_per_order(
     sandbox: Environment, httpserver: HTTPServer
 ) -> None:
-    own = make_order(sandbox, callback_url=httpserver.url_for("/order-own"))
-    other = make_order(sandbox)
+    own = OrderFactory.create(environment=sandbox, callback_url=httpserver.url_for("/order-own"))
+    other = OrderFactory.create(environment=sandbox)
 
     with transaction.atomic():
         order_stage_changed(order=own)
@@ -184,7 +170,7 @@ def test_without_any_url_the_event_is_kept_but_nothing_is_sent(
 ) -> None:
     sandbox.callback_url = ""
     sandbox.save(update_fields=["callback_url"])
-    order = make_order(sandbox)
+    order = OrderFactory.create(environment=sandbox)
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         complete(order)
@@ -209,7 +195,7 @@ def test_three_500s_then_200_four_attempts_one_id_identical_bytes(
     for _ in range(3):
         httpserver.expect_ordered_request("/merchant-default").respond_with_data("busy", status=500)
     httpserver.expect_ordered_request("/merchant-default").respond_with_data("ok")
-    order = make_order(sandbox)
+    order = OrderFactory.create(environment=sandbox)
 
     with django_capture_on_commit_callbacks(execute=True):
         complete(order)
@@ -247,9 +233,7 @@ def test_a_claimed_event_is_left_alone_until_its_claim_expires(
     sandbox: Environment, httpserver: HTTPServer
 ) -> None:
     httpserver.expect_request("/merchant-default").respond_with_data("ok")
-    with transaction.atomic():
-        order_stage_changed(order=make_order(sandbox))
-    event = CallbackEvent.objects.get()
+    event = CallbackEventFactory.create(environment=sandbox, target_url=sandbox.callback_url)
     now = timezone.now()
     CallbackEvent.objects.filter(id=event.id).update(claimed_until=now + dt.timedelta(minutes=1))
 
@@ -271,9 +255,9 @@ def test_410_stops_that_url_for_the_environment_only(
     live.callback_url = sandbox.callback_url
     live.save(update_fields=["callback_url"])
     with transaction.atomic():
-        first = make_order(sandbox)
+        first = OrderFactory.create(environment=sandbox)
         order_stage_changed(order=first)
-        order_stage_changed(order=make_order(sandbox))
+        order_stage_changed(order=OrderFactory.create(environment=sandbox))
     first_event, second_event = CallbackEvent.objects.order_by("created", "id")
 
     event_deliver(event_id=first_event.id)
@@ -287,8 +271,8 @@ def test_410_stops_that_url_for_the_environment_only(
     ]
     assert event_deliver(event_id=second_event.id) is None
     with transaction.atomic():
-        order_stage_changed(order=make_order(sandbox))
-        order_stage_changed(order=make_order(live))
+        order_stage_changed(order=OrderFactory.create(environment=sandbox))
+        order_stage_changed(order=OrderFactory.create(environment=live))
     assert CallbackEvent.objects.filter(environment=sandbox).latest("created").state == (
         CallbackState.STOPPED
     )
@@ -302,9 +286,7 @@ def test_429_retry_after_sets_the_next_due_time(
     httpserver.expect_request("/merchant-default").respond_with_data(
         "", status=429, headers={"Retry-After": "3600"}
     )
-    with transaction.atomic():
-        order_stage_changed(order=make_order(sandbox))
-    event = CallbackEvent.objects.get()
+    event = CallbackEventFactory.create(environment=sandbox, target_url=sandbox.callback_url)
 
     before = timezone.now()
     event_deliver(event_id=event.id)
@@ -319,9 +301,7 @@ def test_429_retry_after_sets_the_next_due_time(
 
 def test_the_eleventh_failure_gives_up(sandbox: Environment, httpserver: HTTPServer) -> None:
     httpserver.expect_request("/merchant-default").respond_with_data("", status=503)
-    with transaction.atomic():
-        order_stage_changed(order=make_order(sandbox))
-    event = CallbackEvent.objects.get()
+    event = CallbackEventFactory.create(environment=sandbox, target_url=sandbox.callback_url)
     CallbackEvent.objects.filter(id=event.id).update(attempts=len(RETRY_DELAYS))
 
     event_deliver(event_id=event.id)
@@ -343,7 +323,7 @@ def test_replay_sends_the_same_id_and_bytes_again(
 ) -> None:
     httpserver.expect_request("/merchant-default").respond_with_data("ok")
     with django_capture_on_commit_callbacks(execute=True):
-        complete(make_order(sandbox))
+        complete(OrderFactory.create(environment=sandbox))
     event = CallbackEvent.objects.get()
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -368,7 +348,7 @@ def test_staff_replay_from_the_admin_keeps_the_id(
 ) -> None:
     httpserver.expect_request("/merchant-default").respond_with_data("ok")
     with django_capture_on_commit_callbacks(execute=True):
-        complete(make_order(sandbox))
+        complete(OrderFactory.create(environment=sandbox))
     event = CallbackEvent.objects.get()
     client.force_login(admin_user)
 
@@ -395,7 +375,7 @@ def test_the_sweeper_sends_due_and_claim_expired_events_only(
 ) -> None:
     httpserver.expect_request("/merchant-default").respond_with_data("ok")
     with transaction.atomic():  # committed without its message: as if the broker lost it
-        orders = [make_order(sandbox) for _ in range(4)]
+        orders = [OrderFactory.create(environment=sandbox) for _ in range(4)]
         for order in orders:
             order_stage_changed(order=order)
     due, expired_claim, later, claimed = CallbackEvent.objects.order_by("subject")
@@ -425,9 +405,7 @@ def test_the_sweeper_sends_due_and_claim_expired_events_only(
 
 
 def test_the_sweeper_puts_its_messages_on_the_callbacks_queue(sandbox: Environment) -> None:
-    with transaction.atomic():
-        order_stage_changed(order=make_order(sandbox))
-    event = CallbackEvent.objects.get()
+    event = CallbackEventFactory.create(environment=sandbox, target_url=sandbox.callback_url)
 
     with celery_app.connection_for_write() as connection:
         queue = connection.SimpleQueue("callbacks")

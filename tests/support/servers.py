@@ -1,0 +1,82 @@
+"""Local peers over loopback: the merchant's asset host and callback receiver.
+
+They are handlers for pytest-httpserver's ``httpserver``; the fixtures that install them live
+in the conftest files.
+"""
+
+import collections
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+from tests.support.images import jpeg_bytes, pdf_bytes
+
+
+@dataclass
+class Receiver:
+    """The merchant's callback endpoint: records every delivery and answers 204."""
+
+    deliveries: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def handle(self, request: Request) -> Response:
+        with self.lock:
+            self.deliveries.append((dict(request.headers), request.get_data()))
+        return Response(status=204)
+
+    def events(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [json.loads(body) for _, body in self.deliveries]
+
+    def types(self, order_id: str) -> list[str]:
+        """The order's event types in the order they happened (deliveries may overtake)."""
+        unique = {e["id"]: e for e in self.events() if e["subject"] == order_id}
+        return [e["type"] for e in sorted(unique.values(), key=lambda e: e["sequence"])]
+
+
+class SlowAssets:
+    """Serves JPEGs (and PDFs for ``.pdf`` paths) slowly, and tells how many requests are being
+    answered right now."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.served: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+        self.photo = jpeg_bytes(800, 600)
+        self.book = pdf_bytes(30)
+
+    def handle(self, request: Request) -> Response:
+        with self.lock:
+            self.in_flight += 1
+            self.served[request.path] += 1
+        try:
+            time.sleep(0.4)
+            if request.path.endswith(".pdf"):
+                return Response(self.book, content_type="application/pdf")
+            return Response(self.photo, content_type="image/jpeg")
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def serve(httpserver: HTTPServer, path: str, data: bytes, content_type: str) -> str:
+    """Serve ``data`` at ``path`` for every GET; the URL to give in an order."""
+    httpserver.expect_request(path, method="GET").respond_with_data(data, content_type=content_type)
+    return httpserver.url_for(path)
+
+
+def requests_to(httpserver: HTTPServer, path: str) -> int:
+    return sum(1 for request, _ in httpserver.log if request.path == path)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (it was free a moment ago)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
