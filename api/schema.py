@@ -1,6 +1,11 @@
 """OpenAPI document additions: the error envelope on every API operation, the trace header."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from drf_spectacular.utils import extend_schema
+
+_Handler = TypeVar("_Handler", bound=Callable[..., Any])
 
 ERROR_ENVELOPE = {
     "type": "object",
@@ -87,3 +92,12 @@ def add_error_responses(
             for response in responses.values():
                 response.setdefault("headers", {}).update(_TRACE_HEADER)
     return result
+
+
+def operation(
+    tag: str, operation_id: str, summary: str, response: Any, **more: Any
+) -> Callable[[_Handler], _Handler]:
+    """The schema of an operation with one success response; the error envelope is added later."""
+    return extend_schema(
+        tags=[tag], operation_id=operation_id, summary=summary, responses={200: response}, **more
+    )

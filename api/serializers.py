@@ -36,3 +36,15 @@ class StrictSerializer(serializers.Serializer):
                 raise serializers.ValidationError(errors)
             return value
         return super().to_internal_value(data)
+
+
+# Shared fields only: each app subclasses these under its own name, which stays the name of its
+# OpenAPI component. No docstrings: the schema would publish them as the components' descriptions.
+class CarrierFields(serializers.Serializer):
+    name = serializers.CharField()
+    service = serializers.CharField()
+
+
+class FulfillmentLocationFields(serializers.Serializer):
+    countryCode = serializers.CharField()
+    labCode = serializers.CharField()

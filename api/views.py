@@ -3,7 +3,7 @@
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -32,6 +32,13 @@ class ApiView(APIView):
         ):
             raise exceptions.UnsupportedMediaType(content_type or "(none)")
         super().initial(request, *args, **kwargs)
+
+
+def validated_input(serializer_class: type[serializers.Serializer], request: Request) -> Any:
+    """The body as ``serializer_class`` validates it; invalid input raises the 400 envelope."""
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
 
 
 def endpoint_does_not_exist(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:

@@ -248,22 +248,19 @@ def _send(
         ) from exc
     except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema) as exc:
         raise OutboundRefused(f"'{_redact(url)}' is not a valid URL.") from exc
-    except requests.exceptions.Timeout as exc:
-        raise OutboundError(
-            f"Requesting {_redact(url)} timed out (no answer from '{host}').", retryable=True
-        ) from exc
-    except requests.exceptions.SSLError as exc:
-        raise OutboundError(
-            f"The TLS connection to '{host}' failed: {_reason(exc)}.", retryable=True
-        ) from exc
-    except requests.exceptions.ConnectionError as exc:
-        raise OutboundError(
-            f"Could not connect to '{host}' for {_redact(url)}: {_reason(exc)}.", retryable=True
-        ) from exc
     except requests.exceptions.RequestException as exc:
-        raise OutboundError(
-            f"Requesting {_redact(url)} failed: {_reason(exc)}.", retryable=True
-        ) from exc
+        raise OutboundError(_failure(exc, url=url, host=host), retryable=True) from exc
+
+
+def _failure(exc: requests.exceptions.RequestException, *, url: str, host: str) -> str:
+    """What went wrong, most specific first: a connect timeout is a timeout, not a refusal."""
+    if isinstance(exc, requests.exceptions.Timeout):
+        return f"Requesting {_redact(url)} timed out (no answer from '{host}')."
+    if isinstance(exc, requests.exceptions.SSLError):
+        return f"The TLS connection to '{host}' failed: {_reason(exc)}."
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        return f"Could not connect to '{host}' for {_redact(url)}: {_reason(exc)}."
+    return f"Requesting {_redact(url)} failed: {_reason(exc)}."
 
 
 def _save_body(

@@ -17,15 +17,8 @@ class ShippingRateInline(admin.TabularInline):
 
 @admin.register(Lab)
 class LabAdmin(admin.ModelAdmin):
-    list_display = (
-        "code",
-        "name",
-        "country_code",
-        "currency",
-        "connector",
-        "simulator_failure_share",
-        "is_active",
-    )
+    list_display = ("code", "name", "country_code", "currency", "connector",
+                    "simulator_failure_share", "is_active")  # fmt: skip
     list_filter = ("country_code", "connector", "currency", "is_active")
     search_fields = ("code", "name")
     inlines = [LabProductInline, ShippingRateInline]
@@ -50,17 +43,8 @@ class ShippingZoneAdmin(admin.ModelAdmin):
 
 @admin.register(ShippingRate)
 class ShippingRateAdmin(admin.ModelAdmin):
-    list_display = (
-        "lab",
-        "method",
-        "country_code",
-        "zone",
-        "price",
-        "carrier_name",
-        "carrier_service",
-        "min_days",
-        "max_days",
-    )
+    list_display = ("lab", "method", "country_code", "zone", "price", "carrier_name",
+                    "carrier_service", "min_days", "max_days")  # fmt: skip
     list_filter = ("method", "lab", "zone", "carrier_name")
     search_fields = ("lab__code", "country_code", "carrier_name", "carrier_service")
     list_select_related = ("lab", "zone")

@@ -88,48 +88,20 @@ PAPER = AttributeSpec(
 )
 
 
-def _fine_art(w: int, h: int) -> ProductSpec:
-    return ProductSpec(
-        f"GLOBAL-FAP-{w}X{h}",
-        f'Fine-art giclée print, {w}x{h}" on archival cotton rag',
-        Category.FINE_ART,
-        Decimal(w),
-        Decimal(h),
-        attributes=(PAPER,),
-    )
-
-
-def _photo(w: int, h: int) -> ProductSpec:
-    return ProductSpec(
-        f"GLOBAL-PHO-{w}X{h}",
-        f'Photo print, {w}x{h}" on professional photo paper',
-        Category.PHOTO,
-        Decimal(w),
-        Decimal(h),
-        attributes=(FINISH,),
-    )
-
-
-def _canvas(w: int, h: int) -> ProductSpec:
-    return ProductSpec(
-        f"GLOBAL-CAN-{w}X{h}",
-        f'Stretched canvas, {w}x{h}" on a 38 mm frame',
-        Category.CANVAS,
-        Decimal(w),
-        Decimal(h),
-        attributes=(WRAP,),
-    )
-
-
-def _framed(w: int, h: int) -> ProductSpec:
-    return ProductSpec(
-        f"GLOBAL-CFPM-{w}X{h}",
-        f'Classic framed print with mount, {w}x{h}"',
-        Category.FRAMED,
-        Decimal(w),
-        Decimal(h),
-        attributes=(FRAME_COLOUR,),
-    )
+def _sized(
+    category: str,
+    code: str,
+    description: str,
+    attribute: AttributeSpec,
+    sizes: list[tuple[int, int]],
+) -> tuple[ProductSpec, ...]:
+    """One product per size in inches: SKU ``GLOBAL-<code>-<w>X<h>``, ``description`` with
+    ``{w}`` and ``{h}`` filled in."""
+    return tuple(
+        ProductSpec(f"GLOBAL-{code}-{w}X{h}", description.format(w=w, h=h), category,
+                    Decimal(w), Decimal(h), attributes=(attribute,))
+        for w, h in sizes
+    )  # fmt: skip
 
 
 def _book(sku: str, description: str, w: int, h: int, *, hard: bool, paper: str) -> ProductSpec:
@@ -161,10 +133,14 @@ def _poster(size: str, w: int, h: int) -> ProductSpec:
 
 
 PRODUCTS: tuple[ProductSpec, ...] = (
-    *(_fine_art(w, h) for w, h in [(8, 10), (10, 10), (11, 14), (12, 16), (16, 20), (16, 24), (20, 30)]),
-    *(_photo(w, h) for w, h in [(4, 6), (5, 7), (6, 8), (8, 10)]),
-    *(_canvas(w, h) for w, h in [(10, 10), (12, 16), (16, 20), (20, 30)]),
-    *(_framed(w, h) for w, h in [(12, 16), (16, 20), (20, 30)]),
+    *_sized(Category.FINE_ART, "FAP", 'Fine-art giclée print, {w}x{h}" on archival cotton rag', PAPER,
+            [(8, 10), (10, 10), (11, 14), (12, 16), (16, 20), (16, 24), (20, 30)]),
+    *_sized(Category.PHOTO, "PHO", 'Photo print, {w}x{h}" on professional photo paper', FINISH,
+            [(4, 6), (5, 7), (6, 8), (8, 10)]),
+    *_sized(Category.CANVAS, "CAN", 'Stretched canvas, {w}x{h}" on a 38 mm frame', WRAP,
+            [(10, 10), (12, 16), (16, 20), (20, 30)]),
+    *_sized(Category.FRAMED, "CFPM", 'Classic framed print with mount, {w}x{h}"', FRAME_COLOUR,
+            [(12, 16), (16, 20), (20, 30)]),
     _book("BOOK-A4-L-HARD-M", "Hardcover photobook, A4 landscape, matte pages", 297, 210, hard=True, paper="Matte 170gsm"),
     _book("BOOK-A4-P-HARD-M", "Hardcover photobook, A4 portrait, matte pages", 210, 297, hard=True, paper="Matte 170gsm"),
     _book("BOOK-20X20-HARD-G", "Hardcover photobook, 20x20 cm, gloss pages", 200, 200, hard=True, paper="Gloss 200gsm"),

@@ -1,6 +1,7 @@
 """Writes for labs and the catalogue as a whole."""
 
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
 
 from django.db import transaction
 
@@ -9,20 +10,18 @@ from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZon
 from products.models import Category, Paper, PrintArea, Product, ProductAttribute, Variant
 
 
+def _copied(spec: object, *names: str) -> dict[str, Any]:
+    """The spec's values for the columns of the same names."""
+    return {name: getattr(spec, name) for name in names}
+
+
 def _product_load(spec: demo.ProductSpec) -> Product:
     product, _ = Product.objects.update_or_create(
         sku=spec.sku,
         defaults={
-            "description": spec.description,
-            "category": spec.category,
-            "width": spec.width,
-            "height": spec.height,
-            "units": spec.units,
-            "pages_included": spec.pages_included,
-            "min_pages": spec.min_pages,
-            "max_pages": spec.max_pages,
+            **_copied(spec, "description", "category", "width", "height", "units"),
+            **_copied(spec, "pages_included", "min_pages", "max_pages", "spine_base_mm"),
             "paper": Paper.objects.get(name=spec.paper) if spec.paper else None,
-            "spine_base_mm": spec.spine_base_mm,
             "is_active": True,
         },
     )
@@ -102,11 +101,8 @@ def demo_catalogue_load() -> dict[str, int]:
         lab, _ = Lab.objects.update_or_create(
             code=lab_spec.code,
             defaults={
-                "name": lab_spec.name,
-                "country_code": lab_spec.country_code,
-                "currency": lab_spec.currency,
+                **_copied(lab_spec, "name", "country_code", "currency", "capabilities"),
                 "connector": "simulator",
-                "capabilities": lab_spec.capabilities,
                 "is_active": True,
             },
         )

@@ -108,12 +108,18 @@ def _lock(order: Order) -> Order:
     return Order.objects.select_for_update().get(pk=order.pk)
 
 
+def _lock_if_available(order: Order, action: str) -> Order | None:
+    """The order locked, its lab state refreshed first: None when ``action`` is not available."""
+    locked = _lock(order)
+    lab_state_refresh(locked)
+    return locked if actions_available(locked)[action] else None
+
+
 @transaction.atomic
 def order_cancel(*, order: Order) -> ActionResult:
     """Cancel the whole order: locally before lab submission, else lab by lab."""
-    locked = _lock(order)
-    lab_state_refresh(locked)
-    if not actions_available(locked)["cancel"]:
+    locked = _lock_if_available(order, "cancel")
+    if locked is None:
         return ActionResult("ActionNotAvailable")
     shipments = _live_shipments(locked)
     if any(not _changeable(s) for s in shipments):
@@ -122,24 +128,12 @@ def order_cancel(*, order: Order) -> ActionResult:
     cancelled: list[Shipment] = []
     sandbox = locked.environment.is_sandbox
     for shipment in shipments:
-        if shipment.submitted_at is None:
-            outcome = LabResult(True)
-        else:
-            outcome = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).cancel(
-                lab_order(shipment)
-            )
-        if outcome.successful:
+        result = _lab_change(shipment, sandbox=sandbox, apply=lambda lab, order: lab.cancel(order))
+        if result.successful:
             shipment.status = ShipmentStatus.CANCELLED
             shipment.save(update_fields=["status"])
             cancelled.append(shipment)
-        results.append(
-            ShipmentResult(
-                shipment.public_id,
-                outcome.successful,
-                None if outcome.successful else SHIPMENT_UPDATE_FAILED,
-                outcome.message or None,
-            )
-        )
+        results.append(result)
     if not all(r.successful for r in results):
         # Some labs cancelled: those shipments are refunded and reported, the order goes on.
         _touch(locked)
@@ -158,6 +152,21 @@ def order_cancel(*, order: Order) -> ActionResult:
         shipment_changed(order=locked, shipment=shipment)
     order_stage_changed(order=locked)
     return ActionResult("Cancelled", tuple(results))
+
+
+def _lab_change(shipment: Shipment, *, sandbox: bool, apply: Any) -> ShipmentResult:
+    """Apply a change at the shipment's lab; one not yet submitted has nothing there to change."""
+    if shipment.submitted_at is None:
+        outcome = LabResult(True)
+    else:
+        connector = connector_for(lab_code=shipment.lab_code, sandbox=sandbox)
+        outcome = apply(connector, lab_order(shipment))
+    return ShipmentResult(
+        shipment.public_id,
+        outcome.successful,
+        None if outcome.successful else SHIPMENT_UPDATE_FAILED,
+        outcome.message or None,
+    )
 
 
 def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentResult, ...]]:
@@ -184,19 +193,7 @@ def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentR
                 )
             )  # fmt: skip
             continue
-        if shipment.submitted_at is None:
-            outcome = LabResult(True)
-        else:
-            connector = connector_for(lab_code=shipment.lab_code, sandbox=sandbox)
-            outcome = apply(connector, lab_order(shipment))
-        results.append(
-            ShipmentResult(
-                shipment.public_id,
-                outcome.successful,
-                None if outcome.successful else SHIPMENT_UPDATE_FAILED,
-                outcome.message or None,
-            )
-        )
+        results.append(_lab_change(shipment, sandbox=sandbox, apply=apply))
     succeeded = sum(r.successful for r in results)
     if not results or succeeded == len(results):
         return "Updated", tuple(results)
@@ -249,9 +246,8 @@ def _replan(order: Order, *, path: str) -> tuple[ShipmentResult, ...]:
 
 @transaction.atomic
 def order_update_shipping_method(*, order: Order, shipping_method: str) -> ActionResult:
-    locked = _lock(order)
-    lab_state_refresh(locked)
-    if not actions_available(locked)["changeShippingMethod"]:
+    locked = _lock_if_available(order, "changeShippingMethod")
+    if locked is None:
         return ActionResult("ActionNotAvailable")
     _check_deliverable(
         locked,
@@ -295,9 +291,8 @@ RECIPIENT_FIELDS = {
 
 @transaction.atomic
 def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> ActionResult:
-    locked = _lock(order)
-    lab_state_refresh(locked)
-    if not actions_available(locked)["changeRecipientDetails"]:
+    locked = _lock_if_available(order, "changeRecipientDetails")
+    if locked is None:
         return ActionResult("ActionNotAvailable")
     _check_deliverable(
         locked,

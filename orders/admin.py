@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from common.admin_mixins import NoAddOrDelete, PublicIdColumn
 from orders.models import (
     Asset,
     Charge,
@@ -27,53 +28,35 @@ from orders.pipeline.scheduling import order_enqueue_on_commit
 from orders.pipeline.state_machine import order_submit_now
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(NoAddOrDelete, admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = False
 
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
-
-class OrderItemInline(ReadOnlyInline):
+class OrderItemInline(PublicIdColumn, ReadOnlyInline):
     model = OrderItem
     fields = ("public_id", "position", "sku", "copies", "sizing", "attributes", "status",
               "availability", "shipment")  # fmt: skip
     readonly_fields = fields
 
-    @admin.display(description="id")
-    def public_id(self, item: OrderItem) -> str:
-        return item.public_id
 
-
-class ShipmentInline(ReadOnlyInline):
+class ShipmentInline(PublicIdColumn, ReadOnlyInline):
     model = Shipment
     fields = ("public_id", "lab_code", "status", "shipping_method", "carrier_name",
               "carrier_service", "tracking_number", "dispatch_date", "lab_order_reference",
               "submit_attempts", "submitted_at", "in_production_at")  # fmt: skip
     readonly_fields = fields
 
-    @admin.display(description="id")
-    def public_id(self, shipment: Shipment) -> str:
-        return shipment.public_id
 
-
-class ChargeInline(ReadOnlyInline):
+class ChargeInline(PublicIdColumn, ReadOnlyInline):
     model = Charge
     fields = ("public_id", "charge_type", "currency", "total_cost", "total_tax",
               "service_invoice_number", "created")  # fmt: skip
     readonly_fields = fields
-
-    @admin.display(description="id")
-    def public_id(self, charge: Charge) -> str:
-        return charge.public_id
 
 
 class OrderIssueInline(ReadOnlyInline):
@@ -101,7 +84,7 @@ def pipeline_state(order: Order, now: datetime | None = None) -> str:
 
 
 @admin.register(Order)
-class OrderAdmin(admin.ModelAdmin):
+class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     list_display = ("public_id", "environment", "merchant_reference", "stage", "pipeline_step",
                     "due_at", "pipeline_state", "created")  # fmt: skip
     list_filter = ("stage", "pipeline_step", "environment__kind", "download_assets",
@@ -129,15 +112,9 @@ class OrderAdmin(admin.ModelAdmin):
     )  # fmt: skip
     readonly_fields = [str(name) for _, group in fieldsets for name in group["fields"]]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         # The list's actions need it; an order's own page is a view, never a form.
         return obj is None and super().has_change_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Order], search_term: str
@@ -147,10 +124,6 @@ class OrderAdmin(admin.ModelAdmin):
         if digits.isdigit() and int(digits) < 2**63:
             return queryset.filter(id=int(digits)), False
         return super().get_search_results(request, queryset, search_term)
-
-    @admin.display(description="id", ordering="id")
-    def public_id(self, order: Order) -> str:
-        return order.public_id
 
     @admin.display(description="pipeline state")
     def pipeline_state(self, order: Order) -> str:

@@ -30,24 +30,19 @@ def charges_write(
         order=order, charge_type__in=[ChargeType.ITEM, ChargeType.SHIPPING]
     ).exists():
         return
-    _charge_create(
-        order=order,
-        charge_type=ChargeType.ITEM,
-        currency=plan.currency,
-        lines=[
-            ChargeItem(item=items[line.key], cost=line.total_cost, tax=line.tax)
-            for line in plan.item_lines
-        ],
-    )
-    _charge_create(
-        order=order,
-        charge_type=ChargeType.SHIPPING,
-        currency=plan.currency,
-        lines=[
-            ChargeItem(shipment=shipments[p.lab_code], cost=p.shipping_cost, tax=p.shipping_tax)
-            for p in plan.shipments
-        ],
-    )
+    item_lines = [
+        ChargeItem(item=items[line.key], cost=line.total_cost, tax=line.tax)
+        for line in plan.item_lines
+    ]
+    shipping_lines = [
+        ChargeItem(shipment=shipments[p.lab_code], cost=p.shipping_cost, tax=p.shipping_tax)
+        for p in plan.shipments
+    ]
+    for charge_type, lines in [
+        (ChargeType.ITEM, item_lines),
+        (ChargeType.SHIPPING, shipping_lines),
+    ]:
+        _charge_create(order=order, charge_type=charge_type, currency=plan.currency, lines=lines)
 
 
 def _charge_create(

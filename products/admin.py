@@ -21,16 +21,8 @@ class VariantInline(admin.TabularInline):
 
 @admin.register(Product)
 class ProductAdmin(admin.ModelAdmin):
-    list_display = (
-        "sku",
-        "description",
-        "category",
-        "width",
-        "height",
-        "units",
-        "pages_included",
-        "is_active",
-    )
+    list_display = ("sku", "description", "category", "width", "height", "units",
+                    "pages_included", "is_active")  # fmt: skip
     list_filter = ("category", "units", "is_active")
     search_fields = ("sku", "description")
     inlines = [ProductAttributeInline, PrintAreaInline, VariantInline]

@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from common.admin_mixins import NoAddOrDelete, PublicIdColumn
 from webhooks.models import CallbackAttempt, CallbackEvent, GoneCallbackUrl
 from webhooks.services import event_replay
 
@@ -37,7 +38,7 @@ class CallbackAttemptInline(admin.TabularInline):
 
 
 @admin.register(CallbackEvent)
-class CallbackEventAdmin(admin.ModelAdmin):
+class CallbackEventAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     list_display = (
         "public_id",
         "subject",
@@ -72,12 +73,6 @@ class CallbackEventAdmin(admin.ModelAdmin):
     )
     readonly_fields = fields
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[CallbackEvent], search_term: str
     ) -> tuple[QuerySet[CallbackEvent], bool]:
@@ -89,10 +84,6 @@ class CallbackEventAdmin(admin.ModelAdmin):
         if term.startswith("ord_"):
             return queryset.filter(subject=term), False
         return super().get_search_results(request, queryset, search_term)
-
-    @admin.display(description="id", ordering="id")
-    def public_id(self, event: CallbackEvent) -> str:
-        return event.public_id
 
     @admin.display(description="body (as sent)")
     def body_json(self, event: CallbackEvent) -> str:

@@ -22,6 +22,8 @@ from webhooks.models import CallbackAttempt, CallbackEvent, CallbackState, GoneC
 from webhooks.selectors import events_due
 
 DELIVER_TASK = "webhooks.tasks.event_deliver_task"
+# What an attempt row keeps of its result; ``retry_after`` only schedules the next attempt.
+ATTEMPT_RECORDS = ("duration_ms", "status_code", "outcome", "response_excerpt", "error")
 
 # Prefork children would inherit one random.Random() state and jitter in step; this reads the OS.
 _rng = random.SystemRandom()
@@ -47,30 +49,29 @@ def event_create(
     assert transaction.get_connection().in_atomic_block, (
         "record events inside the change's transaction"
     )
-    now = time or timezone.now()
     event = CallbackEvent(
         environment=environment,
         subject=subject,
         sequence=sequence,
         event_type=event_type,
-        created=now,
+        created=time or timezone.now(),
         target_url=target_url,
     )
     event.body = envelope_bytes(
         event_id=event.id,
-        event_type=event_type,
+        event_type=event.event_type,
         source=source,
-        subject=subject,
+        subject=event.subject,
         data=data,
-        sequence=sequence,
-        time=now,
+        sequence=event.sequence,
+        time=event.created,
     )
     if not target_url:
         event.state = CallbackState.NO_DESTINATION
     elif GoneCallbackUrl.objects.filter(environment=environment, url=target_url).exists():
         event.state = CallbackState.STOPPED
     else:
-        event.next_attempt_at = now
+        event.next_attempt_at = event.created
     event.save()
     if event.state == CallbackState.PENDING:
         task_enqueue_on_commit(DELIVER_TASK, event.id)
@@ -105,11 +106,7 @@ def event_deliver(*, event_id: int) -> CallbackEvent | None:
             number=number,
             url=event.target_url,
             started=started,
-            duration_ms=result.duration_ms,
-            status_code=result.status_code,
-            outcome=result.outcome,
-            response_excerpt=result.response_excerpt,
-            error=result.error,
+            **{name: getattr(result, name) for name in ATTEMPT_RECORDS},
         )
         fields: dict[str, object] = {"attempts": number, "claimed_until": None}
         if result.outcome == Outcome.DELIVERED:

@@ -40,36 +40,16 @@ from ``totalCost`` so that a quote's ``costSummary`` and the order's charges mat
   ``plan.total_tax`` and ``plan.total_cost``.
 """
 
-from labs.allocation.engine import (
-    METHODS,
-    canonical_method,
-    methods_available,
-    plan_all_methods,
-    plan_basket,
-)
-from labs.allocation.types import (
-    FAILURE_CODES,
-    AllocationPlan,
-    BasketItem,
-    Infeasible,
-    ItemFailure,
-    ItemLine,
-    PlannedShipment,
-    UnknownCurrency,
-)
-
-__all__ = [
-    "FAILURE_CODES",
-    "METHODS",
-    "AllocationPlan",
-    "BasketItem",
-    "Infeasible",
-    "ItemFailure",
-    "ItemLine",
-    "PlannedShipment",
-    "UnknownCurrency",
-    "canonical_method",
-    "methods_available",
-    "plan_all_methods",
-    "plan_basket",
-]
+from labs.allocation.engine import METHODS as METHODS
+from labs.allocation.engine import canonical_method as canonical_method
+from labs.allocation.engine import methods_available as methods_available
+from labs.allocation.engine import plan_all_methods as plan_all_methods
+from labs.allocation.engine import plan_basket as plan_basket
+from labs.allocation.types import FAILURE_CODES as FAILURE_CODES
+from labs.allocation.types import AllocationPlan as AllocationPlan
+from labs.allocation.types import BasketItem as BasketItem
+from labs.allocation.types import Infeasible as Infeasible
+from labs.allocation.types import ItemFailure as ItemFailure
+from labs.allocation.types import ItemLine as ItemLine
+from labs.allocation.types import PlannedShipment as PlannedShipment
+from labs.allocation.types import UnknownCurrency as UnknownCurrency

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from api.serializers import StrictSerializer
+from api.serializers import CarrierFields, FulfillmentLocationFields, StrictSerializer
 from common.countries import is_country_code
 from orders.models import ShippingMethod, Sizing
 
@@ -237,9 +237,8 @@ class ChargeOutput(serializers.Serializer):
     items = ChargeItemOutput(many=True)
 
 
-class CarrierOutput(serializers.Serializer):
-    name = serializers.CharField()
-    service = serializers.CharField()
+class CarrierOutput(CarrierFields):
+    pass
 
 
 class TrackingOutput(serializers.Serializer):
@@ -252,9 +251,8 @@ class ShipmentItemOutput(serializers.Serializer):
     availability = serializers.CharField()
 
 
-class FulfillmentLocationOutput(serializers.Serializer):
-    countryCode = serializers.CharField()
-    labCode = serializers.CharField()
+class FulfillmentLocationOutput(FulfillmentLocationFields):
+    pass
 
 
 class ShipmentOutput(serializers.Serializer):

@@ -4,7 +4,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.utils.dateparse import parse_datetime
@@ -13,14 +13,15 @@ from drf_spectacular.utils import (
     OpenApiExample,
     OpenApiParameter,
     PolymorphicProxySerializer,
-    extend_schema,
+    extend_schema_view,
 )
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
 from api.authentication import client_environment
-from api.views import ApiView
+from api.schema import operation
+from api.views import ApiView, validated_input
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, format_id, parse_id
 from orders import actions
@@ -63,7 +64,15 @@ CREATE_EXAMPLE = OpenApiExample(
 ORDER_ID = OpenApiParameter(
     "orderId", OpenApiTypes.STR, OpenApiParameter.PATH, description="An `ord_` id."
 )
-TAG = ["Orders"]
+TAG = "Orders"
+_View = TypeVar("_View", bound=Callable[..., Response])
+
+
+def _order_operation(
+    operation_id: str, summary: str, response: type[Serializer], **more: Any
+) -> Callable[[_View], _View]:
+    """An operation on one order: the ``orderId`` path parameter, one 200 response."""
+    return operation(TAG, operation_id, summary, response, parameters=[ORDER_ID], **more)
 
 
 def _base_url(request: Request) -> str:
@@ -90,10 +99,15 @@ def _flag(value: str | None, *, name: str) -> bool:
 class OrdersView(ApiView):
     body_required = ("POST",)
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_create",
-        summary="Create an order",
+    @operation(
+        TAG,
+        "orders_create",
+        "Create an order",
+        PolymorphicProxySerializer(
+            component_name="OrderCreateResult",
+            serializers=[s.OrderResponse, s.OnHoldResponse, s.ValidationOnlyResponse],
+            resource_type_field_name=None,
+        ),
         request=s.OrderCreateInput,
         parameters=[
             OpenApiParameter(
@@ -104,20 +118,11 @@ class OrdersView(ApiView):
             )
         ],
         examples=[CREATE_EXAMPLE],
-        responses={
-            200: PolymorphicProxySerializer(
-                component_name="OrderCreateResult",
-                serializers=[s.OrderResponse, s.OnHoldResponse, s.ValidationOnlyResponse],
-                resource_type_field_name=None,
-            )
-        },
     )
     def post(self, request: Request) -> Response:
         if not isinstance(request.data, dict):
             raise ValidationFailed.single("body", "Invalid", "The body must be a JSON object.")
-        serializer = s.OrderCreateInput(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated_input(s.OrderCreateInput, request)
         if _flag(request.query_params.get("validationonly"), name="validationOnly"):
             order_validate(
                 data=data, currency=client_environment(request).merchant.billing_currency
@@ -130,10 +135,11 @@ class OrdersView(ApiView):
         order = order_get(environment=client_environment(request), order_id=result.order.id)
         return Response({"outcome": result.outcome, "order": _render(request, order)})
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_list",
-        summary="List orders, newest first",
+    @operation(
+        TAG,
+        "orders_list",
+        "List orders, newest first",
+        s.OrderListResponse,
         parameters=[
             OpenApiParameter(
                 "top", OpenApiTypes.INT, description="Page size, 1 to 100 (default 10)."
@@ -160,7 +166,6 @@ class OrdersView(ApiView):
                 description="Set by nextUrl: continue after this order id (skip is then ignored).",
             ),
         ],
-        responses={200: s.OrderListResponse},
     )
     def get(self, request: Request) -> Response:
         filters = parse_list_query(request)
@@ -284,21 +289,9 @@ def _next_url(request: Request, filters: OrderFilter, *, last_id: int) -> str:
 
 
 class OrderDetailView(ApiView):
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_get",
-        summary="Get an order",
-        parameters=[ORDER_ID],
-        responses={200: s.OrderResponse},
-    )
+    @_order_operation("orders_get", "Get an order", s.OrderResponse)
     def get(self, request: Request, orderId: str) -> Response:
         return Response({"outcome": "Ok", "order": _render(request, _order(request, orderId))})
-
-
-def _input(serializer_class: type[serializers.Serializer], request: Request) -> Any:
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 def _action_response(
@@ -320,13 +313,7 @@ def _yes(value: bool) -> dict[str, str]:
 
 
 class OrderActionsView(ApiView):
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_actions",
-        summary="Which actions are available",
-        parameters=[ORDER_ID],
-        responses={200: s.ActionsResponse},
-    )
+    @_order_operation("orders_actions", "Which actions are available", s.ActionsResponse)
     def get(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
         actions.lab_state_refresh(order)
@@ -337,14 +324,7 @@ class OrderActionsView(ApiView):
 class CancelView(ApiView):
     body_required = ()
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_cancel",
-        summary="Cancel the order",
-        request=None,
-        parameters=[ORDER_ID],
-        responses={200: s.CancelResponse},
-    )
+    @_order_operation("orders_cancel", "Cancel the order", s.CancelResponse, request=None)
     def post(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
         if isinstance(request.data, dict) and request.data:
@@ -352,66 +332,64 @@ class CancelView(ApiView):
         return _action_response(request, order, actions.order_cancel(order=order))
 
 
-class UpdateShippingMethodView(ApiView):
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_update_shipping_method",
-        summary="Change the shipping method",
-        request=s.ShippingMethodInput,
-        parameters=[ORDER_ID],
-        responses={200: s.ShippingUpdateResponse},
-    )
+# A change to one order: the body validated by ``input_class``, then ``act``, then the order as
+# it is after the change. No docstring: the schema would publish it as the operations' description.
+class OrderActionView(ApiView):
+    input_class: type[Serializer]
+    results_under: tuple[str, ...] = ()
+
+    def act(self, order: Order, data: Any) -> actions.ActionResult:
+        raise NotImplementedError
+
     def post(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
-        method = _input(s.ShippingMethodInput, request)["shippingMethod"]
-        result = actions.order_update_shipping_method(order=order, shipping_method=method)
-        # The specification names the per-shipment array both ways; clients read either.
-        return _action_response(
-            request, order, result, results_under=("shipmentUpdateResults", "shippingUpdateResults")
+        result = self.act(order, validated_input(self.input_class, request))
+        return _action_response(request, order, result, self.results_under)
+
+
+def _order_action(
+    operation_id: str, summary: str, response: type[Serializer]
+) -> Callable[[type[OrderActionView]], type[OrderActionView]]:
+    """Documents an ``OrderActionView``'s POST, its ``input_class`` as the request body."""
+
+    def document(view: type[OrderActionView]) -> type[OrderActionView]:
+        schema = _order_operation(operation_id, summary, response, request=view.input_class)
+        return extend_schema_view(post=schema)(view)
+
+    return document
+
+
+@_order_action(
+    "orders_update_shipping_method", "Change the shipping method", s.ShippingUpdateResponse
+)
+class UpdateShippingMethodView(OrderActionView):
+    input_class = s.ShippingMethodInput
+    # The specification names the per-shipment array both ways; clients read either.
+    results_under = ("shipmentUpdateResults", "shippingUpdateResults")
+
+    def act(self, order: Order, data: Any) -> actions.ActionResult:
+        return actions.order_update_shipping_method(
+            order=order, shipping_method=data["shippingMethod"]
         )
 
 
+@_order_action("orders_update_shipping", "Alias of updateShippingMethod", s.ShippingUpdateResponse)
 class UpdateShippingAliasView(UpdateShippingMethodView):
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_update_shipping",
-        summary="Alias of updateShippingMethod",
-        request=s.ShippingMethodInput,
-        parameters=[ORDER_ID],
-        responses={200: s.ShippingUpdateResponse},
-    )
-    def post(self, request: Request, orderId: str) -> Response:
-        return super().post(request, orderId)
+    pass
 
 
-class UpdateRecipientView(ApiView):
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_update_recipient",
-        summary="Change the recipient",
-        request=s.RecipientUpdateInput,
-        parameters=[ORDER_ID],
-        responses={200: s.RecipientUpdateResponse},
-    )
-    def post(self, request: Request, orderId: str) -> Response:
-        order = _order(request, orderId)
-        recipient = dict(_input(s.RecipientUpdateInput, request))
-        result = actions.order_update_recipient(order=order, recipient=recipient)
-        return _action_response(request, order, result, results_under=("shipmentUpdateResults",))
+@_order_action("orders_update_recipient", "Change the recipient", s.RecipientUpdateResponse)
+class UpdateRecipientView(OrderActionView):
+    input_class = s.RecipientUpdateInput
+    results_under = ("shipmentUpdateResults",)
+
+    def act(self, order: Order, data: Any) -> actions.ActionResult:
+        return actions.order_update_recipient(order=order, recipient=dict(data))
 
 
-class UpdateMetadataView(ApiView):
-    @extend_schema(
-        tags=TAG,
-        operation_id="orders_update_metadata",
-        summary="Replace the metadata",
-        request=s.MetadataInput,
-        parameters=[ORDER_ID],
-        responses={200: s.MetadataUpdateResponse},
-    )
-    def post(self, request: Request, orderId: str) -> Response:
-        order = _order(request, orderId)
-        metadata = _input(s.MetadataInput, request)["metadata"]
-        return _action_response(
-            request, order, actions.order_update_metadata(order=order, metadata=metadata)
-        )
+@_order_action("orders_update_metadata", "Replace the metadata", s.MetadataUpdateResponse)
+class UpdateMetadataView(OrderActionView):
+    input_class = s.MetadataInput
+
+    def act(self, order: Order, data: Any) -> actions.ActionResult:
+        return actions.order_update_metadata(order=order, metadata=data["metadata"])

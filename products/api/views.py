@@ -1,10 +1,11 @@
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.views import ApiView
+from api.schema import operation
+from api.views import ApiView, validated_input
 from common.countries import is_country_code
 from common.errors import EntityNotFound, ValidationFailed
 from labs.selectors import countries_reached
@@ -16,6 +17,8 @@ from products.api.serializers import (
 )
 from products.models import Product
 from products.selectors import product_get, spine_width_mm
+
+TAG = "products"
 
 
 def _product_details(product: Product) -> dict[str, Any]:
@@ -42,12 +45,12 @@ def _product_details(product: Product) -> dict[str, Any]:
 
 
 class ProductDetailView(ApiView):
-    @extend_schema(
-        operation_id="products_get",
-        summary="Product details by SKU (any letter case)",
+    @operation(
+        TAG,
+        "products_get",
+        "Product details by SKU (any letter case)",
+        ProductResponseSerializer,
         parameters=[OpenApiParameter("sku", str, OpenApiParameter.PATH)],
-        responses={200: ProductResponseSerializer},
-        tags=["products"],
     )
     def get(self, request: Request, sku: str) -> Response:
         product = product_get(sku=sku)
@@ -58,17 +61,15 @@ class ProductDetailView(ApiView):
 
 
 class SpineView(ApiView):
-    @extend_schema(
-        operation_id="products_spine",
-        summary="Spine width of a photobook with a given number of pages",
+    @operation(
+        TAG,
+        "products_spine",
+        "Spine width of a photobook with a given number of pages",
+        SpineResponseSerializer,
         request=SpineRequestSerializer,
-        responses={200: SpineResponseSerializer},
-        tags=["products"],
     )
     def post(self, request: Request) -> Response:
-        serializer = SpineRequestSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated_input(SpineRequestSerializer, request)
         country = data.get("destinationCountryCode")
         if country is not None and not is_country_code(country):
             raise ValidationFailed.single(

@@ -2,7 +2,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from api.serializers import StrictSerializer
+from api.serializers import CarrierFields, FulfillmentLocationFields, StrictSerializer
 from common.countries import is_country_code
 from labs.allocation import METHODS, canonical_method
 from labs.selectors import currencies_supported
@@ -69,14 +69,12 @@ class QuoteCostSummarySerializer(serializers.Serializer):
     totalCost = QuoteCostSerializer(help_text="items + shipping + totalTax.")
 
 
-class QuoteCarrierSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    service = serializers.CharField()
+class QuoteCarrierSerializer(CarrierFields):
+    pass
 
 
-class QuoteFulfillmentLocationSerializer(serializers.Serializer):
-    countryCode = serializers.CharField()
-    labCode = serializers.CharField()
+class QuoteFulfillmentLocationSerializer(FulfillmentLocationFields):
+    pass
 
 
 class QuoteShipmentSerializer(serializers.Serializer):

@@ -1,11 +1,11 @@
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.authentication import client_environment
-from api.views import ApiView
+from api.schema import operation
+from api.views import ApiView, validated_input
 from quotes.api.serializers import (
     QuoteIssueSerializer,
     QuoteRequestSerializer,
@@ -50,17 +50,15 @@ def _quote_body(quote: Quote) -> dict[str, Any]:
 
 
 class QuoteCreateView(ApiView):
-    @extend_schema(
-        operation_id="quotes_create",
-        summary="Price a basket for a destination, per shipping method or for one",
+    @operation(
+        "quotes",
+        "quotes_create",
+        "Price a basket for a destination, per shipping method or for one",
+        QuoteResponseSerializer,
         request=QuoteRequestSerializer,
-        responses={200: QuoteResponseSerializer},
-        tags=["quotes"],
     )
     def post(self, request: Request) -> Response:
-        serializer = QuoteRequestSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated_input(QuoteRequestSerializer, request)
         result = quotes_create(
             items=[
                 QuoteItemRequest(
