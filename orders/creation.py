@@ -89,16 +89,7 @@ def order_validate(
         require_page_count=True,
         products=products,
     )
-    basket = [
-        BasketItem(
-            key=item.key,
-            sku=item.sku,
-            attributes=item.attributes,
-            copies=item.copies,
-            pages=item.page_count,
-        )
-        for item in items
-    ]
+    basket = [BasketItem.of_validated(item) for item in items]
     failures: dict[str, list[tuple[str, str]]] = {}
     unavailable: dict[str, list[str]] = {}
     try:

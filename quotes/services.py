@@ -66,16 +66,7 @@ def quotes_create(
     all of it. Raises ``ValidationFailed`` for catalogue problems and undeliverable items."""
     validated = basket_validate(items=items, require_page_count=False)
     catalogue = {item.sku: item.product for item in validated}
-    basket = [
-        BasketItem(
-            key=item.key,
-            sku=item.sku,
-            attributes=item.attributes,
-            copies=item.copies,
-            pages=item.page_count,
-        )
-        for item in validated
-    ]
+    basket = [BasketItem.of_validated(item) for item in validated]
     try:
         if shipping_method is not None:
             plans = [

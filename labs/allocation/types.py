@@ -4,6 +4,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from products.validation import ValidatedItem
+
 
 @dataclass(frozen=True)
 class BasketItem:
@@ -17,6 +19,17 @@ class BasketItem:
     attributes: Mapping[str, str]
     copies: int
     pages: int | None = None
+
+    @classmethod
+    def of_validated(cls, item: ValidatedItem) -> "BasketItem":
+        """The line of a basket item already checked against the catalogue."""
+        return cls(
+            key=item.key,
+            sku=item.sku,
+            attributes=item.attributes,
+            copies=item.copies,
+            pages=item.page_count,
+        )
 
 
 @dataclass(frozen=True)
