@@ -1,6 +1,6 @@
-"""The one guarded outbound HTTP client: asset downloads and merchant callbacks.
+"""The one guarded outbound HTTP client: asset downloads, merchant callbacks, Site Flow labs.
 
-Every URL here comes from a merchant, so every request goes through requests-hardened's IP
+Most URLs here come from a merchant, so every request goes through requests-hardened's IP
 filter: the host is resolved once, the resolved address is checked (private, loopback,
 link-local and cloud metadata, multicast, reserved, carrier-grade NAT ...) and the connection is
 pinned to that address, so DNS rebinding cannot swap in an internal one afterwards. Redirects
@@ -104,16 +104,31 @@ def post_json_bytes(
     complete response arrived within ``timeout`` seconds in total. The response body is read
     here, at most ``MAX_CALLBACK_RESPONSE_BYTES`` of it, so ``response.content`` is safe to use.
     """
+    return send_json_bytes(session, "POST", url, body, headers, timeout)
+
+
+def send_json_bytes(
+    session: requests.Session,
+    method: str,
+    url: str,
+    body: bytes | None,
+    headers: Mapping[str, str],
+    timeout: float,
+    *,
+    max_response_bytes: int = MAX_CALLBACK_RESPONSE_BYTES,
+) -> requests.Response:
+    """Send ``method`` with the exact ``body`` bytes (JSON, or none) and return the response,
+    whatever its status, as ``post_json_bytes`` does (at most ``max_response_bytes`` read)."""
     _check_url(url)
     deadline = time.monotonic() + timeout
-    send_headers = {"Content-Type": "application/json", **headers}
+    send_headers = {"Content-Type": "application/json", **headers} if body is not None else headers
     response = _send(
         session,
-        "POST",
+        method,
         url,
         deadline=deadline,
         data=body,
-        headers=send_headers,
+        headers=dict(send_headers),
         stream=True,
     )
     kept = bytearray()
@@ -122,7 +137,7 @@ def post_json_bytes(
             response,
             deadline=deadline,
             deadline_seconds=timeout,
-            max_bytes=MAX_CALLBACK_RESPONSE_BYTES,
+            max_bytes=max_response_bytes,
             sink=kept.extend,
             on_too_large=None,
         )

@@ -1,7 +1,12 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.db import models
+from django.http import HttpRequest
 
 from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
+from labs.services import lab_save
 
 
 class LabProductInline(admin.TabularInline):
@@ -15,8 +20,57 @@ class ShippingRateInline(admin.TabularInline):
     extra = 0
 
 
+class LabForm(forms.ModelForm):
+    """The lab page; the Site Flow secret is write-only: never rendered back, and left blank
+    it keeps the secret already saved."""
+
+    siteflow_secret = forms.CharField(
+        label="Site Flow secret",
+        required=False,
+        strip=True,
+        max_length=200,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+    )
+
+    class Meta:
+        model = Lab
+        fields = ("siteflow_secret",)  # the rest come from LabAdmin.fieldsets
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        already = bool(self.instance.pk and self.instance.siteflow_secret)
+        self.fields["siteflow_secret"].help_text = (
+            "A secret is saved; it is never shown. Type a new one to replace it."
+            if already
+            else "Never shown again once saved."
+        )
+
+    def clean_siteflow_secret(self) -> str:
+        typed = str(self.cleaned_data.get("siteflow_secret") or "")
+        if typed:
+            return typed
+        return self.instance.siteflow_secret if self.instance.pk else ""
+
+
 @admin.register(Lab)
 class LabAdmin(admin.ModelAdmin):
+    form = LabForm
+    fieldsets = (
+        (None, {"fields": ("code", "name", "country_code", "currency", "is_active")}),
+        ("Connector", {"fields": ("connector", "capabilities", "simulator_failure_share")}),
+        (
+            "Site Flow",
+            {
+                "fields": (
+                    "siteflow_base_url",
+                    "siteflow_token",
+                    "siteflow_secret",
+                    "siteflow_destination",
+                    "siteflow_carrier_aliases",
+                )
+            },
+        ),
+    )
     list_display = ("code", "name", "country_code", "currency", "connector",
                     "simulator_failure_share", "is_active")  # fmt: skip
     list_filter = ("country_code", "connector", "currency", "is_active")
@@ -24,13 +78,16 @@ class LabAdmin(admin.ModelAdmin):
     inlines = [LabProductInline, ShippingRateInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
+    def save_model(self, request: HttpRequest, obj: Lab, form: Any, change: bool) -> None:
+        lab_save(lab=obj)
+
 
 @admin.register(LabProduct)
 class LabProductAdmin(admin.ModelAdmin):
-    list_display = ("lab", "product", "unit_cost", "extra_page_cost", "in_stock")
+    list_display = ("lab", "product", "lab_sku", "unit_cost", "extra_page_cost", "in_stock")
     list_filter = ("in_stock", "lab", "product__category")
     list_editable = ("in_stock",)
-    search_fields = ("product__sku", "lab__code", "lab__name")
+    search_fields = ("product__sku", "lab_sku", "lab__code", "lab__name")
     autocomplete_fields = ("product",)
     list_select_related = ("lab", "product")
 

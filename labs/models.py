@@ -33,11 +33,25 @@ def validate_capabilities(value: object) -> None:
         raise ValidationError(f"A list drawn from: {', '.join(CAPABILITIES)}.")
 
 
+def validate_carrier_aliases(value: object) -> None:
+    methods = set(ShippingMethod.values)
+    if (
+        not isinstance(value, dict)
+        or any(k not in methods for k in value)
+        or any(not isinstance(v, str) or not v for v in value.values())
+    ):
+        raise ValidationError(
+            f"An object from shipping method ({', '.join(ShippingMethod.values)}) to alias."
+        )
+
+
 class Lab(models.Model):
     """A production location. ``code`` (``gb1``, ``us2``) is what shipments show as labCode.
 
     Sandbox always uses the simulator connector; Live uses ``connector``. The simulator fails
-    ``simulator_failure_share`` of its submissions so failure handling can be exercised.
+    ``simulator_failure_share`` of its submissions so failure handling can be exercised. A Site
+    Flow lab is reached at ``siteflow_base_url`` with its token and secret (the secret signs
+    every request and is never shown again once saved, see ``labs.admin``).
     """
 
     code = models.CharField(
@@ -58,7 +72,22 @@ class Lab(models.Model):
         default=Decimal("0"),
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
     )
-    siteflow_endpoint = models.URLField(blank=True)
+    siteflow_base_url = models.URLField(
+        "Site Flow base URL", blank=True, help_text="For example https://lab.example.com/api"
+    )
+    siteflow_token = models.CharField("Site Flow token", max_length=200, blank=True)
+    siteflow_secret = models.CharField("Site Flow secret", max_length=200, blank=True)
+    siteflow_destination = models.CharField(
+        "Site Flow destination", max_length=120, blank=True, help_text="The destination name."
+    )
+    siteflow_carrier_aliases = models.JSONField(
+        "Site Flow carrier aliases",
+        default=dict,
+        blank=True,
+        validators=[validate_carrier_aliases],
+        help_text='Shipping method → the site\'s carrier alias, e.g. {"Express": "dhl-express"}; '
+        "a method without an alias is sent under its own name.",
+    )
     is_active = models.BooleanField(default=True, help_text="Inactive labs are never allocated.")
 
     class Meta:
@@ -68,8 +97,31 @@ class Lab(models.Model):
         return f"{self.code} ({self.name})"
 
     def clean(self) -> None:
-        if self.connector == Connector.SITEFLOW and not self.siteflow_endpoint:
-            raise ValidationError({"siteflow_endpoint": "A Site Flow lab needs its endpoint."})
+        if self.connector != Connector.SITEFLOW:
+            return
+        missing = {
+            name: f"A Site Flow lab needs its {label}."
+            for name, label in (
+                ("siteflow_base_url", "base URL"),
+                ("siteflow_token", "token"),
+                ("siteflow_secret", "secret"),
+            )
+            if not getattr(self, name)
+        }
+        if missing:
+            raise ValidationError(missing)
+
+    def siteflow_missing(self) -> list[str]:
+        """The Site Flow settings this lab lacks (base URL, token, secret)."""
+        return [
+            label
+            for label, value in (
+                ("base URL", self.siteflow_base_url),
+                ("token", self.siteflow_token),
+                ("secret", self.siteflow_secret),
+            )
+            if not value
+        ]
 
 
 class LabProduct(models.Model):
@@ -90,6 +142,12 @@ class LabProduct(models.Model):
         validators=[MinValueValidator(Decimal("0"))],
     )
     in_stock = models.BooleanField(default=True)
+    lab_sku = models.CharField(
+        "lab's product code",
+        max_length=100,
+        blank=True,
+        help_text="What the lab calls the product (Site Flow's sku); blank: the product SKU.",
+    )
 
     class Meta:
         ordering = ["lab__code", "product__sku"]

@@ -6,7 +6,16 @@ from typing import Any
 from django.db import transaction
 
 from labs import demo_catalogue as demo
-from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
+from labs.connectors.siteflow import SITEFLOW_CAPABILITIES
+from labs.models import (
+    Connector,
+    ExchangeRate,
+    Lab,
+    LabProduct,
+    ShippingRate,
+    ShippingZone,
+    TaxRule,
+)
 from products.models import Category, Paper, PrintArea, Product, ProductAttribute, Variant
 
 
@@ -148,3 +157,38 @@ def demo_catalogue_load() -> dict[str, int]:
         "exchange_rates": len(demo.EXCHANGE_RATES),
         "tax_rules": len(demo.TAX_RULES),
     }
+
+
+def lab_save(*, lab: Lab) -> Lab:
+    """Save a lab as staff edited it. A Site Flow lab saved without capabilities gets every
+    capability its connector supports (staff can then take some away)."""
+    if lab.connector == Connector.SITEFLOW and not lab.capabilities:
+        lab.capabilities = list(SITEFLOW_CAPABILITIES)
+    lab.save()
+    return lab
+
+
+@transaction.atomic
+def lab_connector_configure(
+    *,
+    lab: Lab,
+    connector: str,
+    base_url: str | None = None,
+    token: str | None = None,
+    secret: str | None = None,
+    destination: str | None = None,
+) -> Lab:
+    """Switch ``lab`` to ``connector`` and set the Site Flow settings given (None keeps the
+    current value). Raises ``ValidationError`` (nothing saved) when the result is incomplete,
+    such as a Site Flow lab without base URL, token or secret."""
+    lab.connector = connector
+    for field, value in (
+        ("siteflow_base_url", base_url),
+        ("siteflow_token", token),
+        ("siteflow_secret", secret),
+        ("siteflow_destination", destination),
+    ):
+        if value is not None:
+            setattr(lab, field, value)
+    lab.full_clean()
+    return lab_save(lab=lab)

@@ -153,6 +153,12 @@ WRONG_KEY_RATE_LIMIT = env.str("WRONG_KEY_RATE_LIMIT", default="60/min")
 # --- Labs -----------------------------------------------------------------------------------
 LAB_SIMULATOR_SECONDS = env.float("LAB_SIMULATOR_SECONDS", default=60.0)
 LAB_SUBMIT_ATTEMPTS = env.int("LAB_SUBMIT_ATTEMPTS", default=5)
+# Site Flow labs are polled for progress: the wait after a check is the time since submission,
+# at least the base and at most the cap, so it doubles from the base up to the cap.
+SITEFLOW_POLL_BASE_SECONDS = env.float("SITEFLOW_POLL_BASE_SECONDS", default=60.0)
+SITEFLOW_POLL_MAX_SECONDS = env.float("SITEFLOW_POLL_MAX_SECONDS", default=3600.0)
+# The whole of one Site Flow request (connect, send, answer).
+SITEFLOW_TIMEOUT_SECONDS = env.float("SITEFLOW_TIMEOUT_SECONDS", default=30.0)
 
 # --- Fulfilment pipeline --------------------------------------------------------------------
 ASSET_MAX_BYTES = env.int("ASSET_MAX_BYTES", default=300 * 1024 * 1024)

@@ -33,9 +33,13 @@ class LabOrder:
 
 @dataclass(frozen=True)
 class LabResult:
+    """A lab's answer. An unsuccessful submission is tried again (up to ``LAB_SUBMIT_ATTEMPTS``)
+    only when ``retryable``: the lab was unreachable or failed (a 5xx), not when it refused."""
+
     successful: bool
     reference: str = ""
     message: str = ""
+    retryable: bool = True
 
 
 @dataclass(frozen=True)

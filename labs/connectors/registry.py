@@ -1,4 +1,5 @@
-"""Which connector serves a lab: Sandbox always gets the simulator."""
+"""Which connector serves a lab: Sandbox always gets the simulator, a Live Site Flow lab the
+Site Flow connector (when its base URL, token and secret are set)."""
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -8,13 +9,12 @@ from typing import Any
 from labs.capabilities import CAPABILITIES
 from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
 from labs.connectors.simulator import SimulatorConnector
-from labs.models import Connector, Lab
-
-SITEFLOW_MISSING = "Site Flow connector is not configured in this deployment."
+from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings
+from labs.models import Connector, Lab, LabProduct
 
 
 class UnavailableConnector(LabConnector):
-    """A connector this deployment does not have (Site Flow): every operation is refused with
+    """A connector this lab cannot use (Site Flow settings missing): every operation is refused with
     a clear message and progress never advances, so a submission fails through the usual
     retry and ``SubmissionFailed`` path and actions answer per shipment, instead of crashing."""
 
@@ -55,9 +55,27 @@ def connector_for(*, lab_code: str, sandbox: bool) -> LabConnector:
         return SimulatorConnector(
             lab_code=lab_code, capabilities=capabilities, failure_share=failure_share
         )
-    message = (
-        SITEFLOW_MISSING
-        if lab.connector == Connector.SITEFLOW
-        else f"Lab {lab_code} uses connector '{lab.connector}', which is not available here."
+    if lab.connector != Connector.SITEFLOW:
+        message = f"Lab {lab_code} uses connector '{lab.connector}', which is not available here."
+        return UnavailableConnector(lab_code=lab_code, capabilities=capabilities, message=message)
+    missing = lab.siteflow_missing()
+    if missing:
+        listed = " and ".join(
+            [", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing
+        )
+        message = f"Site Flow lab {lab_code} is missing its {listed}."
+        return UnavailableConnector(lab_code=lab_code, capabilities=capabilities, message=message)
+    product_codes = dict(
+        LabProduct.objects.filter(lab=lab)
+        .exclude(lab_sku="")
+        .values_list("product__sku", "lab_sku")
     )
-    return UnavailableConnector(lab_code=lab_code, capabilities=capabilities, message=message)
+    site = SiteflowSettings(
+        base_url=lab.siteflow_base_url,
+        token=lab.siteflow_token,
+        secret=lab.siteflow_secret,
+        destination=lab.siteflow_destination,
+        carrier_aliases=dict(lab.siteflow_carrier_aliases or {}),
+        product_codes=product_codes,
+    )
+    return SiteflowConnector(lab_code=lab_code, capabilities=capabilities, site=site)

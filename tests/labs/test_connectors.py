@@ -230,7 +230,13 @@ def test_a_live_simulator_lab_gets_its_own_capabilities_and_failure_share() -> N
 
 @pytest.mark.django_db
 def test_sandbox_always_uses_the_simulator_even_for_a_site_flow_lab() -> None:
-    LabFactory(code="us2", connector="siteflow", siteflow_endpoint="https://lab.example/orders")
+    LabFactory(
+        code="us2",
+        connector="siteflow",
+        siteflow_base_url="https://lab.example/api",
+        siteflow_token="token",
+        siteflow_secret="secret",
+    )
 
     connector = connector_for(lab_code="us2", sandbox=True)
 
@@ -248,10 +254,10 @@ def test_an_unknown_lab_code_gets_a_simulator_with_every_capability() -> None:
 
 
 @pytest.mark.django_db
-def test_a_live_site_flow_lab_gets_a_connector_that_refuses_every_operation_clearly() -> None:
-    LabFactory(code="us2", connector="siteflow", siteflow_endpoint="https://lab.example/orders")
+def test_a_live_site_flow_lab_without_credentials_refuses_every_operation_clearly() -> None:
+    LabFactory(code="us2", connector="siteflow", siteflow_base_url="https://lab.example/api")
     order = lab_order()
-    refused = LabResult(False, message="Site Flow connector is not configured in this deployment.")
+    refused = LabResult(False, message="Site Flow lab us2 is missing its token and secret.")
 
     connector = connector_for(lab_code="us2", sandbox=False)
 

@@ -768,14 +768,14 @@ def test_a_shipment_its_lab_will_not_withdraw_is_followed_to_dispatch(
 
 
 @pytest.mark.django_db
-def test_a_live_lab_on_the_missing_site_flow_connector_fails_submission_cleanly(
+def test_a_live_site_flow_lab_without_credentials_fails_submission_cleanly(
     settings: Any, live_api: APIClient, httpserver: HTTPServer
 ) -> None:
     settings.ALLOW_PRIVATE_URLS = True
     settings.LAB_SUBMIT_ATTEMPTS = 2
     settings.ASSET_RETRY_BASE_SECONDS = 0.01
     Lab.objects.filter(code="gb1").update(
-        connector="siteflow", siteflow_endpoint="https://siteflow.example/orders"
+        connector="siteflow", siteflow_base_url="https://siteflow.example/api"
     )
     order_id = photo_order(live_api, httpserver, "siteflow")
 
@@ -789,7 +789,7 @@ def test_a_live_lab_on_the_missing_site_flow_connector_fails_submission_cleanly(
     [issue] = order["status"]["issues"]
     assert issue["description"] == (
         f"Lab gb1 refused shipment {shipment['id']} after 2 attempt(s): "
-        "Site Flow connector is not configured in this deployment."
+        "Site Flow lab gb1 is missing its token and secret."
     )
 
 

@@ -29,7 +29,8 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
     """Submit every shipment not yet submitted.
 
     Returns (True, None) when all are submitted, (None, retry time) while a lab refuses and
-    attempts remain, (False, None) when a lab refused every attempt. A refused shipment has one
+    attempts remain, (False, None) when a lab refused every attempt or refused for good (an
+    unsuccessful answer that is not ``retryable``, e.g. Site Flow's 4xx). A refused shipment has one
     ``order.shipments.SubmissionFailed`` issue, replaced at each attempt (not appended). A lab
     must treat the shipment id as the idempotency key of a submission: a crash between its
     answer and our commit makes us submit again.
@@ -51,8 +52,8 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
                 connector=connector,
             )
             continue
-        attempts = _refusal_record(order, shipment, result.message)
-        if attempts >= settings.LAB_SUBMIT_ATTEMPTS:
+        attempts = _refusal_record(order, shipment, result.message, final=not result.retryable)
+        if attempts >= settings.LAB_SUBMIT_ATTEMPTS or not result.retryable:
             return False, None
         delay = timedelta(
             seconds=min(settings.ASSET_RETRY_BASE_SECONDS * 2 ** (attempts - 1), 3600)
@@ -63,8 +64,9 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
     return True, None
 
 
-def _refusal_record(order: Order, shipment: Shipment, message: str) -> int:
-    """Count a refused submission (under our claim) and say so in the shipment's one issue."""
+def _refusal_record(order: Order, shipment: Shipment, message: str, *, final: bool) -> int:
+    """Count a refused submission (under our claim) and say so in the shipment's one issue;
+    ``final``: the lab refused for good, no attempt follows."""
     claim = order.claimed_until
     try:
         with transaction.atomic():
@@ -74,7 +76,7 @@ def _refusal_record(order: Order, shipment: Shipment, message: str) -> int:
             limit = settings.LAB_SUBMIT_ATTEMPTS
             progress = (
                 f"after {attempts} attempt(s)"
-                if attempts >= limit
+                if attempts >= limit or final
                 else f"(attempt {attempts} of {limit})"
             )
             OrderIssue.objects.update_or_create(

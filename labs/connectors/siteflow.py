@@ -1,0 +1,308 @@
+"""The Site Flow (HP OneFlow) connector: lab orders over a Site Flow compatible HTTP API.
+
+Every request is signed with the lab's token and secret (``x-oneflow-authorization``, an
+HMAC-SHA256 of ``"<METHOD> <path> <date>"``) and goes through the guarded outbound client.
+Submission is keyed on the shipment id (``sourceOrderId``): a resubmission after a failure
+whose outcome we never saw (a 5xx, a timeout) is answered with the order the site already has,
+so a shipment never becomes two lab orders. Progress is polled (``GET /order/{id}``) with a
+wait that doubles from ``SITEFLOW_POLL_BASE_SECONDS`` up to ``SITEFLOW_POLL_MAX_SECONDS``.
+"""
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from django.conf import settings
+
+from common.http import OutboundError, OutboundRefused, guarded_session, send_json_bytes
+from labs.capabilities import CAPABILITIES
+from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
+
+# Everything Site Flow can do to an order after submission.
+SITEFLOW_CAPABILITIES = CAPABILITIES
+MAX_RESPONSE_BYTES = 1024 * 1024
+# Statuses that say "try later" although they are 4xx.
+_RETRYABLE_CLIENT_STATUSES = frozenset({408, 425, 429})
+
+
+@dataclass(frozen=True)
+class SiteflowSettings:
+    """One lab's Site Flow settings (``labs.Lab``'s ``siteflow_*`` fields)."""
+
+    base_url: str
+    token: str
+    secret: str
+    destination: str
+    carrier_aliases: Mapping[str, str]
+    product_codes: Mapping[str, str]  # product SKU → the lab's product code
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    body: Any
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def site_message(self) -> str:
+        """The site's ``error.message``, or ""."""
+        error = self.body.get("error") if isinstance(self.body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        return message if isinstance(message, str) else ""
+
+    def error_message(self) -> str:
+        """The site's ``error.message``, else a sentence naming the status."""
+        return self.site_message() or f"Site Flow answered HTTP {self.status}."
+
+
+def sign(*, secret: str, method: str, path: str, date: str) -> str:
+    """The hex HMAC-SHA256 of ``"<METHOD> <path> <date>"`` under the lab's secret."""
+    text = f"{method.upper()} {path} {date}"
+    return hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def _iso_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _order_id(body: Any) -> str:
+    """The Site Flow order id in an answer: ``_id``, or nested under ``order``."""
+    if not isinstance(body, dict):
+        return ""
+    for candidate in (body, body.get("order")):
+        if isinstance(candidate, dict) and isinstance(candidate.get("_id"), str):
+            return str(candidate["_id"])
+    return ""
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def ship_to(recipient: Mapping[str, Any]) -> dict[str, Any]:
+    """An order's recipient (as the API shows it) as Site Flow's ``shipTo``."""
+    address = recipient.get("address") or {}
+
+    def text(value: object) -> str | None:
+        return str(value) if value else None
+
+    return {
+        "name": text(recipient.get("name")),
+        "companyName": None,
+        "address1": text(address.get("line1")),
+        "address2": text(address.get("line2")),
+        "town": text(address.get("townOrCity")),
+        "postcode": text(address.get("postalOrZipCode")),
+        "state": text(address.get("stateOrCounty")),
+        "isoCountry": text(address.get("countryCode")),
+        "phone": text(recipient.get("phoneNumber")),
+        "email": text(recipient.get("email")),
+    }
+
+
+class SiteflowConnector(LabConnector):
+    def __init__(
+        self, *, lab_code: str, capabilities: frozenset[str], site: SiteflowSettings
+    ) -> None:
+        super().__init__(lab_code=lab_code, capabilities=capabilities)
+        self.site = site
+
+    # --- the wire -----------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> _Answer:
+        """Send one signed request; raises ``OutboundError``/``OutboundRefused`` when no answer
+        came (network, timeout, a refused address)."""
+        url = self.site.base_url.rstrip("/") + path
+        date = _iso_now()
+        signature = sign(secret=self.site.secret, method=method, path=urlsplit(url).path, date=date)
+        headers = {
+            "Accept": "application/json",
+            "x-oneflow-date": date,
+            "x-oneflow-algorithm": "SHA256",
+            "x-oneflow-authorization": f"{self.site.token}:{signature}",
+        }
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        session = guarded_session()
+        try:
+            response = send_json_bytes(
+                session,
+                method,
+                url,
+                data,
+                headers,
+                float(settings.SITEFLOW_TIMEOUT_SECONDS),
+                max_response_bytes=MAX_RESPONSE_BYTES,
+            )
+        finally:
+            session.close()
+        try:
+            parsed = json.loads(response.content) if response.content else None
+        except ValueError:
+            parsed = None
+        return _Answer(response.status_code, parsed)
+
+    def _operation(
+        self, capability: str, order: LabOrder, suffix: str, body: Mapping[str, Any] | None
+    ) -> LabResult:
+        """A staff operation on a submitted lab order: never raises, a failure is a message."""
+        if not self.supports(capability):
+            return self._unsupported(capability)
+        if not order.reference:
+            return LabResult(
+                False, message=f"Shipment {order.shipment_id} is not at Site Flow yet."
+            )
+        path = f"/order/{quote(order.reference, safe='')}{suffix}"
+        try:
+            answer = self._request("PUT", path, body)
+        except (OutboundError, OutboundRefused) as exc:
+            return LabResult(False, reference=order.reference, message=str(exc))
+        if answer.ok:
+            return LabResult(True, reference=order.reference)
+        return LabResult(False, reference=order.reference, message=answer.error_message())
+
+    # --- the interface ------------------------------------------------------------------
+
+    def map_to_json(self, order: LabOrder, *, include_nulls: bool = True) -> dict[str, Any]:
+        recipient = order.recipient
+        data = {
+            "destination": {"name": self.site.destination},
+            "orderData": {
+                "sourceOrderId": order.shipment_id,
+                "customerName": recipient.get("name") or None,
+                "email": recipient.get("email") or None,
+                "items": [
+                    {
+                        "sourceItemId": item.item_id,
+                        "sku": self.site.product_codes.get(item.sku) or item.sku,
+                        "quantity": item.copies,
+                        "components": [
+                            {"code": area, "path": url, "fetch": True}
+                            for area, url in item.files.items()
+                        ],
+                    }
+                    for item in order.items
+                ],
+                "shipments": [
+                    {
+                        "shipTo": ship_to(recipient),
+                        "carrier": {"alias": self._carrier_alias(order.shipping_method)},
+                    }
+                ],
+            },
+        }
+        return data if include_nulls else _without_nulls(data)
+
+    def _carrier_alias(self, shipping_method: str) -> str:
+        return self.site.carrier_aliases.get(shipping_method) or shipping_method
+
+    def submit(self, order: LabOrder) -> LabResult:
+        """Create the lab order, once: a shipment with a reference is not sent again, and a
+        resubmitted ``sourceOrderId`` answered with the existing order (409 or its ``_id``)
+        is that order. Unreachable, 5xx: retryable; any other refusal: not."""
+        if order.reference:
+            return LabResult(True, reference=order.reference)
+        try:
+            answer = self._request("POST", "/order", self.map_to_json(order))
+        except OutboundRefused as exc:
+            return LabResult(False, message=str(exc), retryable=False)
+        except OutboundError as exc:
+            return LabResult(False, message=str(exc), retryable=True)
+        reference = _order_id(answer.body)
+        if answer.ok or answer.status == 409:
+            if reference:
+                return LabResult(True, reference=reference)
+            if answer.ok:  # accepted, but unnamed: a resubmission will name it (409)
+                return LabResult(
+                    False, message="Site Flow accepted the order without its _id.", retryable=True
+                )
+        if answer.status >= 500 or answer.status in _RETRYABLE_CLIENT_STATUSES:
+            detail = answer.site_message()
+            message = f"Site Flow answered HTTP {answer.status}" + (
+                f": {detail}" if detail else "."
+            )
+            return LabResult(False, message=message, retryable=True)
+        return LabResult(False, message=answer.error_message(), retryable=False)
+
+    def poll_wait(self, *, submitted_at: datetime, now: datetime) -> timedelta:
+        """The wait before the next check: the time since submission, between the base and
+        the cap, so checks come at base, 2 x base, 4 x base ... after submission."""
+        base = float(settings.SITEFLOW_POLL_BASE_SECONDS)
+        cap = float(settings.SITEFLOW_POLL_MAX_SECONDS)
+        elapsed = (now - submitted_at).total_seconds()
+        return timedelta(seconds=min(max(elapsed, base), cap))
+
+    def progress(self, order: LabOrder, *, submitted_at: datetime, now: datetime) -> LabProgress:
+        """Where the lab order stands. A failed check is not an error: it is asked again later
+        (``extra["error"]`` says why); ``extra["status"]`` is the site's status."""
+        next_check_at = now + self.poll_wait(submitted_at=submitted_at, now=now)
+        if not order.reference:
+            message = f"Shipment {order.shipment_id} has no Site Flow order id."
+            return LabProgress(next_check_at=next_check_at, extra={"error": message})
+        try:
+            answer = self._request("GET", f"/order/{quote(order.reference, safe='')}")
+        except (OutboundError, OutboundRefused) as exc:
+            return LabProgress(next_check_at=next_check_at, extra={"error": str(exc)})
+        if not answer.ok or not isinstance(answer.body, dict):
+            return LabProgress(next_check_at=next_check_at, extra={"error": answer.error_message()})
+        status = str(answer.body.get("status") or "")
+        extra = {"status": status}
+        if status == "inproduction":
+            return LabProgress(in_production_at=now, next_check_at=next_check_at, extra=extra)
+        if status != "shipped":  # printready, cancelled, error: nothing to record yet
+            return LabProgress(next_check_at=next_check_at, extra=extra)
+        shipments = answer.body.get("shipments")
+        first = shipments[0] if isinstance(shipments, list) and shipments else None
+        shipment: dict[str, Any] = first if isinstance(first, dict) else {}
+        found = shipment.get("carrier")
+        carrier: dict[str, Any] = found if isinstance(found, dict) else {}
+        shipped_at = _parse_time(shipment.get("shippedAt")) or now
+        return LabProgress(
+            in_production_at=shipped_at,
+            shipped_at=shipped_at,
+            carrier_name=str(carrier.get("name") or ""),
+            carrier_service=str(carrier.get("service") or ""),
+            tracking_number=str(shipment.get("trackingNumber") or ""),
+            tracking_url=str(shipment.get("trackingUrl") or ""),
+            extra=extra,
+        )
+
+    def cancel(self, order: LabOrder) -> LabResult:
+        return self._operation("cancel", order, "/cancel", None)
+
+    def hold(self, order: LabOrder) -> LabResult:
+        return self._operation("hold", order, "/hold", None)
+
+    def unhold(self, order: LabOrder) -> LabResult:
+        return self._operation("unhold", order, "/unhold", None)
+
+    def update_address(self, order: LabOrder, recipient: Mapping[str, Any]) -> LabResult:
+        return self._operation(
+            "updateAddress", order, "/shipments/0", {"shipTo": ship_to(recipient)}
+        )
+
+    def update_shipping_method(self, order: LabOrder, shipping_method: str) -> LabResult:
+        alias = self._carrier_alias(shipping_method)
+        return self._operation(
+            "updateShippingMethod", order, "/shipments/0", {"carrier": {"alias": alias}}
+        )

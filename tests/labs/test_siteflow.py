@@ -1,0 +1,734 @@
+"""The Site Flow connector against a local Site Flow compatible server (tests/support/siteflow.py):
+signed requests, the order shape, submission without duplicates, polling to dispatch, the
+operations, refusals, and configuring a lab for it."""
+
+import hashlib
+import hmac
+import io
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from PIL import Image
+from pytest_httpserver import HTTPServer
+from rest_framework.test import APIClient
+
+from labs.connectors import LabOrder, LabOrderItem, LabResult, connector_for
+from labs.connectors.registry import UnavailableConnector
+from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings, sign
+from labs.models import Lab, LabProduct
+from orders.models import Order, OrderIssue, PipelineStep, Shipment, Stage
+from orders.pipeline.state_machine import order_advance
+from orders.representation import file_url
+from tests.labs.factories import LabFactory, LabProductFactory
+from tests.support.siteflow import SiteflowServer
+
+TOKEN = "token-gb1"
+SECRET = "s3cret-siteflow-value"
+SUBMITTED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+EVERY_CAPABILITY = frozenset({"cancel", "hold", "unhold", "updateAddress", "updateShippingMethod"})
+
+
+@pytest.fixture
+def print_url(httpserver: HTTPServer) -> str:
+    """A print-ready file the site can fetch."""
+    httpserver.expect_request("/print.jpg").respond_with_data(
+        jpeg_bytes(), content_type="image/jpeg"
+    )
+    return httpserver.url_for("/print.jpg")
+
+
+@pytest.fixture
+def site(settings: Any) -> Iterator[SiteflowServer]:
+    settings.ALLOW_PRIVATE_URLS = True
+    server = SiteflowServer(token=TOKEN, secret=SECRET)
+    server.start()
+    yield server
+    server.stop()
+
+
+def connector(
+    site: SiteflowServer, *, secret: str = SECRET, capabilities: frozenset[str] = EVERY_CAPABILITY
+) -> SiteflowConnector:
+    return SiteflowConnector(
+        lab_code="gb1",
+        capabilities=capabilities,
+        site=SiteflowSettings(
+            base_url=site.base_url,
+            token=TOKEN,
+            secret=secret,
+            destination="acme-print",
+            carrier_aliases={"Standard": "royalmail-48", "Express": "dhl-express"},
+            product_codes={"GLOBAL-FAP-16X24": "FAP-16x24-MATT"},
+        ),
+    )
+
+
+def lab_order(
+    shipment_id: str = "shp_1234", *, reference: str = "", file: str = "https://files.example/p.jpg"
+) -> LabOrder:
+    return LabOrder(
+        shipment_id=shipment_id,
+        order_id="ord_99",
+        lab_code="gb1",
+        shipping_method="Standard",
+        recipient={
+            "name": "Ada Lovelace",
+            "email": "ada@example.com",
+            "phoneNumber": "+44 7700 900123",
+            "address": {
+                "line1": "1 Analytical Row",
+                "line2": "",
+                "postalOrZipCode": "SW1A 1AA",
+                "countryCode": "GB",
+                "townOrCity": "London",
+                "stateOrCounty": "",
+            },
+        },
+        items=(
+            LabOrderItem(
+                item_id="ori_1",
+                sku="GLOBAL-FAP-16X24",
+                copies=2,
+                attributes={},
+                files={"default": file},
+            ),
+        ),
+        reference=reference,
+    )
+
+
+# --- the wire ------------------------------------------------------------------------------
+
+
+def test_the_signature_is_a_hex_hmac_sha256_of_method_path_and_date() -> None:
+    text = b"GET /api/order/1 2026-03-01T12:00:00Z"
+
+    signature = sign(secret="key", method="get", path="/api/order/1", date="2026-03-01T12:00:00Z")
+
+    assert signature == hmac.new(b"key", text, hashlib.sha256).hexdigest()
+
+
+def test_submit_sends_site_flows_order_shape_and_answers_its_id(
+    site: SiteflowServer, print_url: str
+) -> None:
+    result = connector(site).submit(lab_order(file=print_url))
+
+    assert result == LabResult(True, reference="sf000001")
+    assert site.unauthorised == 0
+    assert site.fetched == {print_url: 200}
+    assert site.order("shp_1234").submitted == {
+        "destination": {"name": "acme-print"},
+        "orderData": {
+            "sourceOrderId": "shp_1234",
+            "customerName": "Ada Lovelace",
+            "email": "ada@example.com",
+            "items": [
+                {
+                    "sourceItemId": "ori_1",
+                    "sku": "FAP-16x24-MATT",
+                    "quantity": 2,
+                    "components": [
+                        {
+                            "code": "default",
+                            "path": print_url,
+                            "fetch": True,
+                        }
+                    ],
+                }
+            ],
+            "shipments": [
+                {
+                    "shipTo": {
+                        "name": "Ada Lovelace",
+                        "companyName": None,
+                        "address1": "1 Analytical Row",
+                        "address2": None,
+                        "town": "London",
+                        "postcode": "SW1A 1AA",
+                        "state": None,
+                        "isoCountry": "GB",
+                        "phone": "+44 7700 900123",
+                        "email": "ada@example.com",
+                    },
+                    "carrier": {"alias": "royalmail-48"},
+                }
+            ],
+        },
+    }
+
+
+def test_map_to_json_is_what_submit_sends_and_can_drop_nulls(
+    site: SiteflowServer, print_url: str
+) -> None:
+    lab = connector(site)
+    lab.submit(lab_order(file=print_url))
+
+    assert lab.map_to_json(lab_order(file=print_url)) == site.order("shp_1234").submitted
+    without = lab.map_to_json(lab_order(file=print_url), include_nulls=False)
+    assert without["orderData"]["shipments"][0]["shipTo"] == {
+        "name": "Ada Lovelace",
+        "address1": "1 Analytical Row",
+        "town": "London",
+        "postcode": "SW1A 1AA",
+        "isoCountry": "GB",
+        "phone": "+44 7700 900123",
+        "email": "ada@example.com",
+    }
+
+
+def test_a_resubmission_names_the_existing_order_and_creates_no_second_one(
+    site: SiteflowServer,
+    print_url: str,
+) -> None:
+    first = connector(site).submit(lab_order(file=print_url))
+
+    again = connector(site).submit(lab_order(file=print_url))
+
+    assert first == again == LabResult(True, reference="sf000001")
+    assert list(site.orders) == ["shp_1234"]
+    posts = [r for r in site.received if r.method == "POST"]
+    assert len(posts) == 2
+
+
+def test_a_shipment_with_a_reference_is_not_sent_again(site: SiteflowServer) -> None:
+    result = connector(site).submit(lab_order(reference="sf-earlier"))
+
+    assert result == LabResult(True, reference="sf-earlier")
+    assert site.received == []
+
+
+def test_a_wrong_secret_is_refused_with_the_sites_message_and_not_retried(
+    site: SiteflowServer,
+) -> None:
+    result = connector(site, secret="not-the-secret").submit(lab_order())
+
+    assert result == LabResult(False, message="Invalid signature", retryable=False)
+    assert site.unauthorised == 1
+    assert site.orders == {}
+
+
+def test_a_5xx_at_submission_is_retryable_and_the_retry_finds_the_stored_order(
+    site: SiteflowServer,
+    print_url: str,
+) -> None:
+    site.fail_next_submissions(1, status=503)
+
+    failed = connector(site).submit(lab_order(file=print_url))
+    retried = connector(site).submit(lab_order(file=print_url))
+
+    assert failed == LabResult(
+        False, message="Site Flow answered HTTP 503: Temporarily unavailable", retryable=True
+    )
+    assert retried == LabResult(True, reference="sf000001")
+    assert list(site.orders) == ["shp_1234"]
+
+
+def test_an_unreachable_site_is_a_retryable_submission_failure_and_no_exception(
+    settings: Any,
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    server = SiteflowServer(token=TOKEN, secret=SECRET)
+    server.start()
+    server.stop()  # nothing listens on its port any more
+
+    result = connector(server).submit(lab_order())
+    refused = connector(server).hold(lab_order(reference="sf000001"))
+
+    assert (result.successful, result.retryable) == (False, True)
+    assert result.message.startswith("Could not connect to '127.0.0.1'")
+    assert refused.successful is False
+    assert refused.message.startswith("Could not connect to '127.0.0.1'")
+
+
+def test_a_loopback_site_is_refused_by_the_address_guard_unless_allowed(
+    site: SiteflowServer, settings: Any
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = False
+
+    result = connector(site).submit(lab_order())
+
+    assert (result.successful, result.retryable) == (False, False)
+    assert "resolves to a loopback address (127.0.0.1)" in result.message
+    assert site.received == []
+
+
+# --- following production ------------------------------------------------------------------
+
+
+def test_polling_waits_double_from_the_base_up_to_the_cap(
+    site: SiteflowServer, print_url: str, settings: Any
+) -> None:
+    settings.SITEFLOW_POLL_BASE_SECONDS = 60
+    settings.SITEFLOW_POLL_MAX_SECONDS = 900
+    lab = connector(site)
+    reference = lab.submit(lab_order(file=print_url)).reference
+    order = lab_order(file=print_url, reference=reference)
+
+    waits = [
+        lab.progress(order, submitted_at=SUBMITTED, now=SUBMITTED + timedelta(seconds=s))
+        for s in (0, 60, 120, 240, 480, 960, 86_400)
+    ]
+
+    assert [(p.next_check_at - SUBMITTED).total_seconds() for p in waits if p.next_check_at] == [
+        60, 120, 240, 480, 960, 1860, 87_300,
+    ]  # fmt: skip
+    assert {p.extra["status"] for p in waits} == {"printready"}
+    assert {(p.in_production_at, p.shipped_at) for p in waits} == {(None, None)}
+
+
+def test_progress_maps_production_and_dispatch_with_the_sites_tracking(
+    site: SiteflowServer,
+    print_url: str,
+) -> None:
+    lab = connector(site)
+    order = lab_order(file=print_url, reference=lab.submit(lab_order(file=print_url)).reference)
+    now = SUBMITTED + timedelta(minutes=5)
+
+    site.advance("shp_1234", "inproduction")
+    producing = lab.progress(order, submitted_at=SUBMITTED, now=now)
+    site.ship(
+        "shp_1234",
+        tracking_number="RM123456789GB",
+        tracking_url="https://track.example/RM123456789GB",
+        carrier_name="Royal Mail",
+        carrier_service="Tracked 48",
+        shipped_at="2026-03-02T09:30:00Z",
+    )
+    shipped = lab.progress(order, submitted_at=SUBMITTED, now=now)
+
+    assert (producing.in_production_at, producing.shipped_at) == (now, None)
+    assert producing.next_check_at == now + timedelta(seconds=300)
+    shipped_at = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+    assert (shipped.shipped_at, shipped.in_production_at, shipped.next_check_at) == (
+        shipped_at, shipped_at, None,
+    )  # fmt: skip
+    assert (shipped.carrier_name, shipped.carrier_service) == ("Royal Mail", "Tracked 48")
+    assert (shipped.tracking_number, shipped.tracking_url) == (
+        "RM123456789GB", "https://track.example/RM123456789GB",
+    )  # fmt: skip
+
+
+def test_a_failed_check_is_asked_again_later_not_raised(site: SiteflowServer) -> None:
+    progress = connector(site).progress(
+        lab_order(reference="sf-unknown"), submitted_at=SUBMITTED, now=SUBMITTED
+    )
+
+    assert (progress.shipped_at, progress.in_production_at) == (None, None)
+    assert progress.next_check_at == SUBMITTED + timedelta(seconds=60)
+    assert progress.extra == {"error": "Order sf-unknown not found"}
+
+
+# --- operations ----------------------------------------------------------------------------
+
+
+def test_every_operation_reaches_the_site(site: SiteflowServer, print_url: str) -> None:
+    lab = connector(site)
+    order = lab_order(file=print_url, reference=lab.submit(lab_order(file=print_url)).reference)
+    moved = {
+        "name": "Bea Lovelace",
+        "email": "",
+        "phoneNumber": "",
+        "address": {
+            "line1": "2 Engine Street",
+            "line2": "Unit 4",
+            "postalOrZipCode": "M1 1AA",
+            "countryCode": "GB",
+            "townOrCity": "Manchester",
+            "stateOrCounty": "Lancashire",
+        },
+    }
+
+    results = [
+        lab.hold(order),
+        lab.unhold(order),
+        lab.update_address(order, moved),
+        lab.update_shipping_method(order, "Express"),
+        lab.cancel(order),
+    ]
+
+    assert results == [LabResult(True, reference="sf000001")] * 5
+    ship_to = {
+        "name": "Bea Lovelace",
+        "companyName": None,
+        "address1": "2 Engine Street",
+        "address2": "Unit 4",
+        "town": "Manchester",
+        "postcode": "M1 1AA",
+        "state": "Lancashire",
+        "isoCountry": "GB",
+        "phone": None,
+        "email": None,
+    }
+    assert site.operations() == [
+        ("PUT", "/api/order/sf000001/hold", None),
+        ("PUT", "/api/order/sf000001/unhold", None),
+        ("PUT", "/api/order/sf000001/shipments/0", {"shipTo": ship_to}),
+        ("PUT", "/api/order/sf000001/shipments/0", {"carrier": {"alias": "dhl-express"}}),
+        ("PUT", "/api/order/sf000001/cancel", None),
+    ]
+    stored = site.order("shp_1234")
+    assert (stored.status, stored.held, stored.ship_to, stored.carrier) == (
+        "cancelled", False, ship_to, {"alias": "dhl-express"},
+    )  # fmt: skip
+
+
+def test_a_refused_operation_is_unsuccessful_with_the_sites_message(
+    site: SiteflowServer,
+    print_url: str,
+) -> None:
+    lab = connector(site)
+    order = lab_order(file=print_url, reference=lab.submit(lab_order(file=print_url)).reference)
+    site.ship(
+        "shp_1234",
+        tracking_number="T1",
+        tracking_url="https://track.example/T1",
+        carrier_name="DHL",
+        carrier_service="Express",
+        shipped_at="2026-03-02T09:30:00Z",
+    )
+
+    refused = lab.cancel(order)
+    held = lab.hold(order)
+
+    message = "Order sf000001 is shipped and cannot be changed"
+    assert refused == LabResult(False, reference="sf000001", message=message)
+    assert held == LabResult(False, reference="sf000001", message=message)
+    assert site.order("shp_1234").status == "shipped"
+
+
+def test_an_operation_the_lab_lacks_or_before_submission_sends_nothing(
+    site: SiteflowServer,
+) -> None:
+    without_hold = connector(site, capabilities=frozenset({"cancel"}))
+
+    assert without_hold.hold(lab_order(reference="sf000001")) == LabResult(
+        False, message="Lab gb1 does not support hold."
+    )
+    assert without_hold.cancel(lab_order()) == LabResult(
+        False, message="Shipment shp_1234 is not at Site Flow yet."
+    )
+    assert site.received == []
+
+
+# --- the registry and lab settings ---------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_live_site_flow_lab_gets_the_site_flow_connector_with_its_settings() -> None:
+    LabFactory(
+        code="gb9",
+        connector="siteflow",
+        capabilities=["cancel", "hold"],
+        siteflow_base_url="https://lab.example/api",
+        siteflow_token="tok",
+        siteflow_secret="sec",
+        siteflow_destination="acme",
+        siteflow_carrier_aliases={"Express": "dhl"},
+    )
+    LabProductFactory(lab=Lab.objects.get(code="gb9"), lab_sku="LAB-CODE-1")
+    sku = LabProduct.objects.get(lab__code="gb9").product.sku
+
+    live = connector_for(lab_code="gb9", sandbox=False)
+    sandbox = connector_for(lab_code="gb9", sandbox=True)
+
+    assert isinstance(live, SiteflowConnector)
+    assert live.capabilities == frozenset({"cancel", "hold"})
+    assert live.site == SiteflowSettings(
+        base_url="https://lab.example/api",
+        token="tok",
+        secret="sec",
+        destination="acme",
+        carrier_aliases={"Express": "dhl"},
+        product_codes={sku: "LAB-CODE-1"},
+    )
+    assert not isinstance(sandbox, SiteflowConnector | UnavailableConnector)
+
+
+@pytest.mark.django_db
+def test_configure_lab_switches_a_lab_to_site_flow_and_never_prints_the_secret(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    LabFactory(code="gb8", capabilities=[])
+
+    call_command(
+        "configure_lab",
+        "gb8",
+        "--connector=siteflow",
+        "--base-url=https://lab.example/api",
+        "--token=tok-8",
+        f"--secret={SECRET}",
+        "--destination=acme-print",
+    )
+
+    out = capsys.readouterr().out
+    assert out == (
+        "Lab gb8: connector siteflow\n"
+        "  base URL: https://lab.example/api\n"
+        "  token: tok-8\n"
+        "  secret: changed (not shown)\n"
+        "  destination: acme-print\n"
+        "  capabilities: cancel, hold, unhold, updateAddress, updateShippingMethod\n"
+    )
+    lab = Lab.objects.get(code="gb8")
+    assert (lab.connector, lab.siteflow_base_url, lab.siteflow_token, lab.siteflow_secret) == (
+        "siteflow", "https://lab.example/api", "tok-8", SECRET,
+    )  # fmt: skip
+    assert lab.siteflow_destination == "acme-print"
+    assert lab.capabilities == ["cancel", "hold", "unhold", "updateAddress", "updateShippingMethod"]
+
+    call_command("configure_lab", "gb8", "--connector=siteflow", "--token=tok-9")
+    assert SECRET not in capsys.readouterr().out
+    assert Lab.objects.get(code="gb8").siteflow_secret == SECRET
+
+    call_command("configure_lab", "gb8", "--connector=simulator")
+    assert capsys.readouterr().out == "Lab gb8: connector simulator\n"
+    assert Lab.objects.get(code="gb8").connector == "simulator"
+
+
+@pytest.mark.django_db
+def test_configure_lab_refuses_an_unknown_lab_and_incomplete_site_flow_settings() -> None:
+    LabFactory(code="gb8")
+
+    with pytest.raises(CommandError) as unknown:
+        call_command("configure_lab", "zz1", "--connector=simulator")
+    with pytest.raises(CommandError) as missing:
+        call_command(
+            "configure_lab", "gb8", "--connector=siteflow", "--base-url=https://lab.example/api"
+        )
+
+    assert str(unknown.value) == "No lab has code 'zz1'."
+    assert str(missing.value) == (
+        "Lab gb8 was not changed: A Site Flow lab needs its token. "
+        "A Site Flow lab needs its secret."
+    )
+    lab = Lab.objects.get(code="gb8")
+    assert (lab.connector, lab.siteflow_base_url) == ("simulator", "")
+
+
+@pytest.mark.django_db
+def test_the_admin_keeps_the_secret_write_only(admin_client: Client) -> None:
+    LabFactory(code="gb8", capabilities=[])
+    lab = Lab.objects.get(code="gb8")
+    url = reverse("admin:labs_lab_change", args=[lab.pk])
+    form = {
+        "code": "gb8",
+        "name": "Site lab",
+        "country_code": "GB",
+        "currency": "GBP",
+        "is_active": "on",
+        "connector": "siteflow",
+        "capabilities": "[]",
+        "simulator_failure_share": "0",
+        "siteflow_base_url": "https://lab.example/api",
+        "siteflow_token": "tok-8",
+        "siteflow_secret": SECRET,
+        "siteflow_destination": "acme-print",
+        "siteflow_carrier_aliases": '{"Express": "dhl-express"}',
+        "products-TOTAL_FORMS": "0",
+        "products-INITIAL_FORMS": "0",
+        "shipping_rates-TOTAL_FORMS": "0",
+        "shipping_rates-INITIAL_FORMS": "0",
+    }
+
+    saved = admin_client.post(url, form)
+    kept = admin_client.post(url, {**form, "siteflow_secret": "", "siteflow_token": "tok-9"})
+    page = admin_client.get(url)
+
+    assert (saved.status_code, kept.status_code) == (302, 302)
+    lab.refresh_from_db()
+    assert (lab.siteflow_secret, lab.siteflow_token) == (SECRET, "tok-9")
+    assert lab.siteflow_carrier_aliases == {"Express": "dhl-express"}
+    assert set(lab.capabilities) == EVERY_CAPABILITY
+    assert page.status_code == 200
+    assert SECRET not in page.content.decode()
+    assert "A secret is saved; it is never shown." in page.content.decode()
+
+
+# --- the pipeline --------------------------------------------------------------------------
+
+
+def jpeg_bytes() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (600, 400), (200, 80, 40)).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+def live_photo_order(api: APIClient, httpserver: HTTPServer, name: str) -> int:
+    httpserver.expect_request(f"/{name}.jpg").respond_with_data(
+        jpeg_bytes(), content_type="image/jpeg"
+    )
+    body = {
+        "merchantReference": f"MR-{name}",
+        "shippingMethod": "Standard",
+        "recipient": lab_order().recipient,
+        "items": [
+            {
+                "sku": "GLOBAL-PHO-4X6",
+                "copies": 1,
+                "assets": [{"url": httpserver.url_for(f"/{name}.jpg")}],
+            }
+        ],
+    }
+    response = api.post("/v4.0/orders", body, format="json")
+    assert response.status_code == 200, response.content
+    return int(response.json()["order"]["id"].split("_", 1)[1])
+
+
+def advance_until(order_pk: int, *steps: str, limit: int = 20) -> Order:
+    """Run the order's steps in-process, each made due at once, until it reaches ``steps``."""
+    for _ in range(limit):
+        order = Order.objects.get(id=order_pk)
+        if order.pipeline_step in steps:
+            return order
+        Order.objects.filter(id=order_pk, due_at__isnull=False).update(due_at=timezone.now())
+        order_advance(order_id=order_pk)
+    pytest.fail(f"order {order_pk} never reached {steps}")
+
+
+def siteflow_lab(site: SiteflowServer, *, secret: str = SECRET) -> None:
+    Lab.objects.filter(code="gb1").update(
+        connector="siteflow",
+        siteflow_base_url=site.base_url,
+        siteflow_token=TOKEN,
+        siteflow_secret=secret,
+        siteflow_destination="acme-print",
+        siteflow_carrier_aliases={"Standard": "royalmail-48"},
+    )
+    LabProduct.objects.filter(lab__code="gb1", product__sku="GLOBAL-PHO-4X6").update(
+        lab_sku="PHOTO-4X6-GLOSS"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_live_order_at_a_site_flow_lab_is_submitted_polled_to_shipped_and_completed(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    settings.SITEFLOW_POLL_BASE_SECONDS = 60
+    siteflow_lab(site)
+    order_pk = live_photo_order(live_api, httpserver, "siteflow-photo")
+
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+
+    shipment = Shipment.objects.get(order_id=order_pk)
+    item = shipment.items.get()
+    asset = item.assets.get()
+    print_url = file_url(asset.print_file, live_server.url)
+    assert print_url is not None and print_url.startswith(live_server.url + "/")
+    assert (shipment.lab_code, shipment.lab_order_reference) == ("gb1", "sf000001")
+    submitted = site.order(shipment.public_id).submitted
+    assert submitted["destination"] == {"name": "acme-print"}
+    assert submitted["orderData"]["sourceOrderId"] == shipment.public_id
+    assert submitted["orderData"]["items"] == [
+        {
+            "sourceItemId": item.public_id,
+            "sku": "PHOTO-4X6-GLOSS",
+            "quantity": 1,
+            "components": [{"code": "default", "path": print_url, "fetch": True}],
+        }
+    ]
+    assert submitted["orderData"]["shipments"][0]["carrier"] == {"alias": "royalmail-48"}
+    assert submitted["orderData"]["shipments"][0]["shipTo"]["postcode"] == "SW1A 1AA"
+    assert site.fetched == {print_url: 200}
+
+    # First check: still print-ready, so the next check waits the base interval.
+    before = timezone.now()
+    order_advance(order_id=order_pk)
+    waiting = Order.objects.get(id=order_pk)
+    assert waiting.pipeline_step == PipelineStep.PRODUCTION
+    assert waiting.due_at is not None
+    assert 59 <= (waiting.due_at - before).total_seconds() <= 61
+    assert order_advance(order_id=order_pk) is None  # not due yet: nothing asked
+    gets = [r for r in site.received if r.method == "GET"]
+    assert len(gets) == 1
+
+    site.ship(
+        shipment.public_id,
+        tracking_number="RM123456789GB",
+        tracking_url="https://track.example/RM123456789GB",
+        carrier_name="Royal Mail",
+        carrier_service="Tracked 48",
+        shipped_at="2026-03-02T09:30:00Z",
+    )
+    done = advance_until(order_pk, PipelineStep.DONE)
+
+    assert done.stage == Stage.COMPLETE
+    shown = live_api.get(f"/v4.0/orders/ord_{order_pk}").json()["order"]
+    assert shown["status"]["stage"] == "Complete"
+    assert shown["status"]["issues"] == []
+    [shown_shipment] = shown["shipments"]
+    assert shown_shipment["status"] == "Shipped"
+    assert shown_shipment["carrier"] == {"name": "Royal Mail", "service": "Tracked 48"}
+    assert shown_shipment["tracking"] == {
+        "number": "RM123456789GB",
+        "url": "https://track.example/RM123456789GB",
+    }
+    assert shown_shipment["dispatchDate"] == "2026-03-02T09:30:00.000Z"
+    assert site.unauthorised == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_5xx_at_submission_is_retried_and_the_site_has_exactly_one_order(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    site.fail_next_submissions(2, status=502)
+    order_pk = live_photo_order(live_api, httpserver, "siteflow-retry")
+
+    advance_until(order_pk, PipelineStep.SUBMIT)
+    order_advance(order_id=order_pk)
+    retrying = Order.objects.get(id=order_pk)
+    [issue] = OrderIssue.objects.filter(order_id=order_pk)
+    shipment = Shipment.objects.get(order_id=order_pk)
+    assert retrying.pipeline_step == PipelineStep.SUBMIT
+    assert issue.description == (
+        f"Lab gb1 refused shipment {shipment.public_id} (attempt 1 of 5): "
+        "Site Flow answered HTTP 502: Temporarily unavailable"
+    )
+
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+
+    shipment.refresh_from_db()
+    assert list(site.orders) == [shipment.public_id]
+    assert shipment.lab_order_reference == "sf000001"
+    assert shipment.submit_attempts == 2
+    assert [r.method for r in site.received] == ["POST", "POST", "POST"]
+    assert OrderIssue.objects.filter(order_id=order_pk).count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_wrong_secret_is_reported_on_the_order_as_an_issue_not_raised(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site, secret="an-old-secret")
+    order_pk = live_photo_order(live_api, httpserver, "siteflow-wrong-secret")
+
+    failed = advance_until(order_pk, PipelineStep.FAILED)
+
+    shipment = Shipment.objects.get(order_id=order_pk)
+    shown = live_api.get(f"/v4.0/orders/ord_{order_pk}").json()["order"]
+    assert shown["status"]["details"]["inProduction"] == "Error"
+    assert shown["status"]["issues"] == [
+        {
+            "objectId": shipment.public_id,
+            "errorCode": "order.shipments.SubmissionFailed",
+            "description": f"Lab gb1 refused shipment {shipment.public_id} after 1 attempt(s): "
+            "Invalid signature",
+        }
+    ]
+    assert (failed.due_at, shipment.lab_order_reference, site.orders) == (None, "", {})
+    assert site.unauthorised == 1

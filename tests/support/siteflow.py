@@ -1,0 +1,230 @@
+"""A local Site Flow compatible server for tests: a real HTTP server on loopback.
+
+It checks the HMAC signature of every request (401 otherwise), fetches every component file it
+is sent (refusing the order unless each answers 200), keeps orders by ``sourceOrderId`` (a
+second submission of one is a 409 naming the existing ``_id``), answers ``_id``, status and
+shipments, and refuses operations on shipped or cancelled orders with a 400 ``{"error":
+{"message": ...}}``. Tests move an order on with ``advance`` and ``ship``, and can make the next
+submissions fail with a 5xx after the order was stored (``fail_next_submissions``).
+"""
+
+import copy
+import hashlib
+import hmac
+import itertools
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+from werkzeug import Request, Response
+from werkzeug.serving import BaseWSGIServer, make_server
+
+
+@dataclass
+class SiteOrder:
+    id: str
+    submitted: dict[str, Any]  # the submission's JSON as received
+    status: str = "printready"
+    held: bool = False
+    ship_to: dict[str, Any] = field(default_factory=dict)
+    carrier: dict[str, Any] = field(default_factory=dict)
+    tracking_number: str = ""
+    tracking_url: str = ""
+    shipped_at: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        shipment: dict[str, Any] = {
+            "shipTo": self.ship_to,
+            "carrier": self.carrier,
+            "trackingNumber": self.tracking_number or None,
+            "trackingUrl": self.tracking_url or None,
+            "shippedAt": self.shipped_at or None,
+        }
+        return {"_id": self.id, "status": self.status, "shipments": [shipment]}
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    path: str
+    body: Any
+
+
+class SiteflowServer:
+    def __init__(self, *, token: str, secret: str, prefix: str = "/api") -> None:
+        self.token = token
+        self.secret = secret
+        self.prefix = prefix
+        self.orders: dict[str, SiteOrder] = {}  # by sourceOrderId
+        self.received: list[Received] = []  # every request whose signature was right
+        self.unauthorised = 0
+        self.fetched: dict[str, int] = {}  # component URL -> the status it answered
+        self.failures_left = 0
+        self.failure_status = 503
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- running ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_port}{self.prefix}"
+
+    # --- what tests do ------------------------------------------------------------------
+
+    def fail_next_submissions(self, count: int, status: int = 503) -> None:
+        """The next ``count`` submissions are answered ``status`` (a new order is stored
+        first, as when a site fails after committing)."""
+        self.failures_left = count
+        self.failure_status = status
+
+    def order(self, source_order_id: str) -> SiteOrder:
+        return self.orders[source_order_id]
+
+    def advance(self, source_order_id: str, status: str) -> None:
+        self.orders[source_order_id].status = status
+
+    def ship(
+        self,
+        source_order_id: str,
+        *,
+        tracking_number: str,
+        tracking_url: str,
+        carrier_name: str,
+        carrier_service: str,
+        shipped_at: str,
+    ) -> None:
+        order = self.orders[source_order_id]
+        order.status = "shipped"
+        order.tracking_number = tracking_number
+        order.tracking_url = tracking_url
+        order.carrier = {**order.carrier, "name": carrier_name, "service": carrier_service}
+        order.shipped_at = shipped_at
+
+    def operations(self) -> list[tuple[str, str, Any]]:
+        """Every signed PUT received: (method, path, body)."""
+        return [(r.method, r.path, r.body) for r in self.received if r.method == "PUT"]
+
+    # --- the HTTP side ------------------------------------------------------------------
+
+    def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request = Request(environ)
+        with self._lock:
+            response = self._answer(request)
+        return response(environ, start_response)
+
+    def _signed(self, request: Request) -> bool:
+        date = request.headers.get("x-oneflow-date", "")
+        token, _, signature = request.headers.get("x-oneflow-authorization", "").partition(":")
+        text = f"{request.method} {request.path} {date}".encode()
+        expected = hmac.new(self.secret.encode(), text, hashlib.sha256).hexdigest()
+        return (
+            bool(date)
+            and request.headers.get("x-oneflow-algorithm") == "SHA256"
+            and hmac.compare_digest(token, self.token)
+            and hmac.compare_digest(signature, expected)
+        )
+
+    def _answer(self, request: Request) -> Response:
+        if not self._signed(request):
+            self.unauthorised += 1
+            return _error(401, "Invalid signature")
+        body = request.get_json(silent=True) if request.data else None
+        self.received.append(Received(request.method, request.path, copy.deepcopy(body)))
+        path = request.path.removeprefix(self.prefix)
+        parts = [p for p in path.split("/") if p]
+        if request.method == "POST" and parts == ["order"]:
+            return self._submit(body)
+        if len(parts) < 2 or parts[0] != "order":
+            return _error(404, "Not found")
+        order = next((o for o in self.orders.values() if o.id == parts[1]), None)
+        if order is None:
+            return _error(404, f"Order {parts[1]} not found")
+        if request.method == "GET" and len(parts) == 2:
+            return _json(200, order.as_json())
+        if request.method == "PUT":
+            return self._operation(order, parts[2:], body)
+        return _error(405, "Method not allowed")
+
+    def _submit(self, body: Any) -> Response:
+        if not isinstance(body, dict) or not isinstance(body.get("orderData"), dict):
+            return _error(400, "orderData is required")
+        data: dict[str, Any] = body["orderData"]
+        source_id = data.get("sourceOrderId")
+        if not source_id or not (body.get("destination") or {}).get("name"):
+            return _error(400, "destination.name and orderData.sourceOrderId are required")
+        existing = self.orders.get(source_id)
+        if existing is not None and self.failures_left:
+            self.failures_left -= 1
+            return _error(self.failure_status, "Temporarily unavailable")
+        if existing is not None:
+            return _json(
+                409,
+                {
+                    "error": {"message": f"Order {source_id} already exists"},
+                    "_id": existing.id,
+                },
+            )
+        for item in data.get("items", []):
+            for component in item.get("components", []):
+                if component.get("fetch"):
+                    url = component["path"]
+                    try:
+                        self.fetched[url] = requests.get(url, timeout=10).status_code
+                    except requests.RequestException:
+                        self.fetched[url] = 0
+                    if self.fetched[url] != 200:
+                        return _error(400, f"Could not fetch {url}")
+        shipment = (data.get("shipments") or [{}])[0]
+        order = SiteOrder(
+            id=f"sf{next(self._ids):06d}",
+            submitted=copy.deepcopy(body),
+            ship_to=dict(shipment.get("shipTo") or {}),
+            carrier=dict(shipment.get("carrier") or {}),
+        )
+        self.orders[source_id] = order
+        if self.failures_left:
+            self.failures_left -= 1
+            return _error(self.failure_status, "Temporarily unavailable")
+        return _json(201, {"_id": order.id, "status": order.status})
+
+    def _operation(self, order: SiteOrder, parts: list[str], body: Any) -> Response:
+        if order.status in ("shipped", "cancelled"):
+            return _error(400, f"Order {order.id} is {order.status} and cannot be changed")
+        if parts == ["cancel"]:
+            order.status = "cancelled"
+        elif parts == ["hold"]:
+            order.held = True
+        elif parts == ["unhold"]:
+            order.held = False
+        elif parts == ["shipments", "0"] and isinstance(body, dict):
+            if "shipTo" in body:
+                order.ship_to = dict(body["shipTo"])
+            if "carrier" in body:
+                order.carrier = dict(body["carrier"])
+        else:
+            return _error(404, "Not found")
+        return _json(200, order.as_json())
+
+
+def _json(status: int, body: Any) -> Response:
+    return Response(json.dumps(body), status=status, content_type="application/json")
+
+
+def _error(status: int, message: str) -> Response:
+    return _json(status, {"error": {"message": message}})
