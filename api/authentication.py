@@ -116,6 +116,19 @@ class StaffApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
         return {"type": "apiKey", "in": "header", "name": HEADER}
 
 
+class StaffSessionAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "api.authentication.StaffSessionAuthentication"
+    name = "staffSession"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "sessionid",
+            "description": "A staff user signed in to the admin (/admin/).",
+        }
+
+
 def client_environment(request: Request) -> Environment:
     """The environment selected by the request's API key (views behind ``HasApiKey``)."""
     assert isinstance(request.user, ApiClient)

@@ -72,7 +72,7 @@ def eager_tasks() -> Iterator[None]:
 
 @pytest.fixture
 def staff_user(db: None) -> Any:
-    return StaffUserFactory(username="ops")
+    return StaffUserFactory.create(username="ops")
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ def admin_client() -> Client:
 
 
 def test_issuing_a_staff_key_shows_it_once(admin_client: Client) -> None:
-    ops = StaffUserFactory(username="ops")
+    ops = StaffUserFactory.create(username="ops")
 
     response = admin_client.post(
         "/admin/staff/staffapikey/add/", {"user": ops.pk, "name": "laptop"}, follow=True
@@ -57,7 +57,7 @@ def test_keys_are_issued_to_staff_users_only(admin_client: Client) -> None:
 
 
 def test_revoking_staff_keys(admin_client: Client) -> None:
-    api_key, clear = staff_api_key_create(user=StaffUserFactory(username="ops"))
+    api_key, clear = staff_api_key_create(user=StaffUserFactory.create(username="ops"))
     other, other_clear = staff_api_key_create(user=api_key.user)
 
     admin_client.post(
@@ -68,14 +68,13 @@ def test_revoking_staff_keys(admin_client: Client) -> None:
     other.refresh_from_db()
     assert api_key.revoked_at is not None
     assert other.revoked_at is None
-    response = Client(headers={"X-API-Key": clear}).get(
-        "/v4.0/fulfilmentLocations/gb1/capabilities"
-    )
-    assert response.status_code == 401
+    probe = "/v4.0/fulfilmentLocations/zz1/capabilities"  # 404 once authenticated
+    assert Client(headers={"X-API-Key": clear}).get(probe).status_code == 401
+    assert Client(headers={"X-API-Key": other_clear}).get(probe).status_code == 404
 
 
 def test_the_audit_log_is_listed_and_read_only(admin_client: Client) -> None:
-    ops = StaffUserFactory(username="ops")
+    ops = StaffUserFactory.create(username="ops")
     entry = audit_entry_record(
         user=ops, operation="shipment.cancel", target="order ord_1 shipment shp_2", success=True
     )

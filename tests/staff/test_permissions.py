@@ -24,8 +24,8 @@ class AdministratorProbe(StaffApiView):
 
 
 def probe(key: str | None) -> Any:
-    headers = {"HTTP_X_API_KEY": key} if key else {}
-    request = APIRequestFactory().get("/v4.0/probe", **headers)
+    headers = {"X-API-Key": key} if key else {}
+    request = APIRequestFactory().get("/v4.0/probe", headers=headers)
     return AdministratorProbe.as_view()(request)
 
 
