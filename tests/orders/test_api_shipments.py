@@ -8,10 +8,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from labs.connectors.simulator import SimulatorConnector
-from labs.models import Lab
+from labs.models import Lab, ShippingRate
+from labs.selectors import shipping_rate_for
 from orders.lab_orders import lab_order
 from orders.models import Charge, ChargeType, Order, Shipment, ShipmentStatus, Stage
-from staff.models import AuditEntry
+from staff.models import AuditEntry, StaffApiKey
 from tests.support.orders import order_allocated, order_at_labs
 from webhooks.models import CallbackEvent
 
@@ -143,8 +144,6 @@ def test_a_session_of_a_user_who_is_not_staff_is_unauthorized(
 
 def test_a_revoked_staff_key_is_unauthorized(sandbox_api: APIClient, staff_api: APIClient) -> None:
     shipment = only_shipment(order_at_labs(sandbox_api))
-    from staff.models import StaffApiKey
-
     StaffApiKey.objects.update(revoked_at=timezone.now())
 
     assert staff_api.get(url(shipment, "fulfilmentLocationCapabilities")).status_code == 401
@@ -472,8 +471,6 @@ def test_update_shipping_method_takes_the_labs_carrier_for_it(
 
     assert body["success"] is True
     current = Shipment.objects.get(id=shipment.id)
-    from labs.selectors import shipping_rate_for
-
     rate = shipping_rate_for(lab_code=shipment.lab_code, method="Express", country_code="GB")
     assert rate is not None
     assert (current.shipping_method, current.carrier_name, current.carrier_service) == (
@@ -492,8 +489,6 @@ def test_update_shipping_method_the_lab_does_not_ship_is_unsuccessful(
     sandbox_api: APIClient, staff_api: APIClient
 ) -> None:
     shipment = only_shipment(order_at_labs(sandbox_api))
-    from labs.models import ShippingRate
-
     ShippingRate.objects.filter(lab__code=shipment.lab_code, method="Overnight").delete()
 
     body = post(staff_api, shipment, "updateShippingMethod", {"shippingMethod": "Overnight"})

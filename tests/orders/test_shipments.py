@@ -8,6 +8,9 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from labs.connectors import LabResult
+from labs.connectors.simulator import SimulatorConnector
+from orders.actions import order_cancel, order_update_shipping_method
 from orders.models import Order, Shipment, ShipmentStatus
 from orders.pipeline.steps.produce import order_shipments_track
 from orders.shipments import shipment_cancel, shipment_hold, shipment_unhold
@@ -77,3 +80,33 @@ def test_an_operation_in_production_other_than_hold_is_refused(sandbox_api: APIC
     )
     assert held.successful
     assert cancelled.shipment.status == ShipmentStatus.PROCESSING
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("through", ["order cancel", "shipment cancel", "order update"])
+def test_the_lab_is_called_outside_any_transaction_with_the_intent_recorded(
+    sandbox_api: APIClient, monkeypatch: pytest.MonkeyPatch, through: str
+) -> None:
+    order = order_at_labs(sandbox_api)
+    shipment = Shipment.objects.get(order=order)
+    seen: list[tuple[bool, str]] = []
+
+    def lab(self: SimulatorConnector, payload: object, *args: object) -> LabResult:
+        intent = Shipment.objects.get(id=shipment.id).lab_operation
+        seen.append((transaction.get_connection().in_atomic_block, intent))
+        return LabResult(True)
+
+    monkeypatch.setattr(SimulatorConnector, "cancel", lab)
+    monkeypatch.setattr(SimulatorConnector, "update_shipping_method", lab)
+
+    if through == "order cancel":
+        assert order_cancel(order=order).outcome == "Cancelled"
+    elif through == "shipment cancel":
+        assert shipment_cancel(shipment=shipment).successful
+    else:
+        result = order_update_shipping_method(order=order, shipping_method="Express")
+        assert result.outcome == "Updated"
+
+    operation = "updateShippingMethod" if through == "order update" else "cancel"
+    assert seen == [(False, operation)]
+    assert Shipment.objects.get(id=shipment.id).lab_operation == ""
