@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -10,6 +11,8 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from merchants.models import ApiKey, Environment, Merchant
 from merchants.selectors import api_key_authenticate
+from staff.models import StaffApiKey
+from staff.selectors import is_staff_user, staff_api_key_authenticate
 
 HEADER = "X-API-Key"
 
@@ -47,6 +50,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not key:
             return None
         api_key = api_key_authenticate(key=key)
+        if api_key is None and staff_api_key_authenticate(key=key) is not None:
+            raise exceptions.AuthenticationFailed(
+                "A staff API key is not accepted on merchant endpoints: staff act on orders "
+                "through the staff endpoints and the admin."
+            )
         if api_key is None:
             guard = WrongKeyThrottle()
             if not guard.allow_request(request, None):  # type: ignore[arg-type]
@@ -64,6 +72,61 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "apiKey", "in": "header", "name": HEADER}
+
+
+class StaffApiKeyAuthentication(authentication.BaseAuthentication):
+    """A staff API key in ``X-API-Key``: the request acts as the key's staff user. Any other
+    key (a merchant's, a revoked one) is refused, never passed on to another scheme."""
+
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser, StaffApiKey] | None:
+        key = request.headers.get(HEADER, "").strip()
+        if not key:
+            return None
+        staff_key = staff_api_key_authenticate(key=key)
+        if staff_key is None:
+            guard = WrongKeyThrottle()
+            if not guard.allow_request(request, None):  # type: ignore[arg-type]
+                raise exceptions.Throttled(wait=guard.wait())
+            raise exceptions.AuthenticationFailed(
+                "These endpoints need a staff API key or a staff admin session; "
+                "the key is not a valid staff key."
+            )
+        return staff_key.user, staff_key
+
+    def authenticate_header(self, request: Request) -> str:
+        return f'ApiKey header="{HEADER}"'
+
+
+class StaffSessionAuthentication(authentication.SessionAuthentication):
+    """A staff user signed in to the admin (unsafe methods need the CSRF token, as in the
+    admin); other users' sessions are ignored."""
+
+    def authenticate(self, request: Request) -> tuple[Any, None] | None:
+        result = super().authenticate(request)
+        if result is None or not is_staff_user(result[0]):
+            return None
+        return result
+
+
+class StaffApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "api.authentication.StaffApiKeyAuthentication"
+    name = "staffApiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "apiKey", "in": "header", "name": HEADER}
+
+
+class StaffSessionAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "api.authentication.StaffSessionAuthentication"
+    name = "staffSession"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "sessionid",
+            "description": "A staff user signed in to the admin (/admin/).",
+        }
 
 
 def client_environment(request: Request) -> Environment:

@@ -24,6 +24,10 @@ class RequestTimedOut(BaseException):
     """
 
 
+class RoleRequired(drf.PermissionDenied):
+    """Authenticated, but without the role the operation needs: 401 whose text says which."""
+
+
 def _pascal(code: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in str(code).split("_"))
 
@@ -79,6 +83,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         body = error_body("ValidationFailed", 400, {"failures": flatten_failures(exc.detail)})
     elif isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
         body = error_body("Unauthorized", 401, {"reason": str(exc.detail)})
+        headers["WWW-Authenticate"] = 'ApiKey header="X-API-Key"'
+    elif isinstance(exc, RoleRequired):
+        body = error_body("Unauthorized", 401, {"reason": str(exc.detail)}, text=str(exc.detail))
         headers["WWW-Authenticate"] = 'ApiKey header="X-API-Key"'
     elif isinstance(exc, drf.PermissionDenied | DjangoPermissionDenied):
         body = error_body("Unauthorized", 401, {"reason": str(getattr(exc, "detail", exc))})

@@ -29,6 +29,7 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("", include("products.api.urls")),
     path("", include("quotes.api.urls")),
     path("", include("orders.api.urls")),
+    path("", include("labs.api.urls")),
 ]
 
 urlpatterns = [

@@ -31,3 +31,20 @@ def countries_reached(*, product: Product) -> list[str]:
 def currencies_supported() -> set[str]:
     """Currencies a quote or order can be priced in: the base and every one with a rate."""
     return {ExchangeRate.BASE_CURRENCY, *ExchangeRate.objects.values_list("currency", flat=True)}
+
+
+def shipping_rate_for(*, lab_code: str, method: str, country_code: str) -> ShippingRate | None:
+    """The rate a lab ships by ``method`` to a country with: the most specific one (a country
+    rate, then a zone listing the country, then a rest-of-world zone), as the engine picks."""
+    rates = list(
+        ShippingRate.objects.filter(lab__code=lab_code, method=method).select_related("zone")
+    )
+    for matches in (
+        lambda r: r.country_code == country_code,
+        lambda r: r.zone is not None and country_code in (r.zone.countries or []),
+        lambda r: r.zone is not None and r.zone.rest_of_world,
+    ):
+        found = [r for r in rates if matches(r)]
+        if found:
+            return found[0]
+    return None

@@ -5,10 +5,14 @@ until its lab starts production (the lab is asked, not only the pipeline's last 
 any shipment is at a lab, a new method or destination re-plans the order with the engine, so its
 shipments and charges are what a quote gives; while shipments are being submitted, changes wait;
 after submission each change goes through the lab's connector and each shipment reports its
-own result.
+own result. Those lab calls happen outside the order's transaction (the intent is recorded on
+each shipment, the lab called, its answer recorded under the order's lock, see
+``orders.shipments``), so a slow lab holds no row lock.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -32,6 +36,13 @@ from orders.models import (
     Stage,
 )
 from orders.pipeline.steps.allocate import order_allocate, order_basket
+from orders.shipments import (
+    BUSY_MESSAGE,
+    LabCall,
+    lab_call,
+    shipment_lab_call_begin,
+    shipment_lab_call_end,
+)
 
 OPEN_STAGES = (Stage.ON_HOLD, Stage.IN_PROGRESS)
 
@@ -108,32 +119,102 @@ def _lock(order: Order) -> Order:
     return Order.objects.select_for_update().get(pk=order.pk)
 
 
-def _lock_if_available(order: Order, action: str) -> Order | None:
-    """The order locked, its lab state refreshed first: None when ``action`` is not available."""
-    locked = _lock(order)
-    lab_state_refresh(locked)
-    return locked if actions_available(locked)[action] else None
+def _fresh(order: Order) -> Order:
+    return Order.objects.select_related("environment").get(pk=order.pk)
 
 
-@transaction.atomic
+@dataclass
+class _LabStep:
+    """One shipment in an action after lab submission: either its result is known without the
+    lab (``result``), or its lab is to be called under the intent recorded as ``token``."""
+
+    shipment: Shipment
+    result: ShipmentResult | None = None
+    token: datetime | None = None
+    lab_result: LabResult | None = None
+    to_call: bool = False
+
+
+def _labs_call(order: Order, steps: list[_LabStep], call: LabCall) -> None:
+    """Call the labs of the steps that need it, outside any transaction (a slow lab holds
+    no row lock); a shipment whose intent could not be recorded is busy."""
+    sandbox = order.environment.is_sandbox
+    for step in steps:
+        if not step.to_call:
+            continue
+        if step.token is None:
+            step.lab_result = LabResult(False, message=BUSY_MESSAGE)
+            continue
+        connector = connector_for(lab_code=step.shipment.lab_code, sandbox=sandbox)
+        step.lab_result = lab_call(connector, lab_order(step.shipment), call)
+
+
+def _intents_end(steps: list[_LabStep]) -> None:
+    for step in steps:
+        if step.token is not None:
+            shipment_lab_call_end(shipment=step.shipment, token=step.token)
+
+
 def order_cancel(*, order: Order) -> ActionResult:
-    """Cancel the whole order: locally before lab submission, else lab by lab."""
-    locked = _lock_if_available(order, "cancel")
-    if locked is None:
-        return ActionResult("ActionNotAvailable")
-    shipments = _live_shipments(locked)
-    if any(not _changeable(s) for s in shipments):
-        return ActionResult("FailedToCancel")
+    """Cancel the whole order: locally before lab submission, else lab by lab (the intent
+    recorded, the labs called outside the transaction, their answers recorded)."""
+    lab_state_refresh(_fresh(order))
+    with transaction.atomic():
+        locked = _lock(order)
+        if not actions_available(locked)["cancel"]:
+            return ActionResult("ActionNotAvailable")
+        shipments = _live_shipments(locked)
+        if any(not _changeable(s) for s in shipments):
+            return ActionResult("FailedToCancel")
+        steps = [_LabStep(s) for s in shipments]
+        if all(s.submitted_at is None for s in shipments):
+            return _cancel_record(locked, steps)
+        for step in steps:
+            if step.shipment.submitted_at is not None:
+                step.to_call = True
+                step.token = shipment_lab_call_begin(shipment=step.shipment, operation="cancel")
+    try:
+        _labs_call(locked, steps, lambda connector, payload: connector.cancel(payload))
+        with transaction.atomic():
+            locked = _lock(order)
+            _intents_end(steps)
+            return _cancel_record(locked, steps)
+    except BaseException:
+        _intents_end(steps)
+        raise
+
+
+def _cancel_record(locked: Order, steps: list[_LabStep]) -> ActionResult:
+    """Record the labs' answers to a cancel under the order's lock: a shipment not at a lab
+    when the cancel began is cancelled here unless it reached its lab meanwhile."""
     results: list[ShipmentResult] = []
     cancelled: list[Shipment] = []
-    sandbox = locked.environment.is_sandbox
-    for shipment in shipments:
-        result = _lab_change(shipment, sandbox=sandbox, apply=lambda lab, order: lab.cancel(order))
-        if result.successful:
+    for step in steps:
+        shipment = step.shipment
+        outcome = step.lab_result
+        if outcome is None:
+            submitted = Shipment.objects.filter(id=shipment.id, submitted_at__isnull=False)
+            outcome = (
+                LabResult(False, message="The shipment reached its lab meanwhile; try again.")
+                if submitted.exists()
+                else LabResult(True)
+            )
+        successful = outcome.successful and bool(
+            Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
+                status=ShipmentStatus.CANCELLED
+            )
+        )
+        if successful:
             shipment.status = ShipmentStatus.CANCELLED
-            shipment.save(update_fields=["status"])
             cancelled.append(shipment)
-        results.append(result)
+        results.append(
+            ShipmentResult(
+                shipment.public_id,
+                successful,
+                None if successful else SHIPMENT_UPDATE_FAILED,
+                outcome.message or None,
+            )
+        )
     if not all(r.successful for r in results):
         # Some labs cancelled: those shipments are refunded and reported, the order goes on.
         _touch(locked)
@@ -154,52 +235,79 @@ def order_cancel(*, order: Order) -> ActionResult:
     return ActionResult("Cancelled", tuple(results))
 
 
-def _lab_change(shipment: Shipment, *, sandbox: bool, apply: Any) -> ShipmentResult:
-    """Apply a change at the shipment's lab; one not yet submitted has nothing there to change."""
-    if shipment.submitted_at is None:
-        outcome = LabResult(True)
-    else:
-        connector = connector_for(lab_code=shipment.lab_code, sandbox=sandbox)
-        outcome = apply(connector, lab_order(shipment))
-    return ShipmentResult(
-        shipment.public_id,
-        outcome.successful,
-        None if outcome.successful else SHIPMENT_UPDATE_FAILED,
-        outcome.message or None,
-    )
-
-
-def _update_shipments(order: Order, *, apply: Any) -> tuple[str, tuple[ShipmentResult, ...]]:
-    """Apply a change to every live shipment; the outcome follows how many succeeded."""
-    results: list[ShipmentResult] = []
-    sandbox = order.environment.is_sandbox
+def _update_steps(order: Order, *, operation: str) -> list[_LabStep]:
+    """Under the order's lock: each live shipment's result when it is known without its lab,
+    and the intent recorded for those whose lab is to be asked."""
+    steps: list[_LabStep] = []
     submitting = order.pipeline_step == PipelineStep.SUBMIT
     for shipment in _live_shipments(order):
+        step = _LabStep(shipment)
         if shipment.submitted_at is None and submitting:
-            results.append(
-                ShipmentResult(
-                    shipment.public_id,
-                    False,
-                    SHIPMENT_UPDATE_FAILED,
-                    "The shipment is being submitted to its lab; try again in a moment.",
-                )
+            step.result = ShipmentResult(
+                shipment.public_id,
+                False,
+                SHIPMENT_UPDATE_FAILED,
+                "The shipment is being submitted to its lab; try again in a moment.",
             )
-            continue
-        if not _changeable(shipment):
-            results.append(
-                ShipmentResult(
-                    shipment.public_id, False, SHIPMENT_NOT_AVAILABLE,
-                    "The shipment is already in production or shipped.",
-                )
+        elif not _changeable(shipment):
+            step.result = ShipmentResult(
+                shipment.public_id, False, SHIPMENT_NOT_AVAILABLE,
+                "The shipment is already in production or shipped.",
             )  # fmt: skip
+        elif shipment.submitted_at is None:
+            step.result = ShipmentResult(shipment.public_id, True)
+        else:
+            step.to_call = True
+            step.token = shipment_lab_call_begin(shipment=shipment, operation=operation)
+        steps.append(step)
+    return steps
+
+
+def _update_outcome(steps: list[_LabStep]) -> tuple[str, tuple[ShipmentResult, ...]]:
+    """Each shipment's result, and the outcome that follows from how many succeeded."""
+    results: list[ShipmentResult] = []
+    for step in steps:
+        if step.result is not None:
+            results.append(step.result)
             continue
-        results.append(_lab_change(shipment, sandbox=sandbox, apply=apply))
+        outcome = step.lab_result or LabResult(False)
+        results.append(
+            ShipmentResult(
+                step.shipment.public_id,
+                outcome.successful,
+                None if outcome.successful else SHIPMENT_UPDATE_FAILED,
+                outcome.message or None,
+            )
+        )
     succeeded = sum(r.successful for r in results)
     if not results or succeeded == len(results):
         return "Updated", tuple(results)
     if succeeded == 0:
         return "FailedToUpdate", tuple(results)
     return "PartiallyUpdated", tuple(results)
+
+
+def _update_after_labs(
+    order: Order,
+    steps: list[_LabStep],
+    *,
+    call: LabCall,
+    record: Callable[[Order, set[str]], None],
+) -> ActionResult:
+    """Call the labs outside any transaction, then record their answers under the order's
+    lock (``record`` gets the ids of the shipments that took the change, unless none did)."""
+    try:
+        _labs_call(order, steps, call)
+        with transaction.atomic():
+            locked = _lock(order)
+            _intents_end(steps)
+            outcome, results = _update_outcome(steps)
+            if outcome != "FailedToUpdate":
+                record(locked, {r.shipment_id for r in results if r.successful})
+            return ActionResult(outcome, results)
+    except BaseException:
+        _intents_end(steps)
+        raise
 
 
 def _check_deliverable(order: Order, *, country_code: str, shipping_method: str, path: str) -> None:
@@ -244,36 +352,38 @@ def _replan(order: Order, *, path: str) -> tuple[ShipmentResult, ...]:
     return tuple(ShipmentResult(s.public_id, True) for s in Shipment.objects.filter(order=order))
 
 
-@transaction.atomic
 def order_update_shipping_method(*, order: Order, shipping_method: str) -> ActionResult:
-    locked = _lock_if_available(order, "changeShippingMethod")
-    if locked is None:
-        return ActionResult("ActionNotAvailable")
-    _check_deliverable(
-        locked,
-        country_code=locked.address_country_code,
-        shipping_method=shipping_method,
-        path="shippingMethod",
-    )
+    lab_state_refresh(_fresh(order))
+    with transaction.atomic():
+        locked = _lock(order)
+        if not actions_available(locked)["changeShippingMethod"]:
+            return ActionResult("ActionNotAvailable")
+        _check_deliverable(
+            locked,
+            country_code=locked.address_country_code,
+            shipping_method=shipping_method,
+            path="shippingMethod",
+        )
+        if _before_labs(locked):
+            locked.shipping_method = shipping_method
+            _touch(locked, "shipping_method")
+            return ActionResult("Updated", _replan(locked, path="shippingMethod"))
+        steps = _update_steps(locked, operation="updateShippingMethod")
 
-    if _before_labs(locked):
-        locked.shipping_method = shipping_method
-        _touch(locked, "shipping_method")
-        return ActionResult("Updated", _replan(locked, path="shippingMethod"))
-
-    def apply(connector: Any, payload: Any) -> LabResult:
-        return connector.update_shipping_method(payload, shipping_method)
-
-    outcome, results = _update_shipments(locked, apply=apply)
-    if outcome != "FailedToUpdate":
-        ok = {r.shipment_id for r in results if r.successful}
+    def record(locked: Order, ok: set[str]) -> None:
         for shipment in _live_shipments(locked):
             if shipment.public_id in ok:
                 shipment.shipping_method = shipping_method
                 shipment.save(update_fields=["shipping_method"])
         locked.shipping_method = shipping_method
         _touch(locked, "shipping_method")
-    return ActionResult(outcome, results)
+
+    return _update_after_labs(
+        locked,
+        steps,
+        call=lambda connector, payload: connector.update_shipping_method(payload, shipping_method),
+        record=record,
+    )
 
 
 RECIPIENT_FIELDS = {
@@ -289,19 +399,10 @@ RECIPIENT_FIELDS = {
 }
 
 
-@transaction.atomic
 def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> ActionResult:
-    locked = _lock_if_available(order, "changeRecipientDetails")
-    if locked is None:
-        return ActionResult("ActionNotAvailable")
-    _check_deliverable(
-        locked,
-        country_code=recipient["address"]["countryCode"],
-        shipping_method=locked.shipping_method,
-        path="address.countryCode",
-    )
+    lab_state_refresh(_fresh(order))
 
-    def set_recipient() -> None:
+    def set_recipient(locked: Order) -> None:
         for column, path in RECIPIENT_FIELDS.items():
             value: Any = recipient
             for key in path:
@@ -309,17 +410,33 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
             setattr(locked, column, value or "")
         _touch(locked, *RECIPIENT_FIELDS)
 
-    if _before_labs(locked):
-        set_recipient()
-        return ActionResult("Updated", _replan(locked, path="address.countryCode"))
+    with transaction.atomic():
+        locked = _lock(order)
+        if not actions_available(locked)["changeRecipientDetails"]:
+            return ActionResult("ActionNotAvailable")
+        _check_deliverable(
+            locked,
+            country_code=recipient["address"]["countryCode"],
+            shipping_method=locked.shipping_method,
+            path="address.countryCode",
+        )
+        if _before_labs(locked):
+            set_recipient(locked)
+            return ActionResult("Updated", _replan(locked, path="address.countryCode"))
+        steps = _update_steps(locked, operation="updateAddress")
 
-    def apply(connector: Any, payload: Any) -> LabResult:
-        return connector.update_address(payload, recipient)
+    def record(locked: Order, ok: set[str]) -> None:
+        set_recipient(locked)
+        # Shipments that took the new recipient follow the order's address again.
+        ids = [s.id for s in _live_shipments(locked) if s.public_id in ok]
+        Shipment.objects.filter(id__in=ids).update(address=None)
 
-    outcome, results = _update_shipments(locked, apply=apply)
-    if outcome != "FailedToUpdate":
-        set_recipient()
-    return ActionResult(outcome, results)
+    return _update_after_labs(
+        locked,
+        steps,
+        call=lambda connector, payload: connector.update_address(payload, recipient),
+        record=record,
+    )
 
 
 @transaction.atomic

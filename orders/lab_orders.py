@@ -1,11 +1,25 @@
 """What a lab is sent for a shipment (the connectors' ``LabOrder``)."""
 
 from labs.connectors import LabOrder, LabOrderItem
-from orders.models import Shipment
+from orders.models import Order, Shipment
 from orders.representation import file_url
 
 
+def order_address(order: Order) -> dict[str, str]:
+    """The order's recipient address as the API shows it (blank parts as empty strings)."""
+    return {
+        "line1": order.address_line1,
+        "line2": order.address_line2,
+        "postalOrZipCode": order.address_postal_or_zip_code,
+        "countryCode": order.address_country_code,
+        "townOrCity": order.address_town_or_city,
+        "stateOrCounty": order.address_state_or_county,
+    }
+
+
 def lab_order(shipment: Shipment) -> LabOrder:
+    """The shipment's lab order: the order's recipient, at the shipment's own address when
+    staff changed it (``updateAddress`` on one shipment of several)."""
     order = shipment.order
     base_url = order.environment.base_url
     return LabOrder(
@@ -17,14 +31,7 @@ def lab_order(shipment: Shipment) -> LabOrder:
             "name": order.recipient_name,
             "email": order.recipient_email,
             "phoneNumber": order.recipient_phone,
-            "address": {
-                "line1": order.address_line1,
-                "line2": order.address_line2,
-                "postalOrZipCode": order.address_postal_or_zip_code,
-                "countryCode": order.address_country_code,
-                "townOrCity": order.address_town_or_city,
-                "stateOrCounty": order.address_state_or_county,
-            },
+            "address": dict(shipment.address or order_address(order)),
         },
         items=tuple(
             LabOrderItem(
@@ -40,4 +47,6 @@ def lab_order(shipment: Shipment) -> LabOrder:
             for item in shipment.items.all()
         ),
         reference=shipment.lab_order_reference,
+        held_since=shipment.held_since,
+        held_seconds=shipment.held_seconds,
     )

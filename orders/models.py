@@ -274,6 +274,21 @@ class Shipment(models.Model):
     )
     submitted_at = models.DateTimeField(null=True, blank=True)
     in_production_at = models.DateTimeField(null=True, blank=True)
+    address = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The lab order's address when staff changed it apart from the order's.",
+    )
+    held_since = models.DateTimeField(
+        null=True, blank=True, help_text="On hold at its lab since (staff hold); null if not."
+    )
+    held_seconds = models.FloatField(default=0.0, help_text="Time spent on earlier holds.")
+    lab_operation = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="A change sent to the lab whose answer is not recorded yet.",
+    )
+    lab_operation_since = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -285,6 +300,10 @@ class Shipment(models.Model):
     @property
     def public_id(self) -> str:
         return format_id(PREFIXES["shipment"], self.id)
+
+    @property
+    def is_held(self) -> bool:
+        return self.held_since is not None
 
 
 class Charge(models.Model):

@@ -93,6 +93,11 @@ def _shipment(shipment: Shipment, items: list[OrderItem]) -> dict[str, Any]:
     }
 
 
+def shipment_representation(shipment: Shipment) -> dict[str, Any]:
+    """A shipment as an order's ``GET`` shows it."""
+    return _shipment(shipment, list(shipment.items.all()))
+
+
 def _charge(charge: Charge) -> dict[str, Any]:
     return {
         "id": charge.public_id,

@@ -7,7 +7,7 @@ from django.db.models import Prefetch, QuerySet
 
 from common.errors import EntityNotFound
 from merchants.models import Environment
-from orders.models import Asset, Charge, Order, OrderItem, Stage
+from orders.models import Asset, Charge, Order, OrderItem, Shipment, Stage
 
 LIST_STATUS_STAGES = {
     "draft": Stage.ON_HOLD,
@@ -37,6 +37,22 @@ def order_get(*, environment: Environment, order_id: int) -> Order:
     if order is None:
         raise EntityNotFound(f"No order {Order(id=order_id).public_id} in this environment.")
     return order
+
+
+def shipment_get(*, order_id: int, shipment_id: int) -> Shipment:
+    """A shipment of the order, in any environment (staff endpoints), or ``EntityNotFound``
+    (also when the shipment belongs to another order)."""
+    shipment = (
+        Shipment.objects.select_related("order__environment__merchant")
+        .filter(order_id=order_id, id=shipment_id)
+        .first()
+    )
+    if shipment is None:
+        raise EntityNotFound(
+            f"No shipment {Shipment(id=shipment_id).public_id} "
+            f"in order {Order(id=order_id).public_id}."
+        )
+    return shipment
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ from rest_framework.test import APIClient
 from config.celery_app import app as celery_app
 from labs.services import demo_catalogue_load
 from merchants.services import CreatedMerchant
+from staff.services import staff_api_key_create
 from tests.merchants.factories import merchant_with_keys
+from tests.staff.factories import StaffUserFactory
 
 _snapshot: list[tuple[Any, list[models.Model]]] = []
 
@@ -67,3 +69,29 @@ def eager_tasks() -> Iterator[None]:
     yield
     celery_app.conf.task_always_eager = False
     celery_app.conf.task_eager_propagates = False
+
+
+@pytest.fixture
+def staff_user(db: None) -> Any:
+    return StaffUserFactory.create(username="ops")
+
+
+@pytest.fixture
+def staff_key(staff_user: Any) -> str:
+    return staff_api_key_create(user=staff_user, name="tests")[1]
+
+
+@pytest.fixture
+def staff_api(staff_key: str) -> APIClient:
+    """A client sending a staff API key."""
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=staff_key)
+    return client
+
+
+@pytest.fixture
+def staff_session(staff_user: Any) -> APIClient:
+    """A client signed in to the admin as a staff user (no key)."""
+    client = APIClient()
+    client.force_login(staff_user)
+    return client

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "common",
     "api",
     "merchants",
+    "staff",
     "products",
     "labs",
     "quotes",
@@ -255,7 +256,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"ComponentStateEnum": "api.health.COMPONENT_STATES"},
     "APPEND_COMPONENTS": {
-        "securitySchemes": {"ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
+        "securitySchemes": {
+            "ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+            "staffApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+        }
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -2,7 +2,7 @@
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +29,10 @@ class LabOrder:
     reference: str = ""  # the lab's own order reference once submitted
     carrier_name: str = ""  # the carrier planned for the shipment, when known
     carrier_service: str = ""
+    # The lab order's hold clock: on hold since, and seconds held before that. A real lab keeps
+    # its own; the built-in simulator is told it (``simulator.py``). Never sent to a lab.
+    held_since: datetime | None = field(default=None, metadata={"sent": False})
+    held_seconds: float = field(default=0.0, metadata={"sent": False})
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class LabConnector(ABC):
     def map_to_json(self, order: LabOrder, *, include_nulls: bool = True) -> dict[str, Any]:
         """The lab order as this connector would send it."""
         data = asdict(order)
+        for name in [f.name for f in fields(order) if not f.metadata.get("sent", True)]:
+            del data[name]
         if include_nulls:
             return data
         return {k: v for k, v in data.items() if v not in (None, "")}

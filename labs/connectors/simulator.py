@@ -5,6 +5,10 @@ with the carrier planned for the shipment, a tracking number and URL. Accepted s
 recorded (``labs.SimulatedLabOrder``), one per shipment id. A lab's ``simulator_failure_share``
 makes that share of submissions fail, chosen deterministically from the shipment id so tests
 can rely on it.
+
+A lab order on hold (``LabOrder.held_since``) stops where it is: it is not produced or shipped
+until released, and its timeline then resumes, later by the time it spent on hold
+(``held_seconds`` plus the current hold).
 """
 
 import hashlib
@@ -59,12 +63,19 @@ class SimulatorConnector(LabConnector):
 
     def progress(self, order: LabOrder, *, submitted_at: datetime, now: datetime) -> LabProgress:
         seconds = float(settings.LAB_SIMULATOR_SECONDS)
-        produced = submitted_at + timedelta(seconds=seconds / 2)
-        shipped = submitted_at + timedelta(seconds=seconds)
-        if now < produced:
-            return LabProgress(next_check_at=produced)
-        if now < shipped:
-            return LabProgress(in_production_at=produced, next_check_at=shipped)
+        start = submitted_at + timedelta(seconds=order.held_seconds)
+        produced = start + timedelta(seconds=seconds / 2)
+        shipped = start + timedelta(seconds=seconds)
+        held = order.held_since is not None
+        # On hold the lab's clock stands still at the hold; it is asked again a while later.
+        clock = min(now, order.held_since) if order.held_since is not None else now
+        recheck = now + timedelta(seconds=max(seconds / 2, 1.0))
+        if clock < produced:
+            return LabProgress(next_check_at=recheck if held else produced)
+        if clock < shipped:
+            return LabProgress(
+                in_production_at=produced, next_check_at=recheck if held else shipped
+            )
         carrier, service = (order.carrier_name, order.carrier_service)
         if not carrier:
             carrier, service = _CARRIERS.get(order.shipping_method, ("Royal Mail", "Tracked 48"))

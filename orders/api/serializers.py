@@ -412,3 +412,71 @@ class MetadataUpdateResponse(serializers.Serializer):
     outcome = serializers.CharField(help_text="Updated.")
     order = OrderOutput()
     traceParent = serializers.CharField()
+
+
+# --- staff: shipment capabilities and operations ---------------------------------------------
+
+
+class ShipmentAddressInput(StrictSerializer):
+    """The body of ``updateAddress``: an address as in an order's recipient."""
+
+    address = AddressInput()
+
+
+class ShipmentCapabilitiesOutput(serializers.Serializer):
+    labCode = serializers.CharField()
+    countryCode = serializers.CharField()
+    capabilities = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Drawn from cancel, hold, unhold, updateAddress and updateShippingMethod.",
+    )
+
+
+class ShipmentCapabilitiesResponse(serializers.Serializer):
+    success = serializers.BooleanField()
+    result = ShipmentCapabilitiesOutput()
+    message = serializers.CharField(allow_blank=True)
+    traceParent = serializers.CharField()
+
+
+class ShipmentOperationOutput(serializers.Serializer):
+    shipmentId = serializers.CharField()
+    labCode = serializers.CharField()
+    labOrderReference = serializers.CharField(
+        allow_blank=True, help_text="The lab's own reference of the lab order."
+    )
+    operation = serializers.CharField(
+        help_text="cancel, hold, unhold, updateAddress or updateShippingMethod."
+    )
+    shipment = ShipmentOutput(help_text="The shipment as the order's GET shows it afterwards.")
+
+
+class ShipmentOperationResponse(serializers.Serializer):
+    success = serializers.BooleanField(help_text="Whether the lab made the change.")
+    message = serializers.CharField(allow_blank=True, help_text="Why not, when it did not.")
+    result = ShipmentOperationOutput()
+    traceParent = serializers.CharField()
+
+
+class LabOrderItemJson(serializers.Serializer):
+    item_id = serializers.CharField()
+    sku = serializers.CharField()
+    copies = serializers.IntegerField()
+    attributes = serializers.DictField(child=serializers.CharField())
+    files = serializers.DictField(
+        child=serializers.CharField(), help_text="Print area → print-ready file URL."
+    )
+
+
+class LabOrderJson(serializers.Serializer):
+    """The built-in simulator's lab order; another connector answers its own wire format."""
+
+    shipment_id = serializers.CharField()
+    order_id = serializers.CharField()
+    lab_code = serializers.CharField()
+    shipping_method = serializers.CharField()
+    recipient = serializers.DictField()
+    items = LabOrderItemJson(many=True)
+    reference = serializers.CharField(allow_blank=True)
+    carrier_name = serializers.CharField(allow_blank=True)
+    carrier_service = serializers.CharField(allow_blank=True)

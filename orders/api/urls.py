@@ -1,6 +1,8 @@
 from django.urls import path
 
-from orders.api import views
+from orders.api import shipments, views
+
+SHIPMENT = "orders/<str:orderId>/shipments/<str:shipmentId>"
 
 ACTIONS = [
     ("cancel", views.CancelView, "order-cancel"),
@@ -17,5 +19,24 @@ urlpatterns = [
     *(
         path(f"orders/<str:orderId>/actions/{action}", view.as_view(), name=name)
         for action, view, name in ACTIONS
+    ),
+    path(
+        f"{SHIPMENT}/fulfilmentLocationCapabilities",
+        shipments.ShipmentCapabilitiesView.as_view(),
+        name="shipment-capabilities",
+    ),
+    path(f"{SHIPMENT}/maptojson", shipments.ShipmentLabJsonView.as_view(), name="shipment-json"),
+    path(f"{SHIPMENT}/cancel", shipments.ShipmentCancelView.as_view(), name="shipment-cancel"),
+    path(f"{SHIPMENT}/hold", shipments.ShipmentHoldView.as_view(), name="shipment-hold"),
+    path(f"{SHIPMENT}/unhold", shipments.ShipmentUnholdView.as_view(), name="shipment-unhold"),
+    path(
+        f"{SHIPMENT}/updateAddress",
+        shipments.ShipmentUpdateAddressView.as_view(),
+        name="shipment-update-address",
+    ),
+    path(
+        f"{SHIPMENT}/updateShippingMethod",
+        shipments.ShipmentUpdateShippingMethodView.as_view(),
+        name="shipment-update-shipping-method",
     ),
 ]

@@ -37,3 +37,58 @@ def test_docs_pages_are_served_from_local_assets(path: str) -> None:
     html = response.content.decode()
     assert "/static/drf_spectacular_sidecar/" in html
     assert "cdn.jsdelivr.net" not in html and "unpkg.com" not in html
+
+
+STAFF_PATHS = {
+    "/v4.0/fulfilmentLocations/{labCode}/capabilities": "get",
+    "/v4.0/orders/{orderId}/shipments/{shipmentId}/fulfilmentLocationCapabilities": "get",
+    "/v4.0/orders/{orderId}/shipments/{shipmentId}/maptojson": "get",
+    "/v4.0/orders/{orderId}/shipments/{shipmentId}/cancel": "post",
+    "/v4.0/orders/{orderId}/shipments/{shipmentId}/hold": "post",
+    "/v4.0/orders/{orderId}/shipments/{shipmentId}/unhold": "post",
+    "/v4.0/orders/{orderId}/shipments/{shipmentId}/updateAddress": "post",
+    "/v4.0/orders/{orderId}/shipments/{shipmentId}/updateShippingMethod": "post",
+}
+
+
+@pytest.mark.django_db
+def test_staff_endpoints_are_documented_with_the_staff_key_scheme() -> None:
+    document = Client().get("/v4.0/schema?format=json").json()
+
+    assert document["components"]["securitySchemes"]["staffApiKey"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+    }
+    for path, method in STAFF_PATHS.items():
+        operation = document["paths"][path][method]
+        assert {"staffApiKey": []} in operation["security"], path
+        assert {"ApiKeyAuth": []} not in operation["security"], path
+        assert "401" in operation["responses"], path
+    orders = document["paths"]["/v4.0/orders"]["get"]
+    assert {"staffApiKey": []} not in orders["security"]
+    schemas = document["components"]["schemas"]
+    assert set(schemas["ShipmentOperationResponse"]["properties"]) == {
+        "success",
+        "message",
+        "result",
+        "traceParent",
+    }
+    assert set(schemas["ShipmentOperationOutput"]["properties"]) == {
+        "shipmentId",
+        "labCode",
+        "labOrderReference",
+        "operation",
+        "shipment",
+    }
+    assert set(schemas["ShipmentCapabilitiesOutput"]["properties"]) == {
+        "labCode",
+        "countryCode",
+        "capabilities",
+    }
+    assert set(schemas["LabCapabilitiesOutput"]["properties"]) == {"capabilities"}
+    update_address = document["paths"][
+        "/v4.0/orders/{orderId}/shipments/{shipmentId}/updateAddress"
+    ]["post"]
+    body = update_address["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/ShipmentAddressInputRequest"}

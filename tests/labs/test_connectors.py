@@ -271,3 +271,50 @@ def test_a_live_site_flow_lab_without_credentials_refuses_every_operation_clearl
     progress = connector.progress(order, submitted_at=SUBMITTED, now=later)
     assert (progress.in_production_at, progress.shipped_at) == (None, None)
     assert progress.next_check_at is not None and progress.next_check_at > later
+
+
+# --- hold -----------------------------------------------------------------------------------
+
+
+def test_simulator_a_held_lab_order_is_neither_produced_nor_shipped(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.LAB_SIMULATOR_SECONDS = 60
+    held = replace(lab_order(), held_since=SUBMITTED + timedelta(seconds=10))
+
+    progress = simulator().progress(held, submitted_at=SUBMITTED, now=SUBMITTED + timedelta(days=3))
+
+    assert (progress.in_production_at, progress.shipped_at) == (None, None)
+    assert progress.next_check_at == SUBMITTED + timedelta(days=3, seconds=30)
+
+
+def test_simulator_a_hold_in_production_stops_it_before_shipping(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.LAB_SIMULATOR_SECONDS = 60
+    held = replace(lab_order(), held_since=SUBMITTED + timedelta(seconds=45))
+
+    progress = simulator().progress(
+        held, submitted_at=SUBMITTED, now=SUBMITTED + timedelta(hours=1)
+    )
+
+    assert progress.in_production_at == SUBMITTED + timedelta(seconds=30)
+    assert progress.shipped_at is None
+
+
+def test_simulator_a_released_lab_order_resumes_later_by_the_time_held(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.LAB_SIMULATOR_SECONDS = 60
+    released = replace(lab_order(), held_seconds=100.0)
+
+    before = simulator().progress(
+        released, submitted_at=SUBMITTED, now=SUBMITTED + timedelta(seconds=159)
+    )
+    after = simulator().progress(
+        released, submitted_at=SUBMITTED, now=SUBMITTED + timedelta(seconds=160)
+    )
+
+    assert before.shipped_at is None
+    assert before.in_production_at == SUBMITTED + timedelta(seconds=130)
+    assert after.shipped_at == SUBMITTED + timedelta(seconds=160)
+
+
+def test_the_hold_clock_is_never_sent_to_a_lab() -> None:
+    held = replace(lab_order(), held_since=SUBMITTED, held_seconds=5.0)
+
+    assert simulator().map_to_json(held) == simulator().map_to_json(lab_order())

@@ -9,10 +9,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from django.db import transaction
+from django.utils import timezone
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
-from orders.models import Order
+from orders.models import Order, Shipment
+from orders.pipeline.steps.allocate import order_allocate
 from tests.support.images import jpeg_bytes, pdf_bytes
 from tests.support.servers import serve
 from webhooks.models import CallbackEvent
@@ -192,3 +195,22 @@ def events_of(order_id: str) -> list[dict[str, Any]]:
         json.loads(bytes(e.body))
         for e in CallbackEvent.objects.filter(subject=order_id).order_by("sequence")
     ]
+
+
+def order_allocated(api: APIClient, **changes: Any) -> Order:
+    order = order_via_api(api, **changes)
+    with transaction.atomic():
+        assert order_allocate(order=order)
+    return order
+
+
+def order_at_labs(api: APIClient, *, two_shipments: bool = False, **changes: Any) -> Order:
+    """An order whose shipments its labs accepted just now (one, or two at different labs)."""
+    if two_shipments:
+        changes.setdefault("items", [order_body()["items"][0], book_item()])
+    order = order_allocated(api, **changes)
+    for shipment in Shipment.objects.filter(order=order):
+        shipment.submitted_at = timezone.now()
+        shipment.lab_order_reference = f"SIM-{shipment.lab_code.upper()}-{shipment.id}"
+        shipment.save(update_fields=["submitted_at", "lab_order_reference"])
+    return order

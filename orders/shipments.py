@@ -1,0 +1,325 @@
+"""Staff operations on one shipment at its lab: cancel, hold, unhold, new address, new method.
+
+Each runs in three steps so that a slow lab holds no row lock: the intent is recorded on the
+shipment (``lab_operation``, which also keeps a second change from reaching the lab meanwhile),
+the lab is called outside any transaction, and its answer is recorded under the order's row
+lock, with the shipment callback. The same steps serve the order actions after submission
+(``orders.actions``).
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from labs.capabilities import capabilities_listed
+from labs.connectors import LabConnector, LabOrder, LabResult, connector_for
+from labs.selectors import shipping_rate_for
+from orders.charges import refund_write
+from orders.events import order_stage_changed, shipment_changed
+from orders.lab_orders import lab_order, order_address
+from orders.models import Order, PipelineStep, Shipment, ShipmentStatus, Stage
+
+# An intent older than this is left over from a process that died during its lab call.
+LAB_OPERATION_STALE = timedelta(minutes=5)
+BUSY_MESSAGE = "Another change to this shipment is in progress at its lab; try again in a moment."
+
+LabCall = Callable[[LabConnector, LabOrder], LabResult]
+
+
+@dataclass(frozen=True)
+class ShipmentOperationResult:
+    """What a staff operation did: ``shipment`` is the row as it is afterwards."""
+
+    successful: bool
+    message: str
+    shipment: Shipment
+
+
+# --- the three steps, shared with the order actions ----------------------------------------
+
+
+def shipment_lab_call_begin(*, shipment: Shipment, operation: str) -> datetime | None:
+    """Record that ``operation`` is being sent to the shipment's lab; the token to end it
+    with, or None when another operation is under way."""
+    now = timezone.now()
+    free = Q(lab_operation="") | Q(lab_operation_since__lt=now - LAB_OPERATION_STALE)
+    if not Shipment.objects.filter(free, id=shipment.id).update(
+        lab_operation=operation, lab_operation_since=now
+    ):
+        return None
+    return now
+
+
+def shipment_lab_call_end(*, shipment: Shipment, token: datetime) -> None:
+    """Clear our intent (not a later one that took over a stale intent of ours)."""
+    Shipment.objects.filter(id=shipment.id, lab_operation_since=token).update(
+        lab_operation="", lab_operation_since=None
+    )
+
+
+def lab_call(connector: LabConnector, payload: LabOrder, call: LabCall) -> LabResult:
+    """Ask the lab; a lab that cannot be reached or answers nonsense is a refusal with a
+    message, never an error of ours."""
+    try:
+        return call(connector, payload)
+    except Exception as exc:
+        return LabResult(False, message=f"Lab {connector.lab_code} could not be reached: {exc}")
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+def shipment_connector(shipment: Shipment) -> LabConnector:
+    return connector_for(lab_code=shipment.lab_code, sandbox=shipment.order.environment.is_sandbox)
+
+
+def shipment_capabilities(shipment: Shipment) -> list[str]:
+    """What the shipment's lab can do to it, in the vocabulary's order."""
+    return capabilities_listed(shipment_connector(shipment).capabilities)
+
+
+def without_nulls(value: Any) -> Any:
+    """``value`` with every null-valued key removed, at every depth."""
+    if isinstance(value, Mapping):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+def shipment_lab_json(*, shipment: Shipment, include_nulls: bool = True) -> dict[str, Any]:
+    """The JSON the shipment's lab connector sends (or would send) to submit it."""
+    data = shipment_connector(shipment).map_to_json(lab_order(shipment), include_nulls=True)
+    return data if include_nulls else without_nulls(data)
+
+
+# --- operations ----------------------------------------------------------------------------
+
+
+def _refusal(shipment: Shipment, operation: str, connector: LabConnector) -> str | None:
+    """Why the operation cannot be sent to the lab at all, or None."""
+    if shipment.status == ShipmentStatus.CANCELLED:
+        return "The shipment is cancelled."
+    if shipment.status == ShipmentStatus.SHIPPED:
+        return "The shipment has been shipped."
+    if shipment.submitted_at is None:
+        return "The shipment is not at a lab yet."
+    if not connector.supports(operation):
+        return f"Lab {shipment.lab_code} does not support {operation}."
+    return None
+
+
+def _lab_state_check(shipment: Shipment, connector: LabConnector) -> str | None:
+    """Ask the lab where the shipment stands (outside any transaction), record a start of
+    production, and say why nothing can change any more once it has shipped."""
+    assert shipment.submitted_at is not None
+    progress = connector.progress(
+        replace(
+            lab_order(shipment),
+            carrier_name=shipment.carrier_name,
+            carrier_service=shipment.carrier_service,
+        ),
+        submitted_at=shipment.submitted_at,
+        now=timezone.now(),
+    )
+    if progress.in_production_at is not None and shipment.in_production_at is None:
+        shipment.in_production_at = progress.in_production_at
+        Shipment.objects.filter(id=shipment.id, in_production_at__isnull=True).update(
+            in_production_at=progress.in_production_at
+        )
+    if progress.shipped_at is not None:
+        return "The shipment has been shipped."
+    return None
+
+
+def _operate(
+    *,
+    shipment: Shipment,
+    operation: str,
+    call: LabCall,
+    record: Callable[[Order, Shipment], bool | None],
+    check: Callable[[Shipment], str | None] = lambda shipment: None,
+) -> ShipmentOperationResult:
+    """Check, record the intent, call the lab, record its answer (``record`` runs under the
+    order's row lock, only when the lab agreed, and says whether the order's stage changed)."""
+    current = Shipment.objects.select_related("order__environment").get(id=shipment.id)
+    connector = shipment_connector(current)
+    refusal = (
+        _refusal(current, operation, connector)
+        or check(current)
+        or _lab_state_check(current, connector)
+    )
+    if refusal is None and operation != "hold" and current.in_production_at is not None:
+        refusal = "The lab has started producing the shipment."
+    if refusal is not None:
+        return ShipmentOperationResult(False, refusal, _fresh(current))
+    token = shipment_lab_call_begin(shipment=current, operation=operation)
+    if token is None:
+        return ShipmentOperationResult(False, BUSY_MESSAGE, _fresh(current))
+    try:
+        outcome = lab_call(connector, lab_order(current), call)
+        with transaction.atomic():
+            order = Order.objects.select_for_update().get(id=current.order_id)
+            locked = Shipment.objects.select_related("order__environment").get(id=current.id)
+            shipment_lab_call_end(shipment=locked, token=token)
+            if outcome.successful and locked.status == ShipmentStatus.PROCESSING:
+                stage_changed = record(order, locked)
+                shipment_changed(order=order, shipment=locked)
+                if stage_changed:
+                    order_stage_changed(order=order)
+    except BaseException:
+        shipment_lab_call_end(shipment=current, token=token)
+        raise
+    if not outcome.successful:
+        message = outcome.message or f"Lab {current.lab_code} refused to {operation}."
+        return ShipmentOperationResult(False, message, _fresh(current))
+    return ShipmentOperationResult(True, "", _fresh(current))
+
+
+def _fresh(shipment: Shipment) -> Shipment:
+    return Shipment.objects.select_related("order__environment").get(id=shipment.id)
+
+
+def _only_shipment(order: Order) -> bool:
+    return Shipment.objects.filter(order=order).count() == 1
+
+
+def shipment_cancel(*, shipment: Shipment) -> ShipmentOperationResult:
+    """Cancel the shipment at its lab, refund its items and shipping, and cancel the order
+    when no shipment of it is left."""
+
+    def record(order: Order, locked: Shipment) -> bool:
+        locked.status = ShipmentStatus.CANCELLED
+        locked.save(update_fields=["status"])
+        refund_write(order=order, shipments=[locked])
+        order.last_updated = timezone.now()
+        fields = ["last_updated"]
+        live = Shipment.objects.filter(order=order).exclude(status=ShipmentStatus.CANCELLED)
+        if not live.exists() and order.stage != Stage.CANCELLED:
+            order.stage = Stage.CANCELLED
+            order.pipeline_step = PipelineStep.CANCELLED
+            order.due_at = None
+            order.claimed_until = None
+            fields += ["stage", "pipeline_step", "due_at", "claimed_until"]
+        order.save(update_fields=fields)
+        return "stage" in fields
+
+    return _operate(
+        shipment=shipment,
+        operation="cancel",
+        call=lambda connector, payload: connector.cancel(payload),
+        record=record,
+    )
+
+
+def shipment_hold(*, shipment: Shipment) -> ShipmentOperationResult:
+    """Stop the shipment's production at its lab until ``shipment_unhold``."""
+
+    def record(order: Order, locked: Shipment) -> None:
+        locked.held_since = timezone.now()
+        locked.save(update_fields=["held_since"])
+
+    return _operate(
+        shipment=shipment,
+        operation="hold",
+        call=lambda connector, payload: connector.hold(payload),
+        record=record,
+        check=lambda s: "The shipment is already on hold." if s.is_held else None,
+    )
+
+
+def shipment_unhold(*, shipment: Shipment) -> ShipmentOperationResult:
+    """Release a hold: the lab resumes where it stopped."""
+
+    def record(order: Order, locked: Shipment) -> None:
+        if locked.held_since is not None:
+            held = (timezone.now() - locked.held_since).total_seconds()
+            locked.held_seconds += max(held, 0.0)
+        locked.held_since = None
+        locked.save(update_fields=["held_since", "held_seconds"])
+
+    return _operate(
+        shipment=shipment,
+        operation="unhold",
+        call=lambda connector, payload: connector.unhold(payload),
+        record=record,
+        check=lambda s: None if s.is_held else "The shipment is not on hold.",
+    )
+
+
+def shipment_update_address(
+    *, shipment: Shipment, address: Mapping[str, Any]
+) -> ShipmentOperationResult:
+    """Send the lab order to ``address``; the order's recipient address follows when the
+    order has this one shipment."""
+    new_address = {
+        key: address.get(key) or ""
+        for key in ("line1", "line2", "postalOrZipCode", "countryCode", "townOrCity")
+    } | {"stateOrCounty": address.get("stateOrCounty") or ""}
+
+    def call(connector: LabConnector, payload: LabOrder) -> LabResult:
+        return connector.update_address(payload, {**payload.recipient, "address": new_address})
+
+    def record(order: Order, locked: Shipment) -> None:
+        if _only_shipment(order):
+            for column, key in ORDER_ADDRESS_COLUMNS.items():
+                setattr(order, column, new_address[key])
+            order.last_updated = timezone.now()
+            order.save(update_fields=[*ORDER_ADDRESS_COLUMNS, "last_updated"])
+            locked.address = None
+        else:
+            locked.address = new_address
+        locked.save(update_fields=["address"])
+
+    return _operate(shipment=shipment, operation="updateAddress", call=call, record=record)
+
+
+ORDER_ADDRESS_COLUMNS = {
+    "address_line1": "line1",
+    "address_line2": "line2",
+    "address_postal_or_zip_code": "postalOrZipCode",
+    "address_country_code": "countryCode",
+    "address_town_or_city": "townOrCity",
+    "address_state_or_county": "stateOrCounty",
+}
+
+
+def shipment_update_shipping_method(
+    *, shipment: Shipment, shipping_method: str
+) -> ShipmentOperationResult:
+    """Ship the lab order by another method, with the carrier the lab's rate for the
+    destination names; the order's method follows when the order has this one shipment."""
+    current = Shipment.objects.select_related("order").get(id=shipment.id)
+    country = (current.address or order_address(current.order))["countryCode"]
+    rate = shipping_rate_for(
+        lab_code=current.lab_code, method=shipping_method, country_code=country
+    )
+
+    def check(s: Shipment) -> str | None:
+        if rate is None:
+            return f"Lab {s.lab_code} does not ship {shipping_method} to {country}."
+        return None
+
+    def record(order: Order, locked: Shipment) -> None:
+        assert rate is not None
+        locked.shipping_method = shipping_method
+        locked.carrier_name = rate.carrier_name
+        locked.carrier_service = rate.carrier_service
+        locked.save(update_fields=["shipping_method", "carrier_name", "carrier_service"])
+        if _only_shipment(order):
+            order.shipping_method = shipping_method
+            order.last_updated = timezone.now()
+            order.save(update_fields=["shipping_method", "last_updated"])
+
+    return _operate(
+        shipment=shipment,
+        operation="updateShippingMethod",
+        call=lambda connector, payload: connector.update_shipping_method(payload, shipping_method),
+        record=record,
+        check=check,
+    )
