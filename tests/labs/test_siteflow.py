@@ -732,3 +732,47 @@ def test_a_wrong_secret_is_reported_on_the_order_as_an_issue_not_raised(
     ]
     assert (failed.due_at, shipment.lab_order_reference, site.orders) == (None, "", {})
     assert site.unauthorised == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_staff_operations_on_a_site_flow_shipment_go_to_the_site(
+    site: SiteflowServer, settings: Any, live_api: APIClient, staff_api: APIClient,
+    httpserver: HTTPServer, live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    order_pk = live_photo_order(live_api, httpserver, "siteflow-staff")
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+    shipment = Shipment.objects.get(order_id=order_pk)
+    base = f"/v4.0/orders/ord_{order_pk}/shipments/{shipment.public_id}"
+
+    mapped = staff_api.get(f"{base}/maptojson")
+    held = staff_api.post(f"{base}/hold")
+    released = staff_api.post(f"{base}/unhold")
+    moved = staff_api.post(
+        f"{base}/updateAddress",
+        {"address": {"line1": "2 Loom Lane", "postalOrZipCode": "M1 1AA",
+                     "countryCode": "GB", "townOrCity": "Manchester"}},
+        format="json",
+    )  # fmt: skip
+    site.advance(shipment.public_id, "cancelled")  # cancelled at the site by its own staff
+    refused = staff_api.post(f"{base}/hold")
+
+    assert mapped.status_code == 200
+    assert mapped.json() == site.order(shipment.public_id).submitted
+    assert [(r.status_code, r.json()["success"]) for r in (held, released, moved)] == [
+        (200, True),
+        (200, True),
+        (200, True),
+    ]
+    assert [(method, path) for method, path, _ in site.operations()] == [
+        ("PUT", "/api/order/sf000001/hold"),
+        ("PUT", "/api/order/sf000001/unhold"),
+        ("PUT", "/api/order/sf000001/shipments/0"),
+        ("PUT", "/api/order/sf000001/hold"),
+    ]
+    assert site.operations()[2][2]["shipTo"]["address1"] == "2 Loom Lane"
+    assert refused.status_code == 200
+    assert refused.json()["success"] is False
+    assert "Order sf000001 is cancelled and cannot be changed" in refused.json()["message"]
