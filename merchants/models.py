@@ -4,6 +4,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from common.keys import HashedKey
+
 
 class BillingMode(models.TextChoices):
     INVOICE = "Invoice", "On account (invoice)"
@@ -71,24 +73,13 @@ class Environment(models.Model):
         return settings.SANDBOX_BASE_URL if self.is_sandbox else settings.LIVE_BASE_URL
 
 
-class ApiKey(models.Model):
-    """An API key; only its SHA-256 digest is stored, the key itself is shown once."""
+class ApiKey(HashedKey):
+    """An environment's API key; only its SHA-256 digest is stored, the key is shown once."""
 
     environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=100, blank=True)
-    prefix = models.CharField(max_length=16, help_text="First characters, to recognise the key.")
-    digest = models.CharField(max_length=64, unique=True)
-    created = models.DateTimeField(default=timezone.now)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created"]
+    class Meta(HashedKey.Meta):
         verbose_name = "API key"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.environment})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None

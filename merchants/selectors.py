@@ -1,11 +1,8 @@
 """Reads for merchant accounts and keys."""
 
-from django.utils import timezone
-
+from common.keys import key_use_record
 from merchants.keys import api_key_digest
 from merchants.models import ApiKey
-
-_LAST_USED_RESOLUTION_SECONDS = 60
 
 
 def api_key_authenticate(*, key: str) -> ApiKey | None:
@@ -16,10 +13,5 @@ def api_key_authenticate(*, key: str) -> ApiKey | None:
         .first()
     )
     if api_key is not None:
-        now = timezone.now()
-        if (
-            api_key.last_used_at is None
-            or (now - api_key.last_used_at).total_seconds() > _LAST_USED_RESOLUTION_SECONDS
-        ):
-            ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        key_use_record(key=api_key)
     return api_key

@@ -3,12 +3,9 @@
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.utils import timezone
 
-from common.errors import ValidationFailed
+from common.keys import key_digest_new, key_revoke
 from merchants.keys import (
-    MIN_KEY_LENGTH,
-    api_key_digest,
     generate_api_key,
     generate_signing_secret,
     key_prefix,
@@ -28,13 +25,7 @@ def api_key_create(
 ) -> tuple[ApiKey, str]:
     """Create a key and return it with its clear text, which is never stored."""
     clear = key or generate_api_key(environment.kind)
-    if len(clear) < MIN_KEY_LENGTH:
-        raise ValidationFailed.single(
-            "key", "TooShort", f"An API key must have at least {MIN_KEY_LENGTH} characters."
-        )
-    digest = api_key_digest(clear)
-    if ApiKey.objects.filter(digest=digest).exists():
-        raise ValidationFailed.single("key", "AlreadyExists", "This API key is already in use.")
+    digest = key_digest_new(ApiKey, clear=clear, label="An API key")
     api_key = ApiKey.objects.create(
         environment=environment, name=name, prefix=key_prefix(clear), digest=digest
     )
@@ -42,9 +33,7 @@ def api_key_create(
 
 
 def api_key_revoke(*, api_key: ApiKey) -> None:
-    if api_key.revoked_at is None:
-        api_key.revoked_at = timezone.now()
-        api_key.save(update_fields=["revoked_at"])
+    key_revoke(key=api_key)
 
 
 @transaction.atomic

@@ -8,32 +8,23 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from common.keys import HashedKey
+
 ADMINISTRATORS_GROUP = "Administrators"
 
 
-class StaffApiKey(models.Model):
+class StaffApiKey(HashedKey):
     """A staff user's API key; only its SHA-256 digest is stored, the key is shown once."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_api_keys"
     )
-    name = models.CharField(max_length=100, blank=True)
-    prefix = models.CharField(max_length=16, help_text="First characters, to recognise the key.")
-    digest = models.CharField(max_length=64, unique=True)
-    created = models.DateTimeField(default=timezone.now)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created"]
+    class Meta(HashedKey.Meta):
         verbose_name = "staff API key"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
 
 
 class AuditEntry(models.Model):

@@ -1,12 +1,10 @@
 """Reads for staff users and their keys."""
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.utils import timezone
 
+from common.keys import key_use_record
 from staff.keys import staff_api_key_digest
 from staff.models import ADMINISTRATORS_GROUP, StaffApiKey
-
-_LAST_USED_RESOLUTION_SECONDS = 60
 
 
 def staff_api_key_authenticate(*, key: str) -> StaffApiKey | None:
@@ -22,12 +20,7 @@ def staff_api_key_authenticate(*, key: str) -> StaffApiKey | None:
         .first()
     )
     if api_key is not None:
-        now = timezone.now()
-        if (
-            api_key.last_used_at is None
-            or (now - api_key.last_used_at).total_seconds() > _LAST_USED_RESOLUTION_SECONDS
-        ):
-            StaffApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        key_use_record(key=api_key)
     return api_key
 
 

@@ -2,10 +2,10 @@
 
 from django.contrib.auth.models import Group, User
 from django.db import transaction
-from django.utils import timezone
 
 from common.errors import ValidationFailed
-from staff.keys import MIN_KEY_LENGTH, generate_staff_api_key, key_prefix, staff_api_key_digest
+from common.keys import key_digest_new, key_revoke
+from staff.keys import generate_staff_api_key, key_prefix
 from staff.models import ADMINISTRATORS_GROUP, AuditEntry, StaffApiKey
 
 
@@ -16,13 +16,7 @@ def staff_api_key_create(
     if not getattr(user, "is_staff", False):
         raise ValidationFailed.single("user", "NotStaff", "Only staff users may hold staff keys.")
     clear = key or generate_staff_api_key()
-    if len(clear) < MIN_KEY_LENGTH:
-        raise ValidationFailed.single(
-            "key", "TooShort", f"A staff API key must have at least {MIN_KEY_LENGTH} characters."
-        )
-    digest = staff_api_key_digest(clear)
-    if StaffApiKey.objects.filter(digest=digest).exists():
-        raise ValidationFailed.single("key", "AlreadyExists", "This API key is already in use.")
+    digest = key_digest_new(StaffApiKey, clear=clear, label="A staff API key")
     api_key = StaffApiKey.objects.create(
         user=user, name=name, prefix=key_prefix(clear), digest=digest
     )
@@ -30,9 +24,7 @@ def staff_api_key_create(
 
 
 def staff_api_key_revoke(*, staff_api_key: StaffApiKey) -> None:
-    if staff_api_key.revoked_at is None:
-        staff_api_key.revoked_at = timezone.now()
-        staff_api_key.save(update_fields=["revoked_at"])
+    key_revoke(key=staff_api_key)
 
 
 @transaction.atomic

@@ -151,37 +151,34 @@ def _operation_schema(operation: str, summary: str, request: Any = None) -> Any:
     )
 
 
-class ShipmentCancelView(ShipmentStaffView):
-    audit_operation = "shipment.cancel"
-    body_required = ()
+def _bodyless_operation_view(
+    operation: str, summary: str, service: Callable[..., Any]
+) -> type[ShipmentStaffView]:
+    """The view of an operation that takes no body: cancel, hold, unhold."""
 
-    @_operation_schema("cancel", "Cancel the shipment at its lab")
-    def post(self, request: Request, orderId: str, shipmentId: str) -> Response:
-        shipment = _shipment(orderId, shipmentId)
-        _no_body(request)
-        return _operation_response("cancel", lambda: shipments.shipment_cancel(shipment=shipment))
+    class View(ShipmentStaffView):
+        audit_operation = f"shipment.{operation}"
+        body_required = ()
 
+        @_operation_schema(operation, summary)
+        def post(self, request: Request, orderId: str, shipmentId: str) -> Response:
+            shipment = _shipment(orderId, shipmentId)
+            _no_body(request)
+            return _operation_response(operation, lambda: service(shipment=shipment))
 
-class ShipmentHoldView(ShipmentStaffView):
-    audit_operation = "shipment.hold"
-    body_required = ()
-
-    @_operation_schema("hold", "Stop the shipment's production until unhold")
-    def post(self, request: Request, orderId: str, shipmentId: str) -> Response:
-        shipment = _shipment(orderId, shipmentId)
-        _no_body(request)
-        return _operation_response("hold", lambda: shipments.shipment_hold(shipment=shipment))
+    View.__name__ = View.__qualname__ = f"Shipment{operation.capitalize()}View"
+    return View
 
 
-class ShipmentUnholdView(ShipmentStaffView):
-    audit_operation = "shipment.unhold"
-    body_required = ()
-
-    @_operation_schema("unhold", "Release the shipment's hold")
-    def post(self, request: Request, orderId: str, shipmentId: str) -> Response:
-        shipment = _shipment(orderId, shipmentId)
-        _no_body(request)
-        return _operation_response("unhold", lambda: shipments.shipment_unhold(shipment=shipment))
+ShipmentCancelView = _bodyless_operation_view(
+    "cancel", "Cancel the shipment at its lab", shipments.shipment_cancel
+)
+ShipmentHoldView = _bodyless_operation_view(
+    "hold", "Stop the shipment's production until unhold", shipments.shipment_hold
+)
+ShipmentUnholdView = _bodyless_operation_view(
+    "unhold", "Release the shipment's hold", shipments.shipment_unhold
+)
 
 
 class ShipmentUpdateAddressView(ShipmentStaffView):
