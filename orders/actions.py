@@ -33,7 +33,8 @@ from orders.models import (
 )
 from orders.pipeline.steps.allocate import order_allocate, order_basket
 
-OPEN_STAGES = (Stage.ON_HOLD, Stage.IN_PROGRESS)
+# An order awaiting payment is open as well: it can be changed or cancelled until it is paid.
+OPEN_STAGES = (Stage.ON_HOLD, Stage.AWAITING_PAYMENT, Stage.IN_PROGRESS)
 
 
 @dataclass(frozen=True)
