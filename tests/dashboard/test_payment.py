@@ -5,6 +5,7 @@ from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -180,7 +181,6 @@ def test_the_pay_page_authorises_for_the_merchant_only(
 def test_the_pay_page_asks_a_stranger_to_sign_in(
     card: CreatedMerchant, live_api: APIClient
 ) -> None:
-    from django.test import Client
 
     order_id = order_create_via_api(live_api)
 
