@@ -342,6 +342,7 @@ def _order_page(
         form = forms.HeldOrderForm(order=order, items=items)
     base_url = _base_url(request)
     issue = next((i for i in order.issues.all() if i.authorisation_url), None)
+    price = order_payment_amount(order=order) if held else (None, "")
     return _page(
         request,
         "dashboard/order.html",
@@ -353,6 +354,7 @@ def _order_page(
             "held": held,
             "form": form,
             "payment_issue": issue,
+            "price": price,
             "can_cancel": order.stage in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT, Stage.IN_PROGRESS),
             "events": environment_events(environment=order.environment, subject=order.public_id),
         },

@@ -171,8 +171,10 @@ def test_edit_a_held_order_submit_it_and_watch_it_progress(
     page.get_by_label("Country code").fill("GB")
     page.get_by_label("Recipient name").fill("Grace Hopper")
     page.get_by_label("Shipping method").select_option("Express")
+    price_before = page.locator("#price").inner_text()
     page.get_by_role("button", name="Save changes").click()
     assert "Order updated" in page.locator(".messages").inner_text()
+    assert page.locator("#price").inner_text() != price_before  # two copies, by Express
     screenshot(page, "held-order")
 
     page.get_by_role("button", name="Submit now").click()
