@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from api.health import HealthView
 from api.media import media
 from api.views import endpoint_does_not_exist
+from dashboard.views import index
 
 api_patterns: list[URLPattern | URLResolver] = [
     path(
@@ -30,13 +32,17 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("", include("quotes.api.urls")),
     path("", include("orders.api.urls")),
     path("", include("labs.api.urls")),
+    path("", include("dashboard.api.urls")),
 ]
 
 urlpatterns = [
+    path("", index, name="index"),
     path("healthz", HealthView.as_view(), name="healthz"),
     # Print files and thumbnails on the local default storage (django-storages serves its own).
     re_path(r"^media/(?P<path>.+)$", media),
     path("admin/", admin.site.urls),
+    path("dashboard", RedirectView.as_view(url="/dashboard/")),
+    path("dashboard/", include("dashboard.urls")),
     path("v4.0/", include(api_patterns)),
     re_path(r"^v4\.0(?:/.*)?$", endpoint_does_not_exist),
 ]

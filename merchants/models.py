@@ -21,6 +21,14 @@ class Merchant(models.Model):
     billing_mode = models.CharField(
         max_length=10, choices=BillingMode.choices, default=BillingMode.INVOICE
     )
+    # The dashboard's sign-in: the person who registered the account.
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="merchant",
+    )
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -53,6 +61,9 @@ class Environment(models.Model):
     pause_minutes = models.PositiveIntegerField(default=0)
     # Standard Webhooks secret ("whsec_" + base64); needed in clear to sign callbacks.
     callback_signing_secret = models.CharField(max_length=80)
+    # After a rotation the old secret signs too, until this time, so receivers can switch over.
+    previous_signing_secret = models.CharField(max_length=80, blank=True)
+    previous_signing_secret_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -66,6 +77,15 @@ class Environment(models.Model):
     @property
     def is_sandbox(self) -> bool:
         return self.kind == EnvironmentKind.SANDBOX
+
+    def signing_secrets(self) -> list[str]:
+        """The secrets a callback is signed with now: the current one, then the previous one
+        while its rotation overlap lasts."""
+        secrets = [self.callback_signing_secret]
+        until = self.previous_signing_secret_until
+        if self.previous_signing_secret and until is not None and until > timezone.now():
+            secrets.append(self.previous_signing_secret)
+        return secrets
 
     @property
     def base_url(self) -> str:
@@ -83,3 +103,24 @@ class ApiKey(HashedKey):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.environment})"
+
+
+class Registration(models.Model):
+    """A sign-up waiting for its email address to be verified; completing it creates the
+    merchant. The token sent by mail is this row's id, signed and dated (see
+    ``merchants.registration``); ``completed_at`` makes it single use."""
+
+    name = models.CharField(max_length=200)
+    email = models.EmailField()
+    password = models.CharField(max_length=128, help_text="Hashed, as Django stores passwords.")
+    created = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    merchant = models.OneToOneField(
+        Merchant, on_delete=models.SET_NULL, null=True, blank=True, related_name="registration"
+    )
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({'completed' if self.completed_at else 'pending'})"

@@ -1,16 +1,29 @@
 """Writes for merchant accounts, environments and keys."""
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import transaction
+from django.utils import timezone
 
+from common.errors import ValidationFailed
 from common.keys import key_digest_new, key_revoke
 from merchants.keys import (
     generate_api_key,
     generate_signing_secret,
     key_prefix,
 )
-from merchants.models import ApiKey, Environment, EnvironmentKind, Merchant, PauseMode
+from merchants.models import (
+    ApiKey,
+    BillingMode,
+    Environment,
+    EnvironmentKind,
+    Merchant,
+    PauseMode,
+)
+
+# How long the previous signing secret still signs callbacks after a rotation.
+SIGNING_SECRET_OVERLAP = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,7 @@ def merchant_create(
     pause_minutes: int | None = None,
     pause_indefinite: bool = False,
     currency: str = "GBP",
+    billing_mode: str = BillingMode.INVOICE,
 ) -> CreatedMerchant:
     """Create a merchant with its Sandbox and Live environments and one key for each."""
     if pause_indefinite:
@@ -55,7 +69,9 @@ def merchant_create(
         pause_mode, minutes = PauseMode.MINUTES, pause_minutes
     else:
         pause_mode, minutes = PauseMode.NONE, 0
-    merchant = Merchant.objects.create(name=name, email=email, billing_currency=currency.upper())
+    merchant = Merchant.objects.create(
+        name=name, email=email, billing_currency=currency.upper(), billing_mode=billing_mode
+    )
     keys: dict[str, str] = {}
     for kind, given in (
         (EnvironmentKind.SANDBOX, sandbox_api_key),
@@ -71,3 +87,42 @@ def merchant_create(
         )
         _, keys[kind] = api_key_create(environment=environment, name="initial", key=given)
     return CreatedMerchant(merchant, keys[EnvironmentKind.SANDBOX], keys[EnvironmentKind.LIVE])
+
+
+def environment_settings_update(
+    *, environment: Environment, callback_url: str, pause_mode: str, pause_minutes: int
+) -> None:
+    """Set the default callback URL and the pause window (minutes count only for ``Minutes``)."""
+    if pause_mode == PauseMode.MINUTES and pause_minutes < 1:
+        raise ValidationFailed.single(
+            "pauseMinutes", "Invalid", "A pause of some minutes needs at least one minute."
+        )
+    environment.callback_url = callback_url
+    environment.pause_mode = pause_mode
+    environment.pause_minutes = pause_minutes if pause_mode == PauseMode.MINUTES else 0
+    environment.save(update_fields=["callback_url", "pause_mode", "pause_minutes"])
+
+
+def merchant_billing_update(*, merchant: Merchant, currency: str, billing_mode: str) -> None:
+    merchant.billing_currency = currency.upper()
+    merchant.billing_mode = billing_mode
+    merchant.save(update_fields=["billing_currency", "billing_mode"])
+
+
+@transaction.atomic
+def signing_secret_rotate(*, environment: Environment) -> str:
+    """A new signing secret; the old one keeps signing callbacks (beside the new one) for
+    ``SIGNING_SECRET_OVERLAP``, so receivers can switch without losing a delivery."""
+    locked = Environment.objects.select_for_update().get(pk=environment.pk)
+    locked.previous_signing_secret = locked.callback_signing_secret
+    locked.previous_signing_secret_until = timezone.now() + SIGNING_SECRET_OVERLAP
+    locked.callback_signing_secret = generate_signing_secret()
+    locked.save(
+        update_fields=[
+            "previous_signing_secret",
+            "previous_signing_secret_until",
+            "callback_signing_secret",
+        ]
+    )
+    environment.refresh_from_db()
+    return locked.callback_signing_secret

@@ -44,7 +44,8 @@ from orders.shipments import (
     shipment_lab_call_end,
 )
 
-OPEN_STAGES = (Stage.ON_HOLD, Stage.IN_PROGRESS)
+# An order awaiting payment is open as well: it can be changed or cancelled until it is paid.
+OPEN_STAGES = (Stage.ON_HOLD, Stage.AWAITING_PAYMENT, Stage.IN_PROGRESS)
 
 
 @dataclass(frozen=True)

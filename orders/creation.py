@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from common.errors import ValidationFailed
-from labs.allocation import BasketItem, Infeasible, UnknownCurrency, plan_basket
+from labs.allocation import AllocationPlan, BasketItem, Infeasible, UnknownCurrency, plan_basket
 from merchants.models import Environment, PauseMode
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
@@ -22,6 +22,7 @@ from orders.models import (
     PipelineStep,
     Stage,
 )
+from orders.payments import payment_due_by, payment_issue_write, payment_required
 from products.models import Product
 from products.selectors import products_by_sku
 from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, basket_validate
@@ -30,10 +31,12 @@ from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, ba
 @dataclass(frozen=True)
 class ValidatedOrder:
     """An order body that can be accepted: its items in canonical form, as validation found
-    them, and per item index the reasons an item cannot be made right now."""
+    them, per item index the reasons an item cannot be made right now, and the priced plan
+    (None while an item cannot be made)."""
 
     items: list[ValidatedItem]
     unavailable: dict[str, list[str]]
+    plan: AllocationPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,9 @@ def order_validate(
     basket = [BasketItem.of_validated(item) for item in items]
     failures: dict[str, list[tuple[str, str]]] = {}
     unavailable: dict[str, list[str]] = {}
+    plan = None
     try:
-        plan_basket(
+        plan = plan_basket(
             items=basket,
             country_code=data["recipient"]["address"]["countryCode"],
             shipping_method=data["shippingMethod"],
@@ -127,7 +131,7 @@ def order_validate(
                     _add(failures, f"items[{key}]", failure.code, failure.description)
     if failures:
         raise ValidationFailed(failures)
-    return ValidatedOrder(items=items, unavailable=unavailable)
+    return ValidatedOrder(items=items, unavailable=unavailable, plan=plan)
 
 
 def _hold(environment: Environment) -> tuple[bool, Any]:
@@ -188,7 +192,16 @@ def _store(
 
     recipient, address = data["recipient"], data["recipient"]["address"]
     held, held_until = _hold(environment)
+    pay_first = payment_required(environment)
     now = timezone.now()
+    if held:
+        stage, step, due_at = Stage.ON_HOLD, PipelineStep.HELD, held_until
+    elif pay_first:
+        # Due when the wait is over: the step then cancels the order if it is still unpaid.
+        stage, step = Stage.AWAITING_PAYMENT, PipelineStep.AWAITING_PAYMENT
+        due_at = payment_due_by(now)
+    else:
+        stage, step, due_at = Stage.IN_PROGRESS, PipelineStep.DOWNLOAD, now
     order = Order.objects.create(
         environment=environment,
         oms_id=data.get("omsId"),
@@ -214,10 +227,10 @@ def _store(
         packing_slip_url=(data.get("packingSlip") or {}).get("url") or "",
         us_sales_tax_already_collected=False,
         currency=environment.merchant.billing_currency,
-        stage=Stage.ON_HOLD if held else Stage.IN_PROGRESS,
+        stage=stage,
         held_until=held_until,
-        pipeline_step=PipelineStep.HELD if held else PipelineStep.DOWNLOAD,
-        due_at=held_until if held else now,
+        pipeline_step=step,
+        due_at=due_at,
         created=now,
         last_updated=now,
     )
@@ -266,6 +279,12 @@ def _store(
         )
         for index, reasons in validated.unavailable.items()
     )
-    if not held:
+    if pay_first:
+        payment_issue_write(
+            order=order,
+            amount=validated.plan.total_cost if validated.plan else None,
+            currency=order.currency,
+        )
+    if step == PipelineStep.DOWNLOAD:
         order_enqueue_on_commit(order_id=order.id)
     return order

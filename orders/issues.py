@@ -9,6 +9,8 @@ ASSET_NOT_DOWNLOADED = "order.items.assets.NotDownloaded"
 ASSET_FAILED_TO_DOWNLOAD = "order.items.assets.FailedToDownloaded"
 PRINT_READY_FAILED = "order.items.assets.PrintReadyFailed"
 SUBMISSION_FAILED = "order.shipments.SubmissionFailed"
+# A Live order of a card-billed merchant waits until its cost is authorised.
+REQUIRES_PAYMENT_AUTHORISATION = "RequiresPaymentAuthorisation"
 
 # Shipment update results of the order actions (``shipmentUpdateResults[].errorCode``).
 SHIPMENT_UPDATE_FAILED = "order.shipments.updateFailed"

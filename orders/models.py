@@ -21,6 +21,7 @@ class Sizing(models.TextChoices):
 
 class Stage(models.TextChoices):
     ON_HOLD = "OnHold"
+    AWAITING_PAYMENT = "AwaitingPayment"
     IN_PROGRESS = "InProgress"
     COMPLETE = "Complete"
     CANCELLED = "Cancelled"
@@ -37,6 +38,7 @@ class PipelineStep(models.TextChoices):
     """Where the fulfilment state machine stands; each step claims the order from the one before."""
 
     HELD = "Held"
+    AWAITING_PAYMENT = "AwaitingPayment"
     DOWNLOAD = "Download"
     ALLOCATE = "Allocate"
     PREPARE = "Prepare"
@@ -108,7 +110,7 @@ class Order(models.Model):
     us_sales_tax_already_collected = models.BooleanField(default=False)
     currency = models.CharField(max_length=3, default="GBP", help_text="Currency of the charges.")
 
-    stage = models.CharField(max_length=12, choices=Stage.choices, default=Stage.IN_PROGRESS)
+    stage = models.CharField(max_length=16, choices=Stage.choices, default=Stage.IN_PROGRESS)
     download_assets = models.CharField(
         max_length=12, choices=DetailState.choices, default=DetailState.NOT_STARTED
     )
@@ -129,7 +131,7 @@ class Order(models.Model):
     held_until = models.DateTimeField(null=True, blank=True)
     # The durable state machine: the step, when it is next due, and until when a worker owns it.
     pipeline_step = models.CharField(
-        max_length=12, choices=PipelineStep.choices, default=PipelineStep.DOWNLOAD
+        max_length=16, choices=PipelineStep.choices, default=PipelineStep.DOWNLOAD
     )
     due_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
@@ -137,6 +139,9 @@ class Order(models.Model):
         null=True, blank=True, help_text="When the sweeper last queued the order."
     )
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="Sent to fulfilment.")
+    # Card billing: the provider's reference of the authorised payment.
+    payment_reference = models.CharField(max_length=100, blank=True)
+    payment_authorised_at = models.DateTimeField(null=True, blank=True)
     files_deleted_at = models.DateTimeField(null=True, blank=True)
     callback_sequence = models.PositiveIntegerField(
         default=0, help_text="Last callback event number."

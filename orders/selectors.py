@@ -11,12 +11,13 @@ from orders.models import Asset, Charge, Order, OrderItem, Shipment, Stage
 
 LIST_STATUS_STAGES = {
     "draft": Stage.ON_HOLD,
+    "awaitingPayment": Stage.AWAITING_PAYMENT,
     "inProgress": Stage.IN_PROGRESS,
     "complete": Stage.COMPLETE,
     "cancelled": Stage.CANCELLED,
 }
-# Stages no order of this service is in yet (card billing is not offered): an empty page.
-EMPTY_STATUSES = {"awaitingPayment"}
+# List statuses no order can be in (an empty page without a query); none at present.
+EMPTY_STATUSES: frozenset[str] = frozenset()
 
 
 def orders_with_parts(queryset: QuerySet[Order]) -> QuerySet[Order]:

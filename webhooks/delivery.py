@@ -15,7 +15,7 @@ import enum
 import os
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import requests
@@ -175,10 +175,18 @@ def retry_due_at(
 
 
 def signed_headers(
-    *, msg_id: str, secret: str, body: bytes, timestamp: int | None = None
+    *,
+    msg_id: str,
+    secret: str,
+    body: bytes,
+    timestamp: int | None = None,
+    also: Sequence[str] = (),
 ) -> dict[str, str]:
-    """Content-Type and the Standard Webhooks headers of one attempt."""
+    """Content-Type and the Standard Webhooks headers of one attempt (``also``: further
+    secrets that sign it too, as during a rotation)."""
     return {
         "Content-Type": CONTENT_TYPE,
-        **signature_headers(secret=secret, msg_id=msg_id, body=body, timestamp=timestamp),
+        **signature_headers(
+            secret=secret, msg_id=msg_id, body=body, timestamp=timestamp, also=also
+        ),
     }

@@ -92,9 +92,11 @@ def event_deliver(*, event_id: int) -> CallbackEvent | None:
         return event
     body = bytes(event.body)
     started = timezone.now()
+    secret, *previous = event.environment.signing_secrets()
     headers = signed_headers(
         msg_id=event.public_id,
-        secret=event.environment.callback_signing_secret,
+        secret=secret,
+        also=previous,
         body=body,
         timestamp=int(started.timestamp()),
     )

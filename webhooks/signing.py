@@ -11,6 +11,7 @@ import binascii
 import hashlib
 import hmac
 import time
+from collections.abc import Sequence
 
 SECRET_PREFIX = "whsec_"
 
@@ -39,12 +40,24 @@ def signature(*, secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
 
 
 def signature_headers(
-    *, secret: str, msg_id: str, body: bytes, timestamp: int | None = None
+    *,
+    secret: str,
+    msg_id: str,
+    body: bytes,
+    timestamp: int | None = None,
+    also: Sequence[str] = (),
 ) -> dict[str, str]:
-    """The three Standard Webhooks headers for one delivery attempt (timestamp: now)."""
+    """The three Standard Webhooks headers for one delivery attempt (timestamp: now).
+
+    ``also`` are further secrets (the previous one during a rotation): the scheme allows several
+    space-separated signatures, and a receiver accepts the delivery if any of them verifies.
+    """
     ts = int(time.time()) if timestamp is None else timestamp
+    signatures = [
+        signature(secret=key, msg_id=msg_id, timestamp=ts, body=body) for key in (secret, *also)
+    ]
     return {
         "webhook-id": msg_id,
         "webhook-timestamp": str(ts),
-        "webhook-signature": signature(secret=secret, msg_id=msg_id, timestamp=ts, body=body),
+        "webhook-signature": " ".join(signatures),
     }

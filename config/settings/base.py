@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "quotes",
     "orders",
     "webhooks",
+    "dashboard",
     "backoffice",
 ]
 
@@ -201,6 +202,20 @@ CELERY_BEAT_SCHEDULE["events-sweep"] = {
     "schedule": PIPELINE_SWEEP_SECONDS,
 }
 
+# --- Dashboard, registration, payment ------------------------------------------------------
+# Mail (the sign-up verification) through the backend EMAIL_URL names: consolemail://,
+# smtp://user:password@host:25, smtp+tls://..., filemail:///path, dummymail://.
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Print API <no-reply@localhost>")
+LOGIN_URL = "/dashboard/login"
+LOGIN_REDIRECT_URL = "/dashboard/"
+# Sign-ups and registration completions per client address.
+REGISTRATION_RATE_LIMIT = env.str("REGISTRATION_RATE_LIMIT", default="20/hour")
+# Card-billed merchants' Live orders are authorised through this class (see orders/payments.py).
+PAYMENT_PROVIDER = env.str("PAYMENT_PROVIDER", default="orders.payments.TestPaymentProvider")
+# An order still unpaid this many days after it started waiting is cancelled.
+PAYMENT_WAIT_DAYS = env.int("PAYMENT_WAIT_DAYS", default=14)
+
 # --- Internationalisation, static, media ----------------------------------------------------
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"
@@ -234,7 +249,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["api.parsers.JsonBodyParser"],
     "DEFAULT_RENDERER_CLASSES": ["api.renderers.ApiJsonRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ApiKeyRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"api_key": API_RATE_LIMIT, "wrong_key": WRONG_KEY_RATE_LIMIT},
+    "DEFAULT_THROTTLE_RATES": {
+        "api_key": API_RATE_LIMIT,
+        "wrong_key": WRONG_KEY_RATE_LIMIT,
+        "registration": REGISTRATION_RATE_LIMIT,
+    },
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

@@ -16,4 +16,5 @@ STORAGES["staticfiles"] = {  # noqa: F405
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {  # noqa: F405
     "api_key": "100000/min",
     "wrong_key": "100000/min",
+    "registration": "100000/min",
 }

@@ -214,7 +214,8 @@ class DetailsOutput(serializers.Serializer):
 
 class StatusOutput(serializers.Serializer):
     stage = serializers.CharField(
-        help_text="InProgress, Complete, Cancelled (OnHold while paused)."
+        help_text="InProgress, Complete, Cancelled (OnHold while paused, AwaitingPayment until "
+        "a card payment is authorised)."
     )
     details = DetailsOutput()
     issues = IssueOutput(many=True)

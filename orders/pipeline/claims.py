@@ -16,6 +16,7 @@ from orders.models import Order, PipelineStep
 
 ACTIVE_STEPS = (
     PipelineStep.HELD,
+    PipelineStep.AWAITING_PAYMENT,
     PipelineStep.DOWNLOAD,
     PipelineStep.ALLOCATE,
     PipelineStep.PREPARE,

@@ -4,6 +4,9 @@ The state is ``Order.pipeline_step`` with a due time (``due_at``) and a claim
 (``claimed_until``); each step below is one function, and these are every move it makes::
 
     Held        --window over or submitted now--> Download       (stage OnHold -> InProgress)
+                --the same, payment required-----> AwaitingPayment (stage AwaitingPayment)
+    AwaitingPayment --authorised (dashboard)----> Download       (``orders.authorisation``)
+                --PAYMENT_WAIT_DAYS over--------> Cancelled      (stage Cancelled)
     Download    --all assets stored-------------> Allocate       (downloadAssets Complete)
                 --an asset still retrying-------> Download later
                 --an asset failed 10 times------> Failed         (downloadAssets Error)
@@ -33,6 +36,7 @@ from django.utils import timezone
 
 from orders.events import downloads_complete, order_stage_changed, shipment_changed
 from orders.models import DetailState, Order, PipelineStep, Stage
+from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import ClaimLost, order_claim, order_claim_renew, order_move_on
 from orders.pipeline.scheduling import order_enqueue_on_commit
 from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate
@@ -75,13 +79,33 @@ def _step_finished(order: Order, *, detail: str, ok: bool, next_step: str) -> No
 
 @transaction.atomic
 def _release_hold(order: Order) -> None:
-    order_move_on(
-        order=order,
-        step=PipelineStep.DOWNLOAD,
-        due_at=timezone.now(),
-        stage=Stage.IN_PROGRESS,
-        held_until=None,
-    )
+    now = timezone.now()
+    if payment_issue(order) is not None:  # card billing, not authorised while held
+        order_move_on(
+            order=order,
+            step=PipelineStep.AWAITING_PAYMENT,
+            due_at=payment_due_by(now),
+            stage=Stage.AWAITING_PAYMENT,
+            held_until=None,
+        )
+    else:
+        order_move_on(
+            order=order,
+            step=PipelineStep.DOWNLOAD,
+            due_at=now,
+            stage=Stage.IN_PROGRESS,
+            held_until=None,
+        )
+    order_stage_changed(order=order)
+
+
+@transaction.atomic
+def _payment_expire(order: Order) -> None:
+    """Due only when the payment wait is over (authorising moves the order on first)."""
+    issue = payment_issue(order)
+    if issue is not None:
+        issue.delete()
+    order_move_on(order=order, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED)
     order_stage_changed(order=order)
 
 
@@ -189,6 +213,7 @@ def _produce(order: Order) -> None:
 
 STEPS: dict[str, Callable[[Order], None]] = {
     PipelineStep.HELD: _release_hold,
+    PipelineStep.AWAITING_PAYMENT: _payment_expire,
     PipelineStep.DOWNLOAD: _download,
     PipelineStep.ALLOCATE: _allocate,
     PipelineStep.PREPARE: _prepare,

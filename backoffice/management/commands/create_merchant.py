@@ -6,7 +6,10 @@ from django.core.management.base import BaseCommand, CommandError
 from common.errors import ValidationFailed
 from labs.models import ExchangeRate
 from labs.selectors import currencies_supported
+from merchants.models import BillingMode
 from merchants.services import merchant_create
+
+BILLING_MODES = {"invoice": BillingMode.INVOICE, "card": BillingMode.CARD}
 
 
 class Command(BaseCommand):
@@ -28,6 +31,13 @@ class Command(BaseCommand):
             "--pause-indefinite", action="store_true", help="Hold new orders until submitted."
         )
         parser.add_argument("--currency", default="GBP", help="Billing currency (ISO 4217).")
+        parser.add_argument(
+            "--billing",
+            choices=sorted(BILLING_MODES),
+            default="invoice",
+            help="How the merchant pays: on account (invoice) or by card, authorised per Live "
+            "order on its payment page.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["pause_minutes"] is not None and options["pause_minutes"] < 0:
@@ -51,6 +61,7 @@ class Command(BaseCommand):
                 pause_minutes=options["pause_minutes"],
                 pause_indefinite=options["pause_indefinite"],
                 currency=options["currency"],
+                billing_mode=BILLING_MODES[options["billing"]],
             )
         except ValidationFailed as exc:
             raise CommandError(str(exc)) from exc

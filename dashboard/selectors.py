@@ -1,0 +1,123 @@
+"""What the dashboard reads: one merchant's orders, keys and callbacks, never another's."""
+
+from dataclasses import dataclass
+
+from django.db.models import Prefetch, QuerySet
+
+from merchants.models import ApiKey, Environment, Merchant
+from orders.models import DetailState, Order, PipelineStep, Stage
+from orders.selectors import LIST_STATUS_STAGES, orders_with_parts
+from webhooks.models import CallbackAttempt, CallbackEvent
+
+PAGE_SIZE = 25
+
+
+class NotFound(Exception):
+    """Nothing the signed-in merchant may see (also when another merchant's row exists)."""
+
+
+def merchant_order_get(*, merchant: Merchant, order_id: int) -> Order:
+    order = (
+        orders_with_parts(Order.objects.filter(environment__merchant=merchant, id=order_id))
+        .select_related("environment__merchant")
+        .first()
+    )
+    if order is None:
+        raise NotFound
+    return order
+
+
+@dataclass(frozen=True)
+class OrderListFilter:
+    status: str = ""
+    reference: str = ""
+    before_id: int | None = None
+
+
+def environment_orders(
+    *, environment: Environment, filters: OrderListFilter
+) -> tuple[list[Order], bool]:
+    """A page of the environment's orders, newest first, and whether older ones follow."""
+    queryset = Order.objects.filter(environment=environment)
+    if filters.status in LIST_STATUS_STAGES:
+        queryset = queryset.filter(stage=LIST_STATUS_STAGES[filters.status])
+    if filters.reference:
+        queryset = queryset.filter(merchant_reference__icontains=filters.reference)
+    if filters.before_id is not None:
+        queryset = queryset.filter(id__lt=filters.before_id)
+    page = list(orders_with_parts(queryset.order_by("-id"))[: PAGE_SIZE + 1])
+    return page[:PAGE_SIZE], len(page) > PAGE_SIZE
+
+
+def environment_keys(*, environment: Environment) -> QuerySet[ApiKey]:
+    return ApiKey.objects.filter(environment=environment).order_by("revoked_at", "-created")
+
+
+def merchant_key_get(*, environment: Environment, key_id: int) -> ApiKey:
+    key = ApiKey.objects.filter(environment=environment, pk=key_id).first()
+    if key is None:
+        raise NotFound
+    return key
+
+
+def environment_events(*, environment: Environment, subject: str = "") -> list[CallbackEvent]:
+    """The newest callback events with every delivery attempt."""
+    queryset = CallbackEvent.objects.filter(environment=environment).defer("body")
+    if subject:
+        queryset = queryset.filter(subject=subject)
+    return list(
+        queryset.order_by("-created").prefetch_related(
+            Prefetch("attempt_log", queryset=CallbackAttempt.objects.order_by("number"))
+        )[:PAGE_SIZE]
+    )
+
+
+def merchant_event_get(*, environment: Environment, event_id: int) -> CallbackEvent:
+    event = CallbackEvent.objects.filter(environment=environment, id=event_id).first()
+    if event is None:
+        raise NotFound
+    return event
+
+
+@dataclass(frozen=True)
+class ProgressStep:
+    label: str
+    state: str  # NotStarted, InProgress, Complete, Error
+
+
+def order_progress(order: Order) -> list[ProgressStep]:
+    """The order's steps in the order they happen, each with its state."""
+    steps: list[ProgressStep] = []
+    if order.stage == Stage.ON_HOLD:
+        steps.append(ProgressStep("On hold", DetailState.IN_PROGRESS))
+    payment_issue = any(i.authorisation_url for i in order.issues.all())
+    if payment_issue or order.payment_authorised_at is not None:
+        steps.append(
+            ProgressStep(
+                "Payment authorised",
+                DetailState.IN_PROGRESS
+                if order.pipeline_step == PipelineStep.AWAITING_PAYMENT
+                else DetailState.COMPLETE
+                if order.payment_authorised_at
+                else DetailState.NOT_STARTED,
+            )
+        )
+    steps += [
+        ProgressStep("Assets downloaded", order.download_assets),
+        ProgressStep("Lab allocated", order.allocate_production_location),
+        ProgressStep("Print files prepared", order.print_ready_assets_prepared),
+        ProgressStep("In production", order.in_production),
+        ProgressStep("Shipped", order.shipping),
+    ]
+    return steps
+
+
+def order_under_way(order: Order) -> bool:
+    """Work is going on that the page should follow (it refreshes itself)."""
+    return order.pipeline_step in (
+        PipelineStep.DOWNLOAD,
+        PipelineStep.ALLOCATE,
+        PipelineStep.PREPARE,
+        PipelineStep.SUBMIT,
+        PipelineStep.PRODUCTION,
+    )

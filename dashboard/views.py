@@ -1,0 +1,467 @@
+"""The merchant dashboard: plain Django views over the services of merchants, orders and
+webhooks. Every page works without JavaScript; every form carries Django's CSRF token.
+
+A signed-in person sees only their merchant's rows: each lookup below filters by the merchant
+(and the chosen environment), and anything else is the dashboard's 404 page.
+"""
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from common.errors import ValidationFailed
+from common.ids import PREFIXES, parse_id
+from dashboard import forms
+from dashboard.selectors import (
+    NotFound,
+    OrderListFilter,
+    environment_events,
+    environment_keys,
+    environment_orders,
+    merchant_event_get,
+    merchant_key_get,
+    merchant_order_get,
+    order_progress,
+    order_under_way,
+)
+from dashboard.services import registration_signup
+from dashboard.throttling import RegistrationThrottle
+from merchants.models import Environment, EnvironmentKind, Merchant
+from merchants.registration import registration_complete
+from merchants.services import (
+    api_key_create,
+    api_key_revoke,
+    environment_settings_update,
+    merchant_billing_update,
+    signing_secret_rotate,
+)
+from orders.actions import order_cancel
+from orders.authorisation import order_payment_amount, order_payment_authorise
+from orders.editing import order_held_update
+from orders.models import Order, PipelineStep, Stage
+from orders.payments import payment_issue
+from orders.pipeline.state_machine import order_submit_now
+from orders.representation import file_url
+from webhooks.services import event_replay
+
+ENVIRONMENT_SESSION_KEY = "dashboard_environment"
+STATUS_FILTERS = [
+    ("", "Any status"),
+    ("draft", "On hold"),
+    ("awaitingPayment", "Awaiting payment"),
+    ("inProgress", "In progress"),
+    ("complete", "Complete"),
+    ("cancelled", "Cancelled"),
+]
+
+View = Callable[..., HttpResponse]
+
+
+def _not_found(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/not_found.html", status=404)
+
+
+def _current_environment(request: HttpRequest, merchant: Merchant) -> Environment:
+    kind = request.session.get(ENVIRONMENT_SESSION_KEY, EnvironmentKind.SANDBOX)
+    if kind not in EnvironmentKind.values:
+        kind = EnvironmentKind.SANDBOX
+    return merchant.environments.get(kind=kind)
+
+
+def merchant_view(view: View) -> View:
+    """Signed in as a merchant's person: ``request.merchant`` and ``request.environment`` are
+    set; a row of someone else's is the 404 page."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return auth_views.redirect_to_login(request.get_full_path())
+        merchant = Merchant.objects.filter(user=request.user).first()
+        if merchant is None:
+            return render(request, "dashboard/no_merchant.html", status=403)
+        request.merchant = merchant  # type: ignore[attr-defined]
+        request.environment = _current_environment(request, merchant)  # type: ignore[attr-defined]
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound:
+            return _not_found(request)
+
+    return wrapper
+
+
+def _page(request: HttpRequest, template: str, context: dict[str, Any], **kw: Any) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    base = {
+        "merchant": request.merchant,  # type: ignore[attr-defined]
+        "environment": environment,
+        "environment_kinds": EnvironmentKind.values,
+    }
+    return render(request, template, {**base, **context}, **kw)
+
+
+def _order_id(value: str) -> int:
+    try:
+        return parse_id(PREFIXES["order"], value, field="orderId")
+    except ValidationFailed as exc:
+        raise NotFound from exc
+
+
+def _base_url(request: HttpRequest) -> str:
+    return request.build_absolute_uri("/").rstrip("/")
+
+
+def _throttled(request: HttpRequest) -> bool:
+    return not RegistrationThrottle().allow_request(request, None)  # type: ignore[arg-type]
+
+
+# --- public pages ---------------------------------------------------------------------------
+
+
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    return render(request, "home.html")
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request: HttpRequest) -> HttpResponse:
+    form = forms.SignupForm(request.POST or None)
+    if request.method == "POST":
+        if _throttled(request):
+            return render(request, "dashboard/throttled.html", status=429)
+        if form.is_valid():
+            registration_signup(
+                name=form.cleaned_data["name"],
+                email=form.cleaned_data["email"],
+                password=form.cleaned_data["password"],
+                base_url=_base_url(request),
+            )
+            return render(
+                request, "dashboard/signup_sent.html", {"email": form.cleaned_data["email"]}
+            )
+    return render(
+        request, "dashboard/signup.html", {"form": form}, status=400 if form.errors else 200
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def verify(request: HttpRequest) -> HttpResponse:
+    """GET shows a button (mail scanners that open links must not use the token up); POST
+    creates the account, signs the person in and shows both API keys, once."""
+    token = request.POST.get("token") if request.method == "POST" else request.GET.get("token")
+    if not token:
+        return render(
+            request, "dashboard/verify.html", {"error": "The link has no token."}, status=400
+        )
+    if request.method == "GET":
+        return render(request, "dashboard/verify.html", {"token": token})
+    if _throttled(request):
+        return render(request, "dashboard/throttled.html", status=429)
+    try:
+        completed = registration_complete(token=token)
+    except ValidationFailed as failed:
+        error = "; ".join(d for items in failed.failures.values() for _, d in items)
+        return render(request, "dashboard/verify.html", {"error": error}, status=400)
+    login(request, completed.user, backend="django.contrib.auth.backends.ModelBackend")
+    return render(
+        request,
+        "dashboard/welcome.html",
+        {
+            "merchant": completed.created.merchant,
+            "sandbox_key": completed.created.sandbox_api_key,
+            "live_key": completed.created.live_api_key,
+        },
+    )
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "dashboard/login.html"
+    authentication_form = forms.LoginForm
+
+
+class LogoutView(auth_views.LogoutView):
+    next_page = "/dashboard/login"
+
+
+# --- the dashboard --------------------------------------------------------------------------
+
+
+@require_GET
+@merchant_view
+def overview(request: HttpRequest) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    orders, _ = environment_orders(environment=environment, filters=OrderListFilter())
+    counts = {
+        label: Order.objects.filter(environment=environment, stage=stage).count()
+        for stage, label in [
+            (Stage.ON_HOLD, "On hold"),
+            (Stage.AWAITING_PAYMENT, "Awaiting payment"),
+            (Stage.IN_PROGRESS, "In progress"),
+        ]
+    }
+    return _page(request, "dashboard/overview.html", {"orders": orders[:5], "counts": counts})
+
+
+@require_POST
+@merchant_view
+def environment_switch(request: HttpRequest) -> HttpResponse:
+    kind = request.POST.get("kind", "")
+    if kind in EnvironmentKind.values:
+        request.session[ENVIRONMENT_SESSION_KEY] = kind
+    target = request.POST.get("next") or reverse("dashboard:overview")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = reverse("dashboard:overview")
+    return HttpResponseRedirect(target)
+
+
+@require_http_methods(["GET", "POST"])
+@merchant_view
+def keys(request: HttpRequest) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    form = forms.ApiKeyForm(request.POST or None)
+    new_key = None
+    if request.method == "POST" and form.is_valid():
+        _, new_key = api_key_create(environment=environment, name=form.cleaned_data["name"])
+        form = forms.ApiKeyForm()
+    return _page(
+        request,
+        "dashboard/keys.html",
+        {"form": form, "keys": environment_keys(environment=environment), "new_key": new_key},
+    )
+
+
+@require_POST
+@merchant_view
+def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    api_key = merchant_key_get(environment=environment, key_id=key_id)
+    api_key_revoke(api_key=api_key)
+    messages.success(request, f"Key {api_key.prefix}… revoked; it no longer works.")
+    return redirect("dashboard:keys")
+
+
+@require_http_methods(["GET", "POST"])
+@merchant_view
+def settings_page(request: HttpRequest) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    merchant: Merchant = request.merchant  # type: ignore[attr-defined]
+    initial = {
+        "callback_url": environment.callback_url,
+        "pause_mode": environment.pause_mode,
+        "pause_minutes": environment.pause_minutes or None,
+        "billing_currency": merchant.billing_currency,
+        "billing_mode": merchant.billing_mode,
+    }
+    form = forms.SettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        environment_settings_update(
+            environment=environment,
+            callback_url=data["callback_url"],
+            pause_mode=data["pause_mode"],
+            pause_minutes=data["pause_minutes"] or 0,
+        )
+        merchant_billing_update(
+            merchant=merchant, currency=data["billing_currency"], billing_mode=data["billing_mode"]
+        )
+        messages.success(request, f"Settings of {environment.kind} saved.")
+        return redirect("dashboard:settings")
+    return _page(
+        request, "dashboard/settings.html", {"form": form}, status=400 if form.errors else 200
+    )
+
+
+@require_POST
+@merchant_view
+def secret_rotate(request: HttpRequest) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    signing_secret_rotate(environment=environment)
+    messages.success(
+        request,
+        "New signing secret made. For 24 hours callbacks carry signatures of both secrets.",
+    )
+    return redirect("dashboard:settings")
+
+
+@require_GET
+@merchant_view
+def orders(request: HttpRequest) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    status = request.GET.get("status", "")
+    before = request.GET.get("before", "")
+    filters = OrderListFilter(
+        status=status if status in dict(STATUS_FILTERS) else "",
+        reference=request.GET.get("reference", "").strip()[:200],
+        before_id=int(before) if before.isdigit() else None,
+    )
+    page, more = environment_orders(environment=environment, filters=filters)
+    base_url = _base_url(request)
+    rows = [
+        {
+            "order": order,
+            "thumbnails": [
+                url
+                for item in order.items.all()
+                if (url := file_url(item.thumbnail, base_url)) is not None
+            ][:3],
+            "progress": order_progress(order),
+        }
+        for order in page
+    ]
+    return _page(
+        request,
+        "dashboard/orders.html",
+        {
+            "rows": rows,
+            "filters": filters,
+            "status_filters": STATUS_FILTERS,
+            "next_before": page[-1].id if more and page else None,
+            "refresh": any(order_under_way(o) for o in page),
+        },
+    )
+
+
+def _order_page(
+    request: HttpRequest,
+    order: Order,
+    *,
+    form: forms.HeldOrderForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    items = list(order.items.all())
+    held = order.pipeline_step == PipelineStep.HELD
+    if held and form is None:
+        form = forms.HeldOrderForm(order=order, items=items)
+    base_url = _base_url(request)
+    issue = next((i for i in order.issues.all() if i.authorisation_url), None)
+    price = order_payment_amount(order=order) if held else (None, "")
+    return _page(
+        request,
+        "dashboard/order.html",
+        {
+            "order": order,
+            "items": [(item, file_url(item.thumbnail, base_url)) for item in items],
+            "progress": order_progress(order),
+            "refresh": order_under_way(order) and form is None,
+            "held": held,
+            "form": form,
+            "payment_issue": issue,
+            "price": price,
+            "can_cancel": order.stage in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT, Stage.IN_PROGRESS),
+            "events": environment_events(environment=order.environment, subject=order.public_id),
+        },
+        status=status,
+    )
+
+
+@require_GET
+@merchant_view
+def order_detail(request: HttpRequest, order_id: str) -> HttpResponse:
+    order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
+    return _order_page(request, order)
+
+
+@require_POST
+@merchant_view
+def order_edit(request: HttpRequest, order_id: str) -> HttpResponse:
+    order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
+    if order.pipeline_step != PipelineStep.HELD:
+        messages.error(request, "The order is no longer on hold; it cannot be edited.")
+        return redirect("dashboard:order", order_id=order.public_id)
+    form = forms.HeldOrderForm(request.POST, order=order, items=list(order.items.all()))
+    if form.is_valid():
+        data = form.request_data
+        try:
+            order_held_update(
+                order=order,
+                recipient=data["recipient"],
+                shipping_method=data["shippingMethod"],
+                copies=[item["copies"] for item in data["items"]],
+                metadata=data["metadata"],
+            )
+        except ValidationFailed as failed:
+            form.add_failures(failed.failures)
+        else:
+            messages.success(request, "Order updated and priced again.")
+            return redirect("dashboard:order", order_id=order.public_id)
+    return _order_page(request, order, form=form, status=400)
+
+
+@require_POST
+@merchant_view
+def order_submit(request: HttpRequest, order_id: str) -> HttpResponse:
+    order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
+    if order_submit_now(order=order):
+        messages.success(request, "Order submitted: it leaves the hold now.")
+    else:
+        messages.error(request, "The order is not on hold any more.")
+    return redirect("dashboard:order", order_id=order.public_id)
+
+
+@require_POST
+@merchant_view
+def order_cancel_view(request: HttpRequest, order_id: str) -> HttpResponse:
+    order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
+    result = order_cancel(order=order)
+    if result.outcome == "Cancelled":
+        messages.success(request, "Order cancelled.")
+    else:
+        messages.error(request, f"The order could not be cancelled ({result.outcome}).")
+    return redirect("dashboard:order", order_id=order.public_id)
+
+
+@require_GET
+@merchant_view
+def callbacks(request: HttpRequest) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    return _page(
+        request, "dashboard/callbacks.html", {"events": environment_events(environment=environment)}
+    )
+
+
+@require_POST
+@merchant_view
+def callback_replay(request: HttpRequest, event_id: str) -> HttpResponse:
+    environment: Environment = request.environment  # type: ignore[attr-defined]
+    try:
+        number = parse_id(PREFIXES["event"], event_id, field="eventId")
+    except ValidationFailed as exc:
+        raise NotFound from exc
+    event = merchant_event_get(environment=environment, event_id=number)
+    event_replay(event=event)
+    messages.success(request, f"Event {event.public_id} queued to be sent again.")
+    return redirect("dashboard:callbacks")
+
+
+@require_http_methods(["GET", "POST"])
+@merchant_view
+def pay(request: HttpRequest, order_id: str) -> HttpResponse:
+    order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
+    if payment_issue(order) is None:
+        return _page(request, "dashboard/pay.html", {"order": order, "nothing_due": True})
+    amount, currency = order_payment_amount(order=order)
+    error = ""
+    if request.method == "POST":
+        try:
+            result = order_payment_authorise(order=order)
+        except ValidationFailed as failed:
+            error = "; ".join(d for items in failed.failures.values() for _, d in items)
+        else:
+            if result.authorised:
+                messages.success(request, "Payment authorised: the order has started.")
+                return redirect("dashboard:order", order_id=order.public_id)
+            error = result.message or "The payment was declined."
+    return _page(
+        request,
+        "dashboard/pay.html",
+        {"order": order, "amount": amount, "currency": currency, "error": error},
+        status=400 if error else 200,
+    )

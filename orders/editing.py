@@ -1,0 +1,98 @@
+"""Changing a held order from the dashboard: recipient, shipping method, copies and metadata,
+checked by the rules that check a new order, then priced again."""
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from common.errors import ValidationFailed
+from orders.actions import RECIPIENT_FIELDS
+from orders.creation import order_validate
+from orders.models import Order, OrderItem, PipelineStep
+from orders.payments import payment_issue, payment_issue_write
+
+
+def order_request(order: Order) -> dict[str, Any]:
+    """The stored order written as the create request that would make it (to validate)."""
+    return {
+        "shippingMethod": order.shipping_method,
+        "recipient": {
+            "name": order.recipient_name,
+            "email": order.recipient_email,
+            "phoneNumber": order.recipient_phone,
+            "address": {
+                "line1": order.address_line1,
+                "line2": order.address_line2,
+                "postalOrZipCode": order.address_postal_or_zip_code,
+                "countryCode": order.address_country_code,
+                "townOrCity": order.address_town_or_city,
+                "stateOrCounty": order.address_state_or_county,
+            },
+        },
+        "items": [
+            {
+                "sku": item.sku,
+                "copies": item.copies,
+                "attributes": item.attributes,
+                "assets": [
+                    {"printArea": a.print_area, "pageCount": a.page_count}
+                    for a in item.assets.all()
+                ],
+            }
+            for item in order.items.all()
+        ],
+        "metadata": order.metadata,
+    }
+
+
+@transaction.atomic
+def order_held_update(
+    *,
+    order: Order,
+    recipient: Mapping[str, Any],
+    shipping_method: str,
+    copies: list[int],
+    metadata: dict[str, Any],
+) -> Order:
+    """Apply the changes to a held order (shape-validated by the order serializers) after the
+    whole order passes ``order_validate``; a payment waiting for authorisation is priced again.
+
+    Raises ``ValidationFailed`` (paths as in the create request) and leaves the order as it was.
+    """
+    locked = (
+        Order.objects.select_for_update().select_related("environment__merchant").get(pk=order.pk)
+    )
+    if locked.pipeline_step != PipelineStep.HELD:
+        raise ValidationFailed.single(
+            "order", "NotHeld", "The order is no longer on hold and cannot be edited here."
+        )
+    items = list(locked.items.prefetch_related("assets").order_by("position"))
+    if len(copies) != len(items):
+        raise ValidationFailed.single("items", "Invalid", "One number of copies per item.")
+    request = order_request(locked)
+    request.update(shippingMethod=shipping_method, recipient=dict(recipient), metadata=metadata)
+    for entry, number in zip(request["items"], copies, strict=True):
+        entry["copies"] = number
+    validated = order_validate(data=request, currency=locked.currency)
+
+    for column, path in RECIPIENT_FIELDS.items():
+        value: Any = recipient
+        for key in path:
+            value = (value or {}).get(key)
+        setattr(locked, column, value or "")
+    locked.shipping_method = shipping_method
+    locked.metadata = metadata
+    locked.last_updated = timezone.now()
+    locked.save()
+    for item, number in zip(items, copies, strict=True):
+        if item.copies != number:
+            OrderItem.objects.filter(pk=item.pk).update(copies=number)
+    if payment_issue(locked) is not None:
+        payment_issue_write(
+            order=locked,
+            amount=validated.plan.total_cost if validated.plan else None,
+            currency=locked.currency,
+        )
+    return locked
