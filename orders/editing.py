@@ -12,25 +12,14 @@ from orders.actions import RECIPIENT_FIELDS
 from orders.creation import order_validate
 from orders.models import Order, OrderItem, PipelineStep
 from orders.payments import payment_issue, payment_issue_write
+from orders.representation import order_recipient
 
 
 def order_request(order: Order) -> dict[str, Any]:
     """The stored order written as the create request that would make it (to validate)."""
     return {
         "shippingMethod": order.shipping_method,
-        "recipient": {
-            "name": order.recipient_name,
-            "email": order.recipient_email,
-            "phoneNumber": order.recipient_phone,
-            "address": {
-                "line1": order.address_line1,
-                "line2": order.address_line2,
-                "postalOrZipCode": order.address_postal_or_zip_code,
-                "countryCode": order.address_country_code,
-                "townOrCity": order.address_town_or_city,
-                "stateOrCounty": order.address_state_or_county,
-            },
-        },
+        "recipient": order_recipient(order),
         "items": [
             {
                 "sku": item.sku,

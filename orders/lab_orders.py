@@ -1,20 +1,8 @@
 """What a lab is sent for a shipment (the connectors' ``LabOrder``)."""
 
 from labs.connectors import LabOrder, LabOrderItem
-from orders.models import Order, Shipment
-from orders.representation import file_url
-
-
-def order_address(order: Order) -> dict[str, str]:
-    """The order's recipient address as the API shows it (blank parts as empty strings)."""
-    return {
-        "line1": order.address_line1,
-        "line2": order.address_line2,
-        "postalOrZipCode": order.address_postal_or_zip_code,
-        "countryCode": order.address_country_code,
-        "townOrCity": order.address_town_or_city,
-        "stateOrCounty": order.address_state_or_county,
-    }
+from orders.models import Shipment
+from orders.representation import file_url, order_recipient, shipment_address
 
 
 def lab_order(shipment: Shipment) -> LabOrder:
@@ -27,12 +15,7 @@ def lab_order(shipment: Shipment) -> LabOrder:
         order_id=order.public_id,
         lab_code=shipment.lab_code,
         shipping_method=shipment.shipping_method,
-        recipient={
-            "name": order.recipient_name,
-            "email": order.recipient_email,
-            "phoneNumber": order.recipient_phone,
-            "address": dict(shipment.address or order_address(order)),
-        },
+        recipient={**order_recipient(order), "address": shipment_address(shipment)},
         items=tuple(
             LabOrderItem(
                 item_id=item.public_id,

@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from common.ids import PREFIXES, format_id, new_id
+from common.models import PublicIdModel
 from common.shipping import ShippingMethod
 from merchants.models import Environment
 
@@ -79,10 +79,11 @@ class ChargeType(models.TextChoices):
     OTHER = "Other"
 
 
-class Order(models.Model):
+class Order(PublicIdModel):
     """A merchant's order in one environment, with its fulfilment progress."""
 
-    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    id_kind = "order"
+
     environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="orders")
     oms_id = models.BigIntegerField(null=True, blank=True)
     merchant_reference = models.CharField(max_length=200, blank=True)
@@ -167,16 +168,10 @@ class Order(models.Model):
             models.Index(fields=["due_at"], name="order_due", condition=Q(due_at__isnull=False)),
         ]
 
-    def __str__(self) -> str:
-        return self.public_id
 
-    @property
-    def public_id(self) -> str:
-        return format_id(PREFIXES["order"], self.id)
+class OrderItem(PublicIdModel):
+    id_kind = "order_item"
 
-
-class OrderItem(models.Model):
-    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="items")
     position = models.PositiveIntegerField()
     oms_id = models.BigIntegerField(null=True, blank=True)
@@ -209,16 +204,10 @@ class OrderItem(models.Model):
             models.UniqueConstraint(fields=["order", "position"], name="item_position_unique")
         ]
 
-    def __str__(self) -> str:
-        return self.public_id
 
-    @property
-    def public_id(self) -> str:
-        return format_id(PREFIXES["order_item"], self.id)
+class Asset(PublicIdModel):
+    id_kind = "asset"
 
-
-class Asset(models.Model):
-    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
     item = models.ForeignKey(OrderItem, on_delete=models.CASCADE, related_name="assets")
     position = models.PositiveIntegerField()
     oms_id = models.BigIntegerField(null=True, blank=True)
@@ -249,18 +238,12 @@ class Asset(models.Model):
             models.UniqueConstraint(fields=["item", "position"], name="asset_position_unique")
         ]
 
-    def __str__(self) -> str:
-        return self.public_id
 
-    @property
-    def public_id(self) -> str:
-        return format_id(PREFIXES["asset"], self.id)
-
-
-class Shipment(models.Model):
+class Shipment(PublicIdModel):
     """The part of an order one lab makes and ships (a lab order)."""
 
-    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    id_kind = "shipment"
+
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="shipments")
     lab_code = models.CharField(max_length=20)
     lab_country_code = models.CharField(max_length=2)
@@ -299,20 +282,14 @@ class Shipment(models.Model):
     class Meta:
         ordering = ["created", "id"]
 
-    def __str__(self) -> str:
-        return self.public_id
-
-    @property
-    def public_id(self) -> str:
-        return format_id(PREFIXES["shipment"], self.id)
-
     @property
     def is_held(self) -> bool:
         return self.held_since is not None
 
 
-class Charge(models.Model):
-    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+class Charge(PublicIdModel):
+    id_kind = "charge"
+
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="charges")
     charge_type = models.CharField(max_length=10, choices=ChargeType.choices)
     currency = models.CharField(max_length=3)
@@ -324,16 +301,10 @@ class Charge(models.Model):
     class Meta:
         ordering = ["created", "id"]
 
-    def __str__(self) -> str:
-        return self.public_id
 
-    @property
-    def public_id(self) -> str:
-        return format_id(PREFIXES["charge"], self.id)
+class ChargeItem(PublicIdModel):
+    id_kind = "charge_item"
 
-
-class ChargeItem(models.Model):
-    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
     charge = models.ForeignKey(Charge, on_delete=models.CASCADE, related_name="items")
     charge_type = models.CharField(max_length=10, choices=ChargeType.choices)
     item = models.ForeignKey(OrderItem, on_delete=models.CASCADE, null=True, blank=True)
@@ -343,13 +314,6 @@ class ChargeItem(models.Model):
 
     class Meta:
         ordering = ["id"]
-
-    def __str__(self) -> str:
-        return self.public_id
-
-    @property
-    def public_id(self) -> str:
-        return format_id(PREFIXES["charge_item"], self.id)
 
 
 class OrderIssue(models.Model):

@@ -120,6 +120,30 @@ def _charge(charge: Charge) -> dict[str, Any]:
     }
 
 
+def order_recipient(order: Order) -> dict[str, Any]:
+    """The recipient as stored: blank parts as empty strings (what labs and the order's own
+    create request carry; ``GET`` shows blanks as null)."""
+    return {
+        "name": order.recipient_name,
+        "email": order.recipient_email,
+        "phoneNumber": order.recipient_phone,
+        "address": {
+            "line1": order.address_line1,
+            "line2": order.address_line2,
+            "postalOrZipCode": order.address_postal_or_zip_code,
+            "countryCode": order.address_country_code,
+            "townOrCity": order.address_town_or_city,
+            "stateOrCounty": order.address_state_or_county,
+        },
+    }
+
+
+def shipment_address(shipment: Shipment) -> dict[str, str]:
+    """Where the shipment goes: its own address when staff changed it on one shipment of
+    several (``updateAddress``), else the order's."""
+    return dict(shipment.address or order_recipient(shipment.order)["address"])
+
+
 def order_representation(order: Order, *, base_url: str) -> dict[str, Any]:
     """The complete order; ``base_url`` makes file URLs absolute."""
     items = list(order.items.all())

@@ -21,8 +21,9 @@ from labs.connectors import LabConnector, LabOrder, LabResult, connector_for
 from labs.selectors import shipping_rate_for
 from orders.charges import refund_write
 from orders.events import order_stage_changed, shipment_changed
-from orders.lab_orders import lab_order, order_address
+from orders.lab_orders import lab_order
 from orders.models import Order, PipelineStep, Shipment, ShipmentStatus, Stage
+from orders.representation import shipment_address
 
 # An intent older than this is left over from a process that died during its lab call.
 LAB_OPERATION_STALE = timedelta(minutes=5)
@@ -295,7 +296,7 @@ def shipment_update_shipping_method(
     """Ship the lab order by another method, with the carrier the lab's rate for the
     destination names; the order's method follows when the order has this one shipment."""
     current = Shipment.objects.select_related("order").get(id=shipment.id)
-    country = (current.address or order_address(current.order))["countryCode"]
+    country = shipment_address(current)["countryCode"]
     rate = shipping_rate_for(
         lab_code=current.lab_code, method=shipping_method, country_code=country
     )

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from common.ids import PREFIXES, format_id, new_id
+from common.models import PublicIdModel
 from merchants.models import Environment
 
 
@@ -21,10 +21,11 @@ class CallbackState(models.TextChoices):
     NO_DESTINATION = "NoDestination", "Neither the order nor the merchant has a callback URL"
 
 
-class CallbackEvent(models.Model):
+class CallbackEvent(PublicIdModel):
     """One CloudEvent; ``body`` is built once, with the change it reports, and re-sent as is."""
 
-    id = models.BigIntegerField(primary_key=True, default=new_id, editable=False)
+    id_kind = "event"
+
     environment = models.ForeignKey(
         Environment, on_delete=models.CASCADE, related_name="callback_events"
     )
@@ -66,10 +67,6 @@ class CallbackEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.public_id} {self.event_type}"
-
-    @property
-    def public_id(self) -> str:
-        return format_id(PREFIXES["event"], self.id)
 
 
 class CallbackAttempt(models.Model):
