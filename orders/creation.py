@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from common.errors import ValidationFailed
 from labs.allocation import BasketItem, Infeasible, UnknownCurrency, plan_basket
+from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from merchants.models import Environment, PauseMode
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
@@ -22,8 +23,6 @@ from orders.models import (
     PipelineStep,
     Stage,
 )
-from products.models import Product
-from products.selectors import products_by_sku
 from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, basket_validate
 
 
@@ -59,13 +58,8 @@ def _add(failures: dict[str, list[tuple[str, str]]], path: str, code: str, text:
     failures.setdefault(path, []).append((code, text))
 
 
-def order_products(*, data: Mapping[str, Any]) -> dict[str, Product]:
-    """The catalogue products an order body names, loaded once for validation and storage."""
-    return products_by_sku(skus=[item["sku"] for item in data["items"]])
-
-
 def order_validate(
-    *, data: Mapping[str, Any], currency: str, products: Mapping[str, Product] | None = None
+    *, data: Mapping[str, Any], currency: str, catalogue: CatalogueSnapshot | None = None
 ) -> ValidatedOrder:
     """Check a shape-valid order body against the catalogue and the labs.
 
@@ -73,8 +67,9 @@ def order_validate(
     (what ``order_create`` stores) and, per item index, the descriptions of items that are
     valid but cannot be made right now (``ItemUnavailable``).
     """
-    if products is None:
-        products = order_products(data=data)
+    if catalogue is None:
+        catalogue = catalogue_snapshot()
+    products = catalogue.products_by_sku([item["sku"] for item in data["items"]])
     items = basket_validate(
         items=[
             ItemInput(
@@ -98,7 +93,7 @@ def order_validate(
             country_code=data["recipient"]["address"]["countryCode"],
             shipping_method=data["shippingMethod"],
             currency=currency,
-            catalogue=products,
+            catalogue=catalogue,
         )
     except UnknownCurrency as unknown:
         raise ValidationFailed.single(
