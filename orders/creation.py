@@ -23,6 +23,7 @@ from orders.models import (
     PipelineStep,
     Stage,
 )
+from orders.parts import OrderParts
 from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, basket_validate
 
 
@@ -37,8 +38,12 @@ class ValidatedOrder:
 
 @dataclass(frozen=True)
 class CreateResult:
+    """``parts``: the rows just written with a new order, so that it can be shown without
+    reading it back; None for an order that already existed."""
+
     outcome: str  # Created, CreatedWithIssues, OnHold or AlreadyExists
     order: Order
+    parts: OrderParts | None = None
 
 
 def request_fingerprint(data: Mapping[str, Any]) -> str:
@@ -159,7 +164,7 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
         return _existing(environment, key, fingerprint)
     validated = order_validate(data=data, currency=environment.merchant.billing_currency)
     try:
-        order = _store(
+        order, parts = _store(
             environment=environment, data=data, validated=validated, fingerprint=fingerprint
         )
     except IntegrityError:
@@ -167,8 +172,9 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
             raise
         return _existing(environment, key, fingerprint)
     if order.stage == Stage.ON_HOLD:
-        return CreateResult("OnHold", order)
-    return CreateResult("CreatedWithIssues" if validated.unavailable else "Created", order)
+        return CreateResult("OnHold", order, parts)
+    outcome = "CreatedWithIssues" if validated.unavailable else "Created"
+    return CreateResult(outcome, order, parts)
 
 
 @transaction.atomic
@@ -178,7 +184,7 @@ def _store(
     data: Mapping[str, Any],
     validated: ValidatedOrder,
     fingerprint: str,
-) -> Order:
+) -> tuple[Order, OrderParts]:
     from orders.pipeline.scheduling import order_enqueue_on_commit
 
     recipient, address = data["recipient"], data["recipient"]["address"]
@@ -251,7 +257,7 @@ def _store(
             )
     OrderItem.objects.bulk_create(items)
     Asset.objects.bulk_create(assets)
-    OrderIssue.objects.bulk_create(
+    issues = OrderIssue.objects.bulk_create(
         OrderIssue(
             order=order,
             object_id=items[int(index)].public_id,
@@ -263,4 +269,7 @@ def _store(
     )
     if not held:
         order_enqueue_on_commit(order_id=order.id)
-    return order
+    by_item: dict[int, list[Asset]] = {item.id: [] for item in items}
+    for asset in assets:
+        by_item[asset.item.id].append(asset)
+    return order, OrderParts(items=items, assets=by_item, issues=issues)

@@ -32,7 +32,9 @@ def unit_cost_quoted(api: APIClient) -> str:
         {
             "destinationCountryCode": "GB",
             "shippingMethod": "Standard",
-            "items": [{"sku": "GLOBAL-FAP-10X10", "copies": 1, "assets": [{"printArea": "default"}]}],
+            "items": [
+                {"sku": "GLOBAL-FAP-10X10", "copies": 1, "assets": [{"printArea": "default"}]}
+            ],
         },
         format="json",
     )
