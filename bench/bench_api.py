@@ -125,20 +125,19 @@ def queries_per_request(cases: list[tuple[str, Request]]) -> dict[str, int]:
 
     client = Client()
     counts = {}
-    for name, (method, path, body, headers) in cases:
-        extra = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()}
+
+    def send(request: Request) -> int:
+        method, path, body, headers = request
+        extra: Any = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()}
         extra.pop("HTTP_CONTENT_TYPE", None)
+        if method == "GET":
+            return client.get(path, **extra).status_code
+        return client.post(path, body, content_type="application/json", **extra).status_code
 
-        def send() -> int:
-            if method == "GET":
-                return client.get(path, **extra).status_code  # type: ignore[arg-type]
-            return client.post(  # type: ignore[arg-type]
-                path, body, content_type="application/json", **extra
-            ).status_code
-
-        assert send() == 200, name
+    for name, request in cases:
+        assert send(request) == 200, name
         with CaptureQueriesContext(connection) as captured:
-            assert send() == 200, name
+            assert send(request) == 200, name
         counts[name] = len(captured.captured_queries)
     return counts
 
@@ -201,8 +200,9 @@ def main() -> None:
         broker = args.redis_url.split("@")[-1] or "filesystem broker"
         load = os.getloadavg()
         print(
-            f"gunicorn {args.workers} {worker_class} workers x {args.threads}, {args.clients} clients, {args.seconds:g} s "
-            f"each, {database}, {broker}, {args.orders} orders; load average "
+            f"gunicorn {args.workers} {worker_class} workers x {args.threads}, "
+            f"{args.clients} clients, {args.seconds:g} s each, {database}, {broker}, "
+            f"{args.orders} orders; load average "
             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
         )
         results = []
