@@ -7,7 +7,7 @@ same on any machine. Only ``bench.settings`` routes here.
 
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
-from django.urls import URLPattern, URLResolver, path
+from django.urls import path
 
 from config.urls import handler400, handler403, handler404, handler500  # noqa: F401
 from config.urls import urlpatterns as service_patterns
@@ -20,4 +20,4 @@ def bare(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok", "one": one})
 
 
-urlpatterns: list[URLPattern | URLResolver] = [path("bench/bare", bare), *service_patterns]
+urlpatterns = [path("bench/bare", bare), *service_patterns]
