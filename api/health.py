@@ -1,6 +1,7 @@
 """``GET /healthz``: the state of the database and the broker, without a key."""
 
 import logging
+import time
 
 from celery import current_app
 from django.db import connection
@@ -24,14 +25,25 @@ def database_ok() -> bool:
         return False
 
 
+# A broker that answered is taken as up for this long (per process and broker URL), so that
+# frequent health checks do not each open a broker connection; a failure is never reused.
+BROKER_OK_SECONDS = 1.0
+_broker_ok_until: dict[str, float] = {}
+
+
 def broker_ok() -> bool:
+    url = str(current_app.conf.broker_url)
+    if time.monotonic() < _broker_ok_until.get(url, 0.0):
+        return True
     try:
         with current_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=0, timeout=2)
-            return True
     except Exception:
+        _broker_ok_until.pop(url, None)
         logger.warning("Health check: broker unreachable", exc_info=True)
         return False
+    _broker_ok_until[url] = time.monotonic() + BROKER_OK_SECONDS
+    return True
 
 
 COMPONENT_STATES = ("ok", "down")

@@ -1,8 +1,10 @@
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
@@ -32,6 +34,25 @@ def _reject_nul(value: Any) -> None:
             _reject_nul(item)
 
 
+_UNPARSED = object()
+
+
+# 19 digits in a row may be an integer beyond 64 bits, which orjson reads as a float.
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
+def _fast(body: bytes) -> Any:
+    """The body parsed by orjson, or ``_UNPARSED`` for anything it refuses (invalid JSON, NaN,
+    infinities, lone surrogates) or might read otherwise (long numbers): those are parsed by
+    ``json`` as before, which accepts or refuses them with its own message."""
+    if _LONG_NUMBER.search(body):
+        return _UNPARSED
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _UNPARSED
+
+
 class JsonBodyParser(JSONParser):
     """JSON bodies under every media type the specification declares for requests.
 
@@ -52,8 +73,11 @@ class JsonBodyParser(JSONParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         encoding = (parser_context or {}).get("encoding", "utf-8")
         try:
-            text = stream.read().decode(encoding)
-            data = json.loads(text, parse_float=_finite, parse_constant=_no_constants)
+            body = stream.read()
+            data = _fast(body) if encoding.lower() in ("utf-8", "utf8") else _UNPARSED
+            if data is _UNPARSED:
+                text = body.decode(encoding)
+                data = json.loads(text, parse_float=_finite, parse_constant=_no_constants)
             _reject_nul(data)
         except RecursionError:
             raise ParseError("JSON parse error - the document is nested too deeply.") from None

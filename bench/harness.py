@@ -34,7 +34,7 @@ def wait_until_up(port: int, timeout: float = 30) -> None:
 
 
 def start_gunicorn(
-    port: int, env: dict[str, str], *, workers: int, threads: int
+    port: int, env: dict[str, str], *, workers: int, threads: int, worker_class: str = "gthread"
 ) -> subprocess.Popen[bytes]:
     server = subprocess.Popen(
         [
@@ -42,7 +42,7 @@ def start_gunicorn(
             "config.wsgi:application",
             "--bind", f"127.0.0.1:{port}",
             "--workers", str(workers),
-            "--worker-class", "gthread",
+            "--worker-class", worker_class,
             "--threads", str(threads),
             "--log-level", "warning",
         ],
@@ -99,10 +99,10 @@ def drive(
     return len(flat) / elapsed, flat
 
 
-def report(name: str, rate: float, latencies: list[float]) -> None:
+def report(name: str, rate: float, latencies: list[float], suffix: str = "") -> None:
     ordered = sorted(latencies)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     print(
         f"{name:<36} {rate:9.1f} req/s   median {statistics.median(ordered) * 1000:7.2f} ms"
-        f"   p99 {p99 * 1000:7.2f} ms   ({len(ordered)} requests)"
+        f"   p99 {p99 * 1000:7.2f} ms   ({len(ordered)} requests){suffix}"
     )

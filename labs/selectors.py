@@ -1,7 +1,8 @@
 """Reads of labs, their products, shipping rates and exchange rates."""
 
 from common.countries import COUNTRY_CODES
-from labs.models import ExchangeRate, Lab, ShippingRate
+from labs.catalogue import catalogue_snapshot
+from labs.models import Lab, ShippingRate
 from products.models import Product
 
 
@@ -30,7 +31,7 @@ def countries_reached(*, product: Product) -> list[str]:
 
 def currencies_supported() -> set[str]:
     """Currencies a quote or order can be priced in: the base and every one with a rate."""
-    return {ExchangeRate.BASE_CURRENCY, *ExchangeRate.objects.values_list("currency", flat=True)}
+    return set(catalogue_snapshot().units_per_base)
 
 
 def shipping_rate_for(*, lab_code: str, method: str, country_code: str) -> ShippingRate | None:

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from common.errors import ValidationFailed
 from labs.allocation import AllocationPlan, BasketItem, Infeasible, UnknownCurrency, plan_basket
+from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from merchants.models import Environment, PauseMode
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
@@ -22,9 +23,8 @@ from orders.models import (
     PipelineStep,
     Stage,
 )
+from orders.parts import OrderParts
 from orders.payments import payment_due_by, payment_issue_write, payment_required
-from products.models import Product
-from products.selectors import products_by_sku
 from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, basket_validate
 
 
@@ -41,8 +41,12 @@ class ValidatedOrder:
 
 @dataclass(frozen=True)
 class CreateResult:
+    """``parts``: the rows just written with a new order, so that it can be shown without
+    reading it back; None for an order that already existed."""
+
     outcome: str  # Created, CreatedWithIssues, OnHold or AlreadyExists
     order: Order
+    parts: OrderParts | None = None
 
 
 def request_fingerprint(data: Mapping[str, Any]) -> str:
@@ -62,13 +66,8 @@ def _add(failures: dict[str, list[tuple[str, str]]], path: str, code: str, text:
     failures.setdefault(path, []).append((code, text))
 
 
-def order_products(*, data: Mapping[str, Any]) -> dict[str, Product]:
-    """The catalogue products an order body names, loaded once for validation and storage."""
-    return products_by_sku(skus=[item["sku"] for item in data["items"]])
-
-
 def order_validate(
-    *, data: Mapping[str, Any], currency: str, products: Mapping[str, Product] | None = None
+    *, data: Mapping[str, Any], currency: str, catalogue: CatalogueSnapshot | None = None
 ) -> ValidatedOrder:
     """Check a shape-valid order body against the catalogue and the labs.
 
@@ -76,8 +75,9 @@ def order_validate(
     (what ``order_create`` stores) and, per item index, the descriptions of items that are
     valid but cannot be made right now (``ItemUnavailable``).
     """
-    if products is None:
-        products = order_products(data=data)
+    if catalogue is None:
+        catalogue = catalogue_snapshot()
+    products = catalogue.products_by_sku([item["sku"] for item in data["items"]])
     items = basket_validate(
         items=[
             ItemInput(
@@ -102,7 +102,7 @@ def order_validate(
             country_code=data["recipient"]["address"]["countryCode"],
             shipping_method=data["shippingMethod"],
             currency=currency,
-            catalogue=products,
+            catalogue=catalogue,
         )
     except UnknownCurrency as unknown:
         raise ValidationFailed.single(
@@ -168,7 +168,7 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
         return _existing(environment, key, fingerprint)
     validated = order_validate(data=data, currency=environment.merchant.billing_currency)
     try:
-        order = _store(
+        order, parts = _store(
             environment=environment, data=data, validated=validated, fingerprint=fingerprint
         )
     except IntegrityError:
@@ -176,8 +176,9 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
             raise
         return _existing(environment, key, fingerprint)
     if order.stage == Stage.ON_HOLD:
-        return CreateResult("OnHold", order)
-    return CreateResult("CreatedWithIssues" if validated.unavailable else "Created", order)
+        return CreateResult("OnHold", order, parts)
+    outcome = "CreatedWithIssues" if validated.unavailable else "Created"
+    return CreateResult(outcome, order, parts)
 
 
 @transaction.atomic
@@ -187,7 +188,7 @@ def _store(
     data: Mapping[str, Any],
     validated: ValidatedOrder,
     fingerprint: str,
-) -> Order:
+) -> tuple[Order, OrderParts]:
     from orders.pipeline.scheduling import order_enqueue_on_commit
 
     recipient, address = data["recipient"], data["recipient"]["address"]
@@ -269,7 +270,7 @@ def _store(
             )
     OrderItem.objects.bulk_create(items)
     Asset.objects.bulk_create(assets)
-    OrderIssue.objects.bulk_create(
+    issues = OrderIssue.objects.bulk_create(
         OrderIssue(
             order=order,
             object_id=items[int(index)].public_id,
@@ -287,4 +288,7 @@ def _store(
         )
     if step == PipelineStep.DOWNLOAD:
         order_enqueue_on_commit(order_id=order.id)
-    return order
+    by_item: dict[int, list[Asset]] = {item.id: [] for item in items}
+    for asset in assets:
+        by_item[asset.item.id].append(asset)
+    return order, OrderParts(items=items, assets=by_item, issues=issues)

@@ -1,7 +1,8 @@
 """The order as the API shows it (``GET /v4.0/orders/{id}``, list pages, callbacks).
 
-A plain function over prefetched rows (see ``orders.selectors.orders_with_parts``): it runs for
-every order of a list page and every callback, so it does no queries of its own.
+A plain function over rows already loaded (``OrderParts``, see ``orders.selectors.order_parts``
+and ``orders_with_parts``): it runs for every order of a list page and every callback, so it
+does no queries of its own.
 """
 
 from datetime import UTC, datetime
@@ -11,7 +12,8 @@ from typing import Any
 from django.core.files.storage import default_storage
 
 from common.ids import PREFIXES, format_id
-from orders.models import Asset, Charge, Order, OrderItem, Shipment, ShipmentStatus
+from orders.models import Asset, Charge, ChargeItem, Order, OrderItem, Shipment, ShipmentStatus
+from orders.parts import OrderParts
 
 
 def money(amount: Decimal, currency: str) -> dict[str, str]:
@@ -49,7 +51,7 @@ def _asset(asset: Asset, base_url: str) -> dict[str, Any]:
     }
 
 
-def _item(item: OrderItem, base_url: str) -> dict[str, Any]:
+def _item(item: OrderItem, assets: list[Asset], base_url: str) -> dict[str, Any]:
     return {
         "id": item.public_id,
         "omsId": str(item.oms_id) if item.oms_id is not None else None,
@@ -61,7 +63,7 @@ def _item(item: OrderItem, base_url: str) -> dict[str, Any]:
         "thumbnailUrl": file_url(item.thumbnail, base_url),
         "attributes": item.attributes,
         "spine": item.spine,
-        "assets": [_asset(a, base_url) for a in item.assets.all()],
+        "assets": [_asset(a, base_url) for a in assets],
         "recipientCost": (
             money(item.recipient_cost_amount, item.recipient_cost_currency)
             if item.recipient_cost_amount is not None
@@ -98,7 +100,7 @@ def shipment_representation(shipment: Shipment) -> dict[str, Any]:
     return _shipment(shipment, list(shipment.items.all()))
 
 
-def _charge(charge: Charge) -> dict[str, Any]:
+def _charge(charge: Charge, lines: list[ChargeItem]) -> dict[str, Any]:
     return {
         "id": charge.public_id,
         "chargeType": charge.charge_type,
@@ -115,7 +117,7 @@ def _charge(charge: Charge) -> dict[str, Any]:
                 "cost": money(line.cost, charge.currency),
                 "chargeType": line.charge_type,
             }
-            for line in charge.items.all()
+            for line in lines
         ],
     }
 
@@ -144,11 +146,16 @@ def shipment_address(shipment: Shipment) -> dict[str, str]:
     return dict(shipment.address or order_recipient(shipment.order)["address"])
 
 
-def order_representation(order: Order, *, base_url: str) -> dict[str, Any]:
-    """The complete order; ``base_url`` makes file URLs absolute."""
-    items = list(order.items.all())
+def order_representation(
+    order: Order, *, base_url: str, parts: OrderParts | None = None
+) -> dict[str, Any]:
+    """The complete order; ``base_url`` makes file URLs absolute. ``parts`` are its rows (by
+    default its prefetched relations)."""
+    if parts is None:
+        parts = OrderParts.of_prefetched(order)
+    items = parts.items
     issues = []
-    for issue in order.issues.all():
+    for issue in parts.issues:
         entry: dict[str, Any] = {
             "objectId": issue.object_id,
             "errorCode": issue.error_code,
@@ -180,8 +187,8 @@ def order_representation(order: Order, *, base_url: str) -> dict[str, Any]:
             },
             "issues": issues,
         },
-        "charges": [_charge(c) for c in order.charges.all()],
-        "shipments": [_shipment(s, items) for s in order.shipments.all()],
+        "charges": [_charge(c, parts.charge_items.get(c.id, [])) for c in parts.charges],
+        "shipments": [_shipment(s, items) for s in parts.shipments],
         "recipient": {
             "name": order.recipient_name,
             "email": _none_if_blank(order.recipient_email),
@@ -195,7 +202,7 @@ def order_representation(order: Order, *, base_url: str) -> dict[str, Any]:
                 "stateOrCounty": _none_if_blank(order.address_state_or_county),
             },
         },
-        "items": [_item(i, base_url) for i in items],
+        "items": [_item(i, parts.assets.get(i.id, []), base_url) for i in items],
         "packingSlip": (
             {"url": order.packing_slip_url, "status": _none_if_blank(order.packing_slip_status)}
             if order.packing_slip_url

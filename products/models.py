@@ -171,3 +171,19 @@ class Variant(models.Model):
     def __str__(self) -> str:
         values = ", ".join(f"{k}={v}" for k, v in sorted(self.attributes.items()))
         return f"{self.product.sku} ({values or 'no attributes'})"
+
+
+class CatalogueVersion(models.Model):
+    """One row whose ``number`` changes in the transaction of every write to the catalogue or
+    the lab data (products, attributes, print areas, variants, papers, labs, lab products,
+    zones, rates, exchange rates, taxes): database triggers set it (see
+    ``products.versioning``), so no writer can forget to. Processes keep the catalogue in memory
+    and reuse it while this number is the one they loaded it with.
+
+    The number is random rather than counted, so that a version undone by a rollback is never
+    reused for different data."""
+
+    number = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"catalogue version {self.number}"

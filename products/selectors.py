@@ -5,7 +5,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import Prefetch, QuerySet
 
-from products.models import PrintArea, Product, ProductAttribute, Variant
+from products.models import CatalogueVersion, PrintArea, Product, ProductAttribute, Variant
 
 
 def _products() -> QuerySet[Product]:
@@ -18,6 +18,17 @@ def _products() -> QuerySet[Product]:
             Prefetch("variants", queryset=Variant.objects.order_by("id")),
         )
     )
+
+
+def catalogue_version() -> int | None:
+    """The current catalogue version (None only before the first catalogue write after a
+    flush): one indexed read of one row."""
+    return CatalogueVersion.objects.filter(pk=1).values_list("number", flat=True).first()
+
+
+def products_all() -> dict[str, Product]:
+    """Every active product keyed by SKU, attributes, print areas and variants loaded."""
+    return {p.sku: p for p in _products()}
 
 
 def product_get(*, sku: str) -> Product | None:

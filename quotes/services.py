@@ -16,6 +16,7 @@ from labs.allocation import (
     plan_all_methods,
     plan_basket,
 )
+from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from products.validation import ItemInput, basket_validate
 
 US_SALES_TAX_WARNING = "destinationCountryCode.UsSalesTaxWarning"
@@ -61,11 +62,18 @@ def quotes_create(
     destination_country_code: str,
     shipping_method: str | None,
     currency: str,
+    catalogue: CatalogueSnapshot | None = None,
 ) -> QuoteResult:
     """Quotes for the basket: for ``shipping_method`` only, or for every method able to deliver
-    all of it. Raises ``ValidationFailed`` for catalogue problems and undeliverable items."""
-    validated = basket_validate(items=items, require_page_count=False)
-    catalogue = {item.sku: item.product for item in validated}
+    all of it. Raises ``ValidationFailed`` for catalogue problems and undeliverable items.
+    ``catalogue``: the snapshot to price against (the current one by default)."""
+    if catalogue is None:
+        catalogue = catalogue_snapshot()
+    validated = basket_validate(
+        items=items,
+        require_page_count=False,
+        products=catalogue.products_by_sku([item.sku for item in items]),
+    )
     basket = [BasketItem.of_validated(item) for item in validated]
     try:
         if shipping_method is not None:

@@ -4,8 +4,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Q
-
 from common.money import convert, tax_of, to_cents
 from labs.allocation.optimiser import cheapest_assignment
 from labs.allocation.types import (
@@ -17,17 +15,9 @@ from labs.allocation.types import (
     PlannedShipment,
     UnknownCurrency,
 )
-from labs.models import (
-    ExchangeRate,
-    Lab,
-    LabProduct,
-    ShippingMethod,
-    ShippingRate,
-    ShippingZone,
-    TaxRule,
-)
+from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
+from labs.models import Lab, LabProduct, ShippingMethod, ShippingRate, TaxRule
 from products.models import Product
-from products.selectors import products_by_sku
 from products.validation import attribute_failures, resolve_attributes
 
 METHODS: tuple[str, ...] = tuple(ShippingMethod.values)
@@ -59,33 +49,28 @@ class _Snapshot:
     failures: dict[str, list[ItemFailure]]
     # rates[lab code][method]: the most specific rate to the destination.
     rates: dict[str, dict[str, ShippingRate]]
-    units_per_base: dict[str, Decimal]
+    units_per_base: Mapping[str, Decimal]
     tax_rule: TaxRule | None
 
 
-def _zone_specificity(country_code: str) -> dict[int, int]:
+def _zone_specificity(catalogue: CatalogueSnapshot, country_code: str) -> dict[int, int]:
     """Zone id → how specific a rate to that zone is for the country (1: the zone lists it,
-    2: rest of world); a country's own rate is 0. Zones are few, so all are read."""
+    2: rest of world); a country's own rate is 0."""
     specificity = {}
-    for zone_id, countries, rest_of_world in ShippingZone.objects.values_list(
-        "id", "countries", "rest_of_world"
-    ):
-        if country_code in countries:
-            specificity[zone_id] = 1
-        elif rest_of_world:
-            specificity[zone_id] = 2
+    for zone in catalogue.zones:
+        if country_code in zone.countries:
+            specificity[zone.id] = 1
+        elif zone.rest_of_world:
+            specificity[zone.id] = 2
     return specificity
 
 
 def _load(
-    *, items: Sequence[BasketItem], country_code: str, catalogue: Mapping[str, Product] | None
+    *, items: Sequence[BasketItem], country_code: str, catalogue: CatalogueSnapshot | None
 ) -> _Snapshot:
+    snapshot = catalogue if catalogue is not None else catalogue_snapshot()
     country_code = country_code.upper()
-    wanted = {item.sku.strip().upper() for item in items}
-    if catalogue is not None and wanted <= set(catalogue):
-        products = dict(catalogue)
-    else:
-        products = products_by_sku(skus=wanted)
+    products = snapshot.products_by_sku([item.sku for item in items])
     failures: dict[str, list[ItemFailure]] = {}
     valid: list[tuple[BasketItem, Product, dict[str, str]]] = []
     for item in items:
@@ -97,12 +82,6 @@ def _load(
             attributes = resolve_attributes(product=product, attributes=item.attributes)
             valid.append((item, product, attributes))
 
-    lab_products = LabProduct.objects.filter(
-        product__in=[product for _, product, _ in valid], lab__is_active=True
-    ).select_related("lab")
-    by_product: dict[int, list[LabProduct]] = {}
-    for lab_product in lab_products:
-        by_product.setdefault(lab_product.product_id, []).append(lab_product)
     prepared = [
         _PreparedItem(
             item=item,
@@ -114,34 +93,34 @@ def _load(
                     unit_price=_unit_price(lp, product, item.pages),
                     in_stock=lp.in_stock,
                 )
-                for lp in sorted(by_product.get(product.pk, []), key=lambda lp: lp.lab.code)
+                for lp in snapshot.lab_products.get(product.pk, ())
             ),
         )
         for item, product, attributes in valid
     ]
 
-    labs = {lp.lab_id: lp.lab for lps in by_product.values() for lp in lps}
-    zones = _zone_specificity(country_code)
+    labs = {offer.lab.pk: offer.lab for p in prepared for offer in p.offers}
+    zones = _zone_specificity(snapshot, country_code)
     rates: dict[str, dict[str, tuple[int, ShippingRate]]] = {}
-    candidates = ShippingRate.objects.filter(lab_id__in=labs).filter(
-        Q(country_code=country_code) | Q(zone_id__in=zones)
-    )
-    for rate in candidates:
-        specificity = 0 if rate.zone_id is None else zones[rate.zone_id]
-        code = labs[rate.lab_id].code
-        current = rates.setdefault(code, {}).get(rate.method)
-        if current is None or specificity < current[0]:
-            rates[code][rate.method] = (specificity, rate)
+    for lab_id, lab in labs.items():
+        for rate in snapshot.rates.get(lab_id, ()):
+            if rate.country_code == country_code and rate.zone_id is None:
+                specificity = 0
+            elif rate.zone_id is not None and rate.zone_id in zones:
+                specificity = zones[rate.zone_id]
+            else:
+                continue
+            current = rates.setdefault(lab.code, {}).get(rate.method)
+            if current is None or specificity < current[0]:
+                rates[lab.code][rate.method] = (specificity, rate)
 
-    units_per_base = {ExchangeRate.BASE_CURRENCY: Decimal(1)}
-    units_per_base.update(ExchangeRate.objects.values_list("currency", "units_per_base"))
     return _Snapshot(
         country_code=country_code,
         items=prepared,
         failures=failures,
         rates={lab: {m: r for m, (_, r) in by_method.items()} for lab, by_method in rates.items()},
-        units_per_base=units_per_base,
-        tax_rule=TaxRule.objects.filter(country_code=country_code).first(),
+        units_per_base=snapshot.units_per_base,
+        tax_rule=snapshot.tax_rules.get(country_code),
     )
 
 
@@ -338,16 +317,16 @@ def plan_basket(
     country_code: str,
     shipping_method: str,
     currency: str,
-    catalogue: Mapping[str, Product] | None = None,
+    catalogue: CatalogueSnapshot | None = None,
 ) -> AllocationPlan:
     """The cheapest feasible plan for ``items`` delivered to ``country_code`` by
     ``shipping_method`` (any letter case), priced in ``currency``.
 
     Raises ``Infeasible`` (failures per item key) when some item cannot be placed,
     ``UnknownCurrency`` when ``currency`` or a needed lab currency has no exchange rate, and
-    ``ValueError`` for an unknown method or an empty basket. ``catalogue`` (products keyed by
-    upper-case SKU, as ``products.selectors.products_by_sku`` returns them) saves loading the
-    products again when the caller already has them.
+    ``ValueError`` for an unknown method or an empty basket. ``catalogue`` is the snapshot to
+    price against (a caller that validated the basket against one passes it, so one request
+    reads one version); by default the current one.
     """
     method = canonical_method(shipping_method)
     if method is None:
@@ -363,7 +342,7 @@ def plan_all_methods(
     items: Sequence[BasketItem],
     country_code: str,
     currency: str,
-    catalogue: Mapping[str, Product] | None = None,
+    catalogue: CatalogueSnapshot | None = None,
 ) -> dict[str, AllocationPlan]:
     """A plan for every method that can deliver the whole basket, in method order.
 
@@ -388,7 +367,7 @@ def methods_available(
     *,
     items: Sequence[BasketItem],
     country_code: str,
-    catalogue: Mapping[str, Product] | None = None,
+    catalogue: CatalogueSnapshot | None = None,
 ) -> list[str]:
     """The methods (in the order Budget, Standard, StandardPlus, Express, Overnight) by which
     the whole basket can be delivered to ``country_code``."""

@@ -28,8 +28,17 @@ from orders import actions
 from orders.api import serializers as s
 from orders.creation import order_create, order_validate
 from orders.models import Order, Stage
+from orders.parts import OrderParts
 from orders.representation import order_representation
-from orders.selectors import EMPTY_STATUSES, LIST_STATUS_STAGES, OrderFilter, order_get, order_list
+from orders.selectors import (
+    EMPTY_STATUSES,
+    LIST_STATUS_STAGES,
+    OrderFilter,
+    order_get,
+    order_list,
+    order_parts,
+    order_with_parts_get,
+)
 
 CREATE_EXAMPLE = OpenApiExample(
     "A canvas to London",
@@ -79,8 +88,8 @@ def _base_url(request: Request) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
-def _render(request: Request, order: Order) -> dict[str, Any]:
-    return order_representation(order, base_url=_base_url(request))
+def _render(request: Request, order: Order, parts: OrderParts | None = None) -> dict[str, Any]:
+    return order_representation(order, base_url=_base_url(request), parts=parts)
 
 
 def _order(request: Request, order_id: str) -> Order:
@@ -132,8 +141,13 @@ class OrdersView(ApiView):
         if result.order.stage == Stage.ON_HOLD:
             # A paused order shows only its id, also when an idempotent retry finds it.
             return Response({"outcome": result.outcome, "order": {"id": result.order.public_id}})
-        order = order_get(environment=client_environment(request), order_id=result.order.id)
-        return Response({"outcome": result.outcome, "order": _render(request, order)})
+        if result.parts is not None:  # just written: shown from memory, not read back
+            order, parts = result.order, result.parts
+        else:
+            order, parts = order_with_parts_get(
+                environment=client_environment(request), order_id=result.order.id
+            )
+        return Response({"outcome": result.outcome, "order": _render(request, order, parts)})
 
     @operation(
         TAG,
@@ -170,13 +184,14 @@ class OrdersView(ApiView):
     def get(self, request: Request) -> Response:
         filters = parse_list_query(request)
         orders, has_more = order_list(environment=client_environment(request), filters=filters)
+        parts = order_parts(orders=orders)
         next_url = None
         if has_more:
             next_url = _next_url(request, filters, last_id=orders[-1].id)
         return Response(
             {
                 "outcome": "Ok",
-                "orders": [_render(request, o) for o in orders],
+                "orders": [_render(request, o, parts[o.id]) for o in orders],
                 "hasMore": has_more,
                 "nextUrl": next_url,
             }
@@ -291,7 +306,11 @@ def _next_url(request: Request, filters: OrderFilter, *, last_id: int) -> str:
 class OrderDetailView(ApiView):
     @_order_operation("orders_get", "Get an order", s.OrderResponse)
     def get(self, request: Request, orderId: str) -> Response:
-        return Response({"outcome": "Ok", "order": _render(request, _order(request, orderId))})
+        number = parse_id(PREFIXES["order"], orderId, field="orderId")
+        order, parts = order_with_parts_get(
+            environment=client_environment(request), order_id=number
+        )
+        return Response({"outcome": "Ok", "order": _render(request, order, parts)})
 
 
 def _action_response(

@@ -50,7 +50,10 @@ class QuoteRequestSerializer(StrictSerializer):
         return value.upper()
 
     def validate_currencyCode(self, value: str) -> str:
-        if value.upper() not in currencies_supported():
+        # The view passes the catalogue snapshot it prices with, so a quote reads one version.
+        catalogue = self.context.get("catalogue")
+        supported = set(catalogue.units_per_base) if catalogue else currencies_supported()
+        if value.upper() not in supported:
             raise serializers.ValidationError(
                 f"Quotes cannot be priced in '{value}'.", code="unsupported_currency"
             )

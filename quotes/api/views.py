@@ -5,7 +5,8 @@ from rest_framework.response import Response
 
 from api.authentication import client_environment
 from api.schema import operation
-from api.views import ApiView, validated_input
+from api.views import ApiView
+from labs.catalogue import catalogue_snapshot
 from quotes.api.serializers import (
     QuoteIssueSerializer,
     QuoteRequestSerializer,
@@ -58,7 +59,10 @@ class QuoteCreateView(ApiView):
         request=QuoteRequestSerializer,
     )
     def post(self, request: Request) -> Response:
-        data = validated_input(QuoteRequestSerializer, request)
+        catalogue = catalogue_snapshot()
+        serializer = QuoteRequestSerializer(data=request.data, context={"catalogue": catalogue})
+        serializer.is_valid(raise_exception=True)
+        data: Any = serializer.validated_data
         result = quotes_create(
             items=[
                 QuoteItemRequest(
@@ -74,6 +78,7 @@ class QuoteCreateView(ApiView):
             shipping_method=data.get("shippingMethod"),
             currency=data.get("currencyCode")
             or client_environment(request).merchant.billing_currency,
+            catalogue=catalogue,
         )
         return Response(
             {

@@ -12,7 +12,7 @@ from labs.models import LabProduct
 from merchants.models import Environment, PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import Asset, Order, OrderItem, Stage
-from tests.support.orders import book_item, order_body
+from tests.support.orders import book_item, order_body, order_create_via_api
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 TRACE = re.compile(r"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$")
@@ -350,3 +350,19 @@ def test_the_documented_example_creates_an_order(sandbox_api: APIClient) -> None
 
     assert response.status_code == 200, response.content
     assert response.json()["outcome"] == "Created"
+
+
+def test_create_costs_a_fixed_number_of_queries(
+    sandbox_api: APIClient, django_assert_num_queries: Any
+) -> None:
+    body = order_body()
+    body["items"].append(dict(body["items"][0], copies=1))
+    order_create_via_api(sandbox_api)  # the key's last-used time, the catalogue snapshot
+
+    # key lookup, catalogue version, then in a transaction (a savepoint inside the test's):
+    # the order, its items, its assets; the answer is rendered from them, not read back
+    with django_assert_num_queries(7):
+        order_create_via_api(sandbox_api, items=body["items"])
+    # an idempotency key adds the look-up of an earlier order with it
+    with django_assert_num_queries(8):
+        order_create_via_api(sandbox_api, items=body["items"], idempotencyKey="once")

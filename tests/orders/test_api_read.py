@@ -204,3 +204,20 @@ def test_a_page_costs_the_same_number_of_queries_whatever_its_size(
     with django_assert_num_queries(8) as large:
         assert len(sandbox_api.get("/v4.0/orders?top=12").json()["orders"]) == 12
     assert len(small.captured_queries) == len(large.captured_queries)
+
+
+def test_get_costs_a_fixed_number_of_queries(
+    sandbox_api: APIClient, django_assert_num_queries: Any
+) -> None:
+    fresh = order_create_via_api(sandbox_api)
+    allocated = order_create_via_api(sandbox_api)
+    with transaction.atomic():
+        assert order_allocate(order=Order.objects.get(id=int(allocated.removeprefix("ord_"))))
+    sandbox_api.get(f"/v4.0/orders/{fresh}")  # the key's last-used time is written once a minute
+
+    # key lookup, order, items, assets, shipments, charges, issues
+    with django_assert_num_queries(7):
+        assert sandbox_api.get(f"/v4.0/orders/{fresh}").status_code == 200
+    # and the charge lines, read only for an order that has charges
+    with django_assert_num_queries(8):
+        assert sandbox_api.get(f"/v4.0/orders/{allocated}").status_code == 200

@@ -1,0 +1,44 @@
+from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
+
+from products.versioning import create_sql, drop_sql
+
+TABLES = [
+    "products_paper",
+    "products_product",
+    "products_productattribute",
+    "products_printarea",
+    "products_variant",
+]
+
+
+def create_triggers(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    for statement in create_sql(schema_editor.connection.vendor, TABLES):
+        schema_editor.execute(statement)
+    apps.get_model("products", "CatalogueVersion").objects.get_or_create(pk=1)
+
+
+def drop_triggers(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    for statement in drop_sql(schema_editor.connection.vendor, TABLES):
+        schema_editor.execute(statement)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("products", "0001_initial")]
+
+    operations = [
+        migrations.CreateModel(
+            name="CatalogueVersion",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.BigIntegerField(default=0)),
+            ],
+        ),
+        migrations.RunPython(create_triggers, drop_triggers),
+    ]
