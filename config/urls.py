@@ -30,6 +30,7 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("", include("quotes.api.urls")),
     path("", include("orders.api.urls")),
     path("", include("labs.api.urls")),
+    path("", include("backoffice.api.urls")),
 ]
 
 urlpatterns = [

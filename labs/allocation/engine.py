@@ -1,6 +1,6 @@
 """Loading what the engine needs from the database, and turning the optimum into a plan."""
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -78,7 +78,11 @@ def _zone_specificity(country_code: str) -> dict[int, int]:
 
 
 def _load(
-    *, items: Sequence[BasketItem], country_code: str, catalogue: Mapping[str, Product] | None
+    *,
+    items: Sequence[BasketItem],
+    country_code: str,
+    catalogue: Mapping[str, Product] | None,
+    lab_codes: Collection[str] | None = None,
 ) -> _Snapshot:
     country_code = country_code.upper()
     wanted = {item.sku.strip().upper() for item in items}
@@ -100,6 +104,8 @@ def _load(
     lab_products = LabProduct.objects.filter(
         product__in=[product for _, product, _ in valid], lab__is_active=True
     ).select_related("lab")
+    if lab_codes is not None:
+        lab_products = lab_products.filter(lab__code__in=lab_codes)
     by_product: dict[int, list[LabProduct]] = {}
     for lab_product in lab_products:
         by_product.setdefault(lab_product.product_id, []).append(lab_product)
@@ -339,9 +345,11 @@ def plan_basket(
     shipping_method: str,
     currency: str,
     catalogue: Mapping[str, Product] | None = None,
+    lab_codes: Collection[str] | None = None,
 ) -> AllocationPlan:
     """The cheapest feasible plan for ``items`` delivered to ``country_code`` by
-    ``shipping_method`` (any letter case), priced in ``currency``.
+    ``shipping_method`` (any letter case), priced in ``currency``, at the labs ``lab_codes``
+    when given (a resubmission to chosen labs), else at any active lab.
 
     Raises ``Infeasible`` (failures per item key) when some item cannot be placed,
     ``UnknownCurrency`` when ``currency`` or a needed lab currency has no exchange rate, and
@@ -354,7 +362,9 @@ def plan_basket(
         raise ValueError(f"Unknown shipping method '{shipping_method}'.")
     _check_basket(items)
     return _plan(
-        _load(items=items, country_code=country_code, catalogue=catalogue), method, currency
+        _load(items=items, country_code=country_code, catalogue=catalogue, lab_codes=lab_codes),
+        method,
+        currency,
     )
 
 
