@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.permissions import IsAdministrator
+from api.permissions import IsAdministrator, IsStaff
 from api.staff import StaffApiView
 from api.views import validated_input
 from backoffice import services
@@ -226,7 +226,7 @@ class SubmitView(MicroUiView):
 
 class SiteflowShippingUpdateView(MicroUiView):
     audit_operation = "siteflowShipping.bulkUpdate"
-    permission_classes = [IsAdministrator]
+    permission_classes = [IsStaff, IsAdministrator]
 
     @extend_schema(
         tags=TAG,
