@@ -5,6 +5,7 @@ import json
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -25,7 +26,7 @@ class BulkJobRowInline(admin.TabularInline):
     model = BulkJobRow
     extra = 0
     can_delete = False
-    fields = ["row_index", "lab_order_id", "status", "message", "new_lab_order_id", "last_activity"]
+    fields = ("row_index", "lab_order_id", "status", "message", "new_lab_order_id", "last_activity")
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -110,6 +111,7 @@ class BulkJobAdmin(admin.ModelAdmin):
         return Source(spreadsheet_id=spreadsheet_id, worksheet_name=worksheet_name)
 
     def _audit(self, request: HttpRequest, operation: str, target: str, message: str) -> None:
+        assert isinstance(request.user, User)
         audit_entry_record(
             user=request.user,
             api_key=None,

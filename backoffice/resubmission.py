@@ -43,6 +43,8 @@ from orders.shipments import (
     shipment_lab_call_end,
 )
 
+RESUBMISSION_CANCEL = "cancel (resubmission)"
+
 
 @dataclass(frozen=True)
 class RowOutcome:
@@ -170,7 +172,12 @@ def _cancel_original(shipment: Shipment, option: str) -> tuple[bool, str]:
         return True, ""
     if shipment.submitted_at is not None:
         connector = shipment_connector(shipment)
-        token = shipment_lab_call_begin(shipment=shipment, operation="cancel")
+        # An intent of ours left by a killed worker is taken over (the job's claim makes this
+        # worker the only one on the row); the lab takes a second cancel as the first.
+        Shipment.objects.filter(id=shipment.id, lab_operation=RESUBMISSION_CANCEL).update(
+            lab_operation=""
+        )
+        token = shipment_lab_call_begin(shipment=shipment, operation=RESUBMISSION_CANCEL)
         if token is None:
             return option != CancelOption.CANCEL_ORIGINAL, f"Original kept: {BUSY_MESSAGE}"
         try:

@@ -14,7 +14,7 @@ class LabOption(serializers.Serializer):
 
 class ValueLabel(serializers.Serializer):
     value = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]
 
 
 class FormOptions(serializers.Serializer):

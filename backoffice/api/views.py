@@ -43,7 +43,7 @@ SHEET_PARAMETERS = [
 
 def _query_source(request: Request) -> Source:
     """The spreadsheet named by the query (parameter names in any letter case)."""
-    params = {k.lower(): v for k, v in request.query_params.items()}
+    params = {k.lower(): str(v) for k, v in request.query_params.items()}
     failures = {}
     for name in ("spreadsheetId", "worksheetName"):
         if not params.get(name.lower(), "").strip():
