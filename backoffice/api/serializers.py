@@ -69,7 +69,7 @@ class SubmitResponse(serializers.Serializer):
     message = serializers.CharField()
 
 
-class ShippingUpdateRequest(StrictSerializer):
+class SiteflowShippingUpdateRequest(StrictSerializer):
     spreadsheetId = serializers.CharField(max_length=200)
     worksheetName = serializers.CharField(max_length=200)
     shippingSpeed = serializers.CharField(max_length=20)
@@ -84,15 +84,15 @@ class ShippingUpdateRequest(StrictSerializer):
         )
 
 
-class ShippingRowResult(serializers.Serializer):
+class SiteflowShippingRowResult(serializers.Serializer):
     rowIndex = serializers.IntegerField()
     labOrderId = serializers.IntegerField()
     success = serializers.BooleanField()
     message = serializers.CharField()
 
 
-class ShippingUpdateResponse(serializers.Serializer):
-    results = ShippingRowResult(many=True)
+class SiteflowShippingUpdateResponse(serializers.Serializer):
+    results = SiteflowShippingRowResult(many=True)
     updatedCount = serializers.IntegerField()
     failedCount = serializers.IntegerField()
     traceParent = serializers.CharField()

@@ -236,11 +236,11 @@ class SiteflowShippingUpdateView(MicroUiView):
         description="Each row's `Lab Order Id` names a shipment at a Site Flow lab; each not "
         "yet shipped gets `carrierAlias` and `shippingSpeed` through the Site Flow connector. "
         "Per-row results are answered and written back to `Message` and `Last Activity`.",
-        request=s.ShippingUpdateRequest,
-        responses={200: s.ShippingUpdateResponse},
+        request=s.SiteflowShippingUpdateRequest,
+        responses={200: s.SiteflowShippingUpdateResponse},
     )
     def post(self, request: Request) -> Response:
-        data = validated_input(s.ShippingUpdateRequest, request)
+        data = validated_input(s.SiteflowShippingUpdateRequest, request)
         job = services.shipping_bulk_update(
             user=request.user,
             source=Source(
