@@ -33,6 +33,7 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("", include("orders.api.urls")),
     path("", include("labs.api.urls")),
     path("", include("dashboard.api.urls")),
+    path("", include("backoffice.api.urls")),
 ]
 
 urlpatterns = [

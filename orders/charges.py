@@ -99,3 +99,52 @@ def refund_write(*, order: Order, shipments: Sequence[Shipment] | None = None) -
         ],
     )
     return refund
+
+
+def shipment_charged(*, order: Order, shipment: Shipment) -> Decimal:
+    """What is charged, and not refunded, for the shipment's items and shipping (tax
+    included)."""
+    ids = {shipment.id}
+    total = Decimal(0)
+    refunded = set(
+        ChargeItem.objects.filter(
+            charge__order=order, charge__charge_type=ChargeType.REFUND
+        ).values_list("item_id", "shipment_id")
+    )
+    for line in ChargeItem.objects.filter(
+        charge__order=order, charge__charge_type__in=[ChargeType.ITEM, ChargeType.SHIPPING]
+    ).select_related("item"):
+        if (line.item_id, line.shipment_id) in refunded:
+            continue
+        if line.shipment_id in ids or (line.item and line.item.shipment_id in ids):
+            total += line.cost + line.tax
+    return total
+
+
+@transaction.atomic
+def shipment_charges_write(
+    *,
+    order: Order,
+    shipment: Shipment,
+    currency: str,
+    item_lines: dict[int, tuple[Decimal, Decimal]],
+    shipping: tuple[Decimal, Decimal],
+) -> None:
+    """Item and Shipping charges for one shipment made anew elsewhere (a resubmission whose
+    price changed; what was charged before is refunded by ``refund_write``): ``item_lines``
+    maps item ids to (cost, tax), ``shipping`` is (cost, tax)."""
+    _charge_create(
+        order=order,
+        charge_type=ChargeType.ITEM,
+        currency=currency,
+        lines=[
+            ChargeItem(item_id=item_id, cost=cost, tax=tax)
+            for item_id, (cost, tax) in item_lines.items()
+        ],
+    )
+    _charge_create(
+        order=order,
+        charge_type=ChargeType.SHIPPING,
+        currency=currency,
+        lines=[ChargeItem(shipment=shipment, cost=shipping[0], tax=shipping[1])],
+    )

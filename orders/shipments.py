@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from labs.capabilities import capabilities_listed
 from labs.connectors import LabConnector, LabOrder, LabResult, connector_for
+from labs.connectors.siteflow import SiteflowConnector
 from labs.selectors import shipping_rate_for
 from orders.charges import refund_write
 from orders.events import order_stage_changed, shipment_changed
@@ -323,4 +324,34 @@ def shipment_update_shipping_method(
         call=lambda connector, payload: connector.update_shipping_method(payload, shipping_method),
         record=record,
         check=check,
+    )
+
+
+def shipment_update_carrier(
+    *, shipment: Shipment, shipping_method: str, carrier_alias: str
+) -> ShipmentOperationResult:
+    """Ship a Site Flow lab order with the site's carrier ``carrier_alias`` at
+    ``shipping_method`` (the back-office's bulk shipping update); other labs refuse."""
+
+    def check(s: Shipment) -> str | None:
+        if not isinstance(shipment_connector(s), SiteflowConnector):
+            return f"Lab {s.lab_code} is not a Site Flow lab."
+        return None
+
+    def call(connector: LabConnector, payload: LabOrder) -> LabResult:
+        assert isinstance(connector, SiteflowConnector)
+        return connector.update_carrier(payload, carrier_alias)
+
+    def record(order: Order, locked: Shipment) -> None:
+        locked.shipping_method = shipping_method
+        locked.carrier_name = carrier_alias
+        locked.carrier_service = shipping_method
+        locked.save(update_fields=["shipping_method", "carrier_name", "carrier_service"])
+        if _only_shipment(order):
+            order.shipping_method = shipping_method
+            order.last_updated = timezone.now()
+            order.save(update_fields=["shipping_method", "last_updated"])
+
+    return _operate(
+        shipment=shipment, operation="updateShippingMethod", call=call, record=record, check=check
     )

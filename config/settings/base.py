@@ -162,6 +162,19 @@ SITEFLOW_POLL_MAX_SECONDS = env.float("SITEFLOW_POLL_MAX_SECONDS", default=3600.
 # The whole of one Site Flow request (connect, send, answer).
 SITEFLOW_TIMEOUT_SECONDS = env.float("SITEFLOW_TIMEOUT_SECONDS", default=30.0)
 
+# --- Back-office: Google Sheets (gspread) and bulk jobs -------------------------------------
+# gspread signs in with the service account's JSON key; SHEETS_API_URL points it at another
+# Sheets v4 compatible server, where SHEETS_ACCESS_TOKEN (a bearer token) may replace the key.
+GOOGLE_SERVICE_ACCOUNT_FILE = env.str("GOOGLE_SERVICE_ACCOUNT_FILE", default="")
+SHEETS_API_URL = env.str(
+    "SHEETS_API_URL", default="https://sheets.googleapis.com/v4/spreadsheets"
+).rstrip("/")
+SHEETS_ACCESS_TOKEN = env.str("SHEETS_ACCESS_TOKEN", default="")
+SHEETS_TIMEOUT_SECONDS = env.float("SHEETS_TIMEOUT_SECONDS", default=30.0)
+# Row results reach the sheet in one values:batchUpdate per this many seconds (or rows).
+BULK_WRITE_BACK_SECONDS = env.float("BULK_WRITE_BACK_SECONDS", default=2.0)
+BULK_WRITE_BACK_ROWS = env.int("BULK_WRITE_BACK_ROWS", default=200)
+
 # --- Fulfilment pipeline --------------------------------------------------------------------
 ASSET_MAX_BYTES = env.int("ASSET_MAX_BYTES", default=300 * 1024 * 1024)
 ASSET_DOWNLOAD_DEADLINE_SECONDS = env.float("ASSET_DOWNLOAD_DEADLINE_SECONDS", default=300.0)
@@ -186,6 +199,10 @@ PIPELINE_SWEEP_SECONDS = env.float("PIPELINE_SWEEP_SECONDS", default=10.0)
 IMAGE_RETENTION_DAYS = env.int("IMAGE_RETENTION_DAYS", default=30)
 CELERY_BEAT_SCHEDULE["orders-sweep"] = {
     "task": "orders.tasks.orders_sweep_task",
+    "schedule": PIPELINE_SWEEP_SECONDS,
+}
+CELERY_BEAT_SCHEDULE["bulk-jobs-sweep"] = {
+    "task": "backoffice.tasks.bulk_jobs_sweep_task",
     "schedule": PIPELINE_SWEEP_SECONDS,
 }
 CELERY_BEAT_SCHEDULE["images-purge-expired"] = {

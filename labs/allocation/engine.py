@@ -1,6 +1,6 @@
 """Loading what the engine needs from the database, and turning the optimum into a plan."""
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -66,7 +66,11 @@ def _zone_specificity(catalogue: CatalogueSnapshot, country_code: str) -> dict[i
 
 
 def _load(
-    *, items: Sequence[BasketItem], country_code: str, catalogue: CatalogueSnapshot | None
+    *,
+    items: Sequence[BasketItem],
+    country_code: str,
+    catalogue: CatalogueSnapshot | None,
+    lab_codes: Collection[str] | None = None,
 ) -> _Snapshot:
     snapshot = catalogue if catalogue is not None else catalogue_snapshot()
     country_code = country_code.upper()
@@ -94,6 +98,7 @@ def _load(
                     in_stock=lp.in_stock,
                 )
                 for lp in snapshot.lab_products.get(product.pk, ())
+                if lab_codes is None or lp.lab.code in lab_codes
             ),
         )
         for item, product, attributes in valid
@@ -318,9 +323,11 @@ def plan_basket(
     shipping_method: str,
     currency: str,
     catalogue: CatalogueSnapshot | None = None,
+    lab_codes: Collection[str] | None = None,
 ) -> AllocationPlan:
     """The cheapest feasible plan for ``items`` delivered to ``country_code`` by
-    ``shipping_method`` (any letter case), priced in ``currency``.
+    ``shipping_method`` (any letter case), priced in ``currency``, at the labs ``lab_codes``
+    when given (a resubmission to chosen labs), else at any active lab.
 
     Raises ``Infeasible`` (failures per item key) when some item cannot be placed,
     ``UnknownCurrency`` when ``currency`` or a needed lab currency has no exchange rate, and
@@ -333,7 +340,9 @@ def plan_basket(
         raise ValueError(f"Unknown shipping method '{shipping_method}'.")
     _check_basket(items)
     return _plan(
-        _load(items=items, country_code=country_code, catalogue=catalogue), method, currency
+        _load(items=items, country_code=country_code, catalogue=catalogue, lab_codes=lab_codes),
+        method,
+        currency,
     )
 
 

@@ -303,6 +303,11 @@ class SiteflowConnector(LabConnector):
 
     def update_shipping_method(self, order: LabOrder, shipping_method: str) -> LabResult:
         alias = self._carrier_alias(shipping_method)
+        return self.update_carrier(order, alias)
+
+    def update_carrier(self, order: LabOrder, carrier_alias: str) -> LabResult:
+        """Ship the lab order with the site's carrier ``carrier_alias`` (the bulk shipping
+        update names the alias itself rather than a method the lab's settings map)."""
         return self._operation(
-            "updateShippingMethod", order, "/shipments/0", {"carrier": {"alias": alias}}
+            "updateShippingMethod", order, "/shipments/0", {"carrier": {"alias": carrier_alias}}
         )

@@ -1,0 +1,244 @@
+"""The back-office tools in the admin: bulk resubmission (staff) and the Site Flow shipping
+update (administrators), each form -> review -> submit -> a job page that follows the job."""
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+
+from backoffice import services
+from backoffice.jobs import Source, job_file
+from backoffice.models import BulkJob, BulkJobRow, CancelOption, JobKind, JobStatus, RowStatus
+from common.errors import ValidationFailed
+from common.shipping import ShippingMethod
+from labs.models import Lab
+from staff.selectors import is_administrator
+from staff.services import audit_entry_record
+
+
+class BulkJobRowInline(admin.TabularInline):
+    model = BulkJobRow
+    extra = 0
+    can_delete = False
+    fields = ("row_index", "lab_order_id", "status", "message", "new_lab_order_id", "last_activity")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def progress(job: BulkJob) -> tuple[int, int, int]:
+    """(rows done, rows in all, percent done)."""
+    total = job.rows.count()
+    done = job.rows.exclude(status=RowStatus.PENDING).count()
+    percent = 100 if job.status == JobStatus.DONE or not total else done * 100 // total
+    return done, total, percent
+
+
+@admin.register(BulkJob)
+class BulkJobAdmin(admin.ModelAdmin):
+    list_display = ["id", "kind", "source", "created_by", "created", "status", "rows_done"]
+    list_filter = ["kind", "status"]
+    readonly_fields = [f.name for f in BulkJob._meta.fields if f.name != "file_values"]
+    exclude = ["file_values"]
+    inlines = [BulkJobRowInline]
+    change_list_template = "admin/backoffice/bulkjob/change_list.html"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_active and request.user.is_staff)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self.has_view_permission(request)
+
+    @admin.display(description="rows done")
+    def rows_done(self, job: BulkJob) -> str:
+        done, total, percent = progress(job)
+        return f"{done}/{total} ({percent}%)"
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view
+        return [
+            path("resubmission/", view(self.resubmission_view), name="backoffice_resubmission"),
+            path("shipping/", view(self.shipping_view), name="backoffice_shipping"),
+            path("<int:job_id>/progress/", view(self.job_view), name="backoffice_job"),
+            path("<int:job_id>/download/", view(self.download_view), name="backoffice_download"),
+            *super().get_urls(),
+        ]
+
+    # --- the tools ----------------------------------------------------------------------------
+
+    def _context(self, request: HttpRequest, **extra: Any) -> dict[str, Any]:
+        return {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "labs": Lab.objects.filter(is_active=True).order_by("code"),
+            "cancel_options": CancelOption.choices,
+            "shipping_methods": ShippingMethod.choices,
+            **extra,
+        }
+
+    def _source(self, request: HttpRequest) -> Source:
+        upload = request.FILES.get("file")
+        if upload is not None:
+            return Source.upload(upload.name or "upload.csv", upload.read())
+        carried = request.POST.get("file_values")
+        if carried:
+            return Source(file_name=request.POST["file_name"], file_values=json.loads(carried))
+        spreadsheet_id = request.POST.get("spreadsheetId", "").strip()
+        worksheet_name = request.POST.get("worksheetName", "").strip()
+        failures = {}
+        if not spreadsheet_id:
+            failures["spreadsheetId"] = [("Required", "Give a spreadsheet id, or upload a file.")]
+        if not worksheet_name:
+            failures["worksheetName"] = [("Required", "Give the worksheet's name.")]
+        if failures:
+            raise ValidationFailed(failures)
+        return Source(spreadsheet_id=spreadsheet_id, worksheet_name=worksheet_name)
+
+    def _audit(self, request: HttpRequest, operation: str, target: str, message: str) -> None:
+        assert isinstance(request.user, User)
+        audit_entry_record(
+            user=request.user,
+            api_key=None,
+            operation=operation,
+            method=request.method or "",
+            path=request.get_full_path(),
+            target=target,
+            success=True,
+            status_code=200,
+            message=message,
+        )
+
+    def resubmission_view(self, request: HttpRequest) -> HttpResponse:
+        tool = {"title": "Bulk resubmission", "kind": "resubmission"}
+        if request.method != "POST":
+            return TemplateResponse(
+                request, "admin/backoffice/form.html", self._context(request, **tool)
+            )
+        posted = request.POST
+        try:
+            source = self._source(request)
+            lab = services.lab_check(posted.get("lab", ""))
+            option = services.cancel_option_check(posted.get("cancelOption", ""))
+            method = posted.get("shippingMethod", "")
+            if method and method not in ShippingMethod.values:
+                raise ValidationFailed.single("shippingMethod", "Invalid", "Unknown method.")
+            if posted.get("confirm"):
+                job = services.resubmission_submit(
+                    user=request.user,
+                    source=source,
+                    lab=lab,
+                    cancel_option=option,
+                    shipping_method=method,
+                )
+                self._audit(request, "bulkResubmission.submit", job.source, f"job {job.id} queued")
+                return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
+            _, review = services.resubmission_review(source=source, lab=lab)
+        except ValidationFailed as failed:
+            return TemplateResponse(
+                request,
+                "admin/backoffice/form.html",
+                self._context(request, **tool, failures=failed.failures, posted=posted),
+            )
+        return TemplateResponse(
+            request,
+            "admin/backoffice/review.html",
+            self._context(
+                request,
+                **tool,
+                review=review,
+                source=source,
+                file_values=json.dumps(source.file_values) if source.file_name else "",
+                choices={"lab": lab, "cancelOption": option, "shippingMethod": method},
+            ),
+        )
+
+    def shipping_view(self, request: HttpRequest) -> HttpResponse:
+        if not is_administrator(request.user):
+            raise PermissionDenied("The administrator role is required for this tool.")
+        tool = {"title": "Site Flow shipping update", "kind": "shipping"}
+        if request.method != "POST":
+            return TemplateResponse(
+                request, "admin/backoffice/form.html", self._context(request, **tool)
+            )
+        posted = request.POST
+        try:
+            source = self._source(request)
+            method = posted.get("shippingSpeed", "")
+            alias = posted.get("carrierAlias", "").strip()
+            if method not in ShippingMethod.values:
+                raise ValidationFailed.single("shippingSpeed", "Invalid", "Choose a method.")
+            if not alias:
+                raise ValidationFailed.single("carrierAlias", "Required", "Give a carrier alias.")
+            if posted.get("confirm"):
+                job = services.shipping_job_create(
+                    user=request.user,
+                    source=source,
+                    shipping_method=method,
+                    carrier_alias=alias,
+                    queue=True,
+                )
+                self._audit(request, "siteflowShipping.submit", job.source, f"job {job.id}")
+                return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
+            _, rows = services.shipping_rows(source)
+        except ValidationFailed as failed:
+            return TemplateResponse(
+                request,
+                "admin/backoffice/form.html",
+                self._context(request, **tool, failures=failed.failures, posted=posted),
+            )
+        return TemplateResponse(
+            request,
+            "admin/backoffice/review.html",
+            self._context(
+                request,
+                **tool,
+                shipping_rows=rows,
+                source=source,
+                file_values=json.dumps(source.file_values) if source.file_name else "",
+                choices={"shippingSpeed": method, "carrierAlias": alias},
+            ),
+        )
+
+    def job_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        job = get_object_or_404(BulkJob.objects.select_related("created_by"), id=job_id)
+        done, total, percent = progress(job)
+        return TemplateResponse(
+            request,
+            "admin/backoffice/job.html",
+            self._context(
+                request,
+                title=f"{job}",
+                job=job,
+                rows=job.rows.all(),
+                done=done,
+                total=total,
+                percent=percent,
+                finished=job.status == JobStatus.DONE,
+                is_resubmission=job.kind == JobKind.RESUBMISSION,
+            ),
+        )
+
+    def download_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        job = get_object_or_404(BulkJob, id=job_id)
+        if not job.file_name:
+            raise PermissionDenied("Only a job from an uploaded file has a file to download.")
+        content, content_type, name = job_file(job)
+        response = HttpResponse(content, content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response

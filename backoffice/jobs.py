@@ -1,0 +1,258 @@
+"""Bulk jobs: created from a sheet's rows, run row by row by a worker, results written back.
+
+A job is claimed by a conditional update (one worker at a time) and its claim renewed at each
+row; rows are done in order and each result is kept in its row at once. Results reach the
+sheet in one ``values:batchUpdate`` per ``BULK_WRITE_BACK_SECONDS`` (or
+``BULK_WRITE_BACK_ROWS`` rows), and when the job ends. A killed worker leaves the job claimed
+until the claim expires; the sweeper then queues it and the next run goes on from the first
+pending row (a row's work itself is safe to repeat).
+"""
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
+from backoffice.resubmission import RowOutcome, shipment_resubmit
+from backoffice.rows import (
+    LAST_ACTIVITY,
+    MESSAGE,
+    NEW_LAB_ORDER_ID,
+    SheetRow,
+    file_table,
+    file_values,
+    file_with_results,
+    result_columns,
+)
+from backoffice.sheets import Table, sheet_cells_write, sheet_read
+from common.errors import ValidationFailed
+from common.sweeping import sweep_batch_mark
+from common.tasks import task_enqueue_on_commit
+from orders.models import Shipment, ShipmentStatus
+from orders.shipments import shipment_update_carrier
+
+log = logging.getLogger(__name__)
+RUN_TASK = "backoffice.tasks.bulk_job_run_task"
+WRITE_BACK_RETRY = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where rows come from: a worksheet, or an uploaded file's cells."""
+
+    spreadsheet_id: str = ""
+    worksheet_name: str = ""
+    file_name: str = ""
+    file_values: list[list[str]] = field(default_factory=list)
+
+    @classmethod
+    def upload(cls, name: str, content: bytes) -> "Source":
+        return cls(file_name=name, file_values=file_values(name, content))
+
+    def table(self) -> Table:
+        if self.file_name:
+            return file_table(self.file_values)
+        return sheet_read(spreadsheet_id=self.spreadsheet_id, worksheet_name=self.worksheet_name)
+
+
+@transaction.atomic
+def bulk_job_create(
+    *,
+    kind: str,
+    user: Any,
+    source: Source,
+    table: Table,
+    rows: list[SheetRow],
+    lab: str = "",
+    cancel_option: str = "",
+    shipping_method: str = "",
+    carrier_alias: str = "",
+    queue: bool = True,
+) -> BulkJob:
+    """A job over ``rows`` (those to act on), queued for a worker once committed."""
+    job = BulkJob.objects.create(
+        kind=kind,
+        created_by=user,
+        spreadsheet_id=source.spreadsheet_id,
+        worksheet_name=source.worksheet_name,
+        file_name=source.file_name,
+        file_values=source.file_values if source.file_name else None,
+        header_row=table.header_row,
+        columns=result_columns(table),
+        lab=lab,
+        cancel_option=cancel_option or BulkJob._meta.get_field("cancel_option").get_default(),
+        shipping_method=shipping_method,
+        carrier_alias=carrier_alias,
+        due_at=timezone.now(),
+    )
+    BulkJobRow.objects.bulk_create(
+        [
+            BulkJobRow(
+                job=job,
+                row_index=row.row_index,
+                lab_order_id=row.lab_order_id or 0,
+                labs=list(row.labs),
+                cancel_option=row.cancel_option,
+            )
+            for row in rows
+        ]
+    )
+    if queue:
+        task_enqueue_on_commit(RUN_TASK, job.id)
+    return job
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+def _claim(job_id: int) -> bool:
+    now = timezone.now()
+    until = now + timedelta(seconds=float(settings.PIPELINE_CLAIM_SECONDS))
+    return bool(
+        BulkJob.objects.filter(id=job_id)
+        .exclude(status=JobStatus.DONE)
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .update(status=JobStatus.RUNNING, claimed_until=until)
+    )
+
+
+def _renew(job_id: int) -> None:
+    until = timezone.now() + timedelta(seconds=float(settings.PIPELINE_CLAIM_SECONDS))
+    BulkJob.objects.filter(id=job_id).update(claimed_until=until)
+
+
+def bulk_job_run(*, job_id: int) -> bool:
+    """Do the job's pending rows (when it can be claimed); True once it is done."""
+    if not _claim(job_id):
+        return False
+    job = BulkJob.objects.get(id=job_id)
+    flushed_at = time.monotonic()
+    unwritten = 0
+    for row in list(job.rows.filter(status=RowStatus.PENDING)):
+        _renew(job_id)
+        outcome = row_process(job, row)
+        BulkJobRow.objects.filter(id=row.id, status=RowStatus.PENDING).update(
+            status=RowStatus.SUCCEEDED if outcome.successful else RowStatus.FAILED,
+            message=outcome.message,
+            new_lab_order_id=outcome.new_shipment_id,
+            last_activity=timezone.now(),
+        )
+        unwritten += 1
+        if (
+            unwritten >= settings.BULK_WRITE_BACK_ROWS
+            or time.monotonic() - flushed_at >= settings.BULK_WRITE_BACK_SECONDS
+        ):
+            job_write_back(job)
+            flushed_at, unwritten = time.monotonic(), 0
+    written = job_write_back(job)
+    now = timezone.now()
+    if not written:
+        BulkJob.objects.filter(id=job_id).update(claimed_until=None, due_at=now + WRITE_BACK_RETRY)
+        return False
+    BulkJob.objects.filter(id=job_id).update(
+        status=JobStatus.DONE, finished_at=now, claimed_until=None, due_at=None
+    )
+    return True
+
+
+def row_process(job: BulkJob, row: BulkJobRow) -> RowOutcome:
+    if job.kind == JobKind.SHIPPING:
+        return _shipping_row(job, row)
+    return shipment_resubmit(
+        shipment_id=row.lab_order_id,
+        lab=job.lab,
+        allowed_labs=row.labs,
+        cancel_option=row.cancel_option or job.cancel_option,
+        shipping_method=job.shipping_method,
+        row=row,
+    )
+
+
+def _shipping_row(job: BulkJob, row: BulkJobRow) -> RowOutcome:
+    shipment = Shipment.objects.filter(id=row.lab_order_id).first()
+    if shipment is None:
+        return RowOutcome(False, f"No shipment shp_{row.lab_order_id}.")
+    if shipment.status == ShipmentStatus.SHIPPED:
+        return RowOutcome(False, "The shipment has been shipped.")
+    result = shipment_update_carrier(
+        shipment=shipment, shipping_method=job.shipping_method, carrier_alias=job.carrier_alias
+    )
+    if not result.successful:
+        return RowOutcome(False, result.message)
+    return RowOutcome(
+        True, f"Carrier changed to {job.carrier_alias} ({job.shipping_method}).", None
+    )
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+def row_cells(
+    job: BulkJob, rows: QuerySet[BulkJobRow] | list[BulkJobRow]
+) -> dict[tuple[int, int], str]:
+    """The cells the rows' results write ((sheet row, column) → text), headers included for
+    columns the sheet lacked."""
+    columns = job.columns
+    cells: dict[tuple[int, int], str] = {}
+    for title, index in columns.items():
+        cells[(job.header_row, int(index))] = title
+    for row in rows:
+        cells[(row.row_index, int(columns[MESSAGE]))] = row.message
+        cells[(row.row_index, int(columns[LAST_ACTIVITY]))] = (
+            row.last_activity.isoformat() if row.last_activity else ""
+        )
+        if job.kind == JobKind.RESUBMISSION and row.new_lab_order_id is not None:
+            cells[(row.row_index, int(columns[NEW_LAB_ORDER_ID]))] = str(row.new_lab_order_id)
+    return cells
+
+
+def job_write_back(job: BulkJob) -> bool:
+    """Write the results not yet written to the sheet, in one request; False when the sheet
+    refused (the rows stay unwritten, for the next run)."""
+    rows = list(job.rows.filter(written_back=False).exclude(status=RowStatus.PENDING))
+    if not rows:
+        return True
+    if not job.file_name:
+        try:
+            sheet_cells_write(
+                spreadsheet_id=job.spreadsheet_id,
+                worksheet_name=job.worksheet_name,
+                cells=row_cells(job, rows),
+            )
+        except ValidationFailed as exc:
+            log.warning("job %s: results not written back: %s", job.id, exc)
+            return False
+    BulkJobRow.objects.filter(id__in=[r.id for r in rows]).update(written_back=True)
+    return True
+
+
+def job_file(job: BulkJob) -> tuple[bytes, str, str]:
+    """An uploaded job's file with its results: bytes, content type, file name."""
+    assert job.file_name
+    content, content_type = file_with_results(
+        name=job.file_name,
+        values=job.file_values or [],
+        cells=row_cells(job, list(job.rows.exclude(status=RowStatus.PENDING))),
+    )
+    return content, content_type, f"results-{job.file_name}"
+
+
+def jobs_due() -> QuerySet[BulkJob]:
+    now = timezone.now()
+    return (
+        BulkJob.objects.exclude(status=JobStatus.DONE)
+        .filter(due_at__lte=now)
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+    )
+
+
+def bulk_jobs_sweep() -> list[int]:
+    """The ids of unfinished jobs no worker holds (a killed worker's, a lost message's)."""
+    return sweep_batch_mark(jobs_due(), due_field="due_at", batch=50)

@@ -1,0 +1,126 @@
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from orders.models import Shipment
+
+
+class JobKind(models.TextChoices):
+    RESUBMISSION = "Resubmission", "Bulk resubmission"
+    SHIPPING = "SiteflowShipping", "Site Flow shipping update"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "Queued"
+    RUNNING = "Running"
+    DONE = "Done"
+
+
+class RowStatus(models.TextChoices):
+    PENDING = "Pending"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+class CancelOption(models.TextChoices):
+    CANCEL_ORIGINAL = "CancelOriginal", "Cancel the original lab order (a refusal fails the row)"
+    KEEP_ORIGINAL = "KeepOriginal", "Keep the original lab order"
+    CANCEL_IF_POSSIBLE = "CancelIfPossible", "Cancel the original lab order if the lab can"
+
+
+class BulkJob(models.Model):
+    """A bulk operation over the rows of a worksheet (or an uploaded file), run row by row by
+    a worker. The rows and their results are ``BulkJobRow``s, so a job survives a restart:
+    the sweeper queues it again until every row is done and written back."""
+
+    kind = models.CharField(max_length=20, choices=JobKind.choices)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="bulk_jobs"
+    )
+    created = models.DateTimeField(default=timezone.now)
+    spreadsheet_id = models.CharField(max_length=200, blank=True)
+    worksheet_name = models.CharField(max_length=200, blank=True)
+    file_name = models.CharField(
+        max_length=200, blank=True, help_text="The uploaded file's name (no spreadsheet)."
+    )
+    file_values = models.JSONField(
+        null=True, blank=True, help_text="The uploaded file's cells, to give back with results."
+    )
+    header_row = models.PositiveIntegerField(default=1)
+    columns = models.JSONField(
+        default=dict, help_text="Written-back column title → 0-based column index."
+    )
+    lab = models.CharField(max_length=20, blank=True)
+    cancel_option = models.CharField(
+        max_length=20, choices=CancelOption.choices, default=CancelOption.CANCEL_ORIGINAL
+    )
+    shipping_method = models.CharField(max_length=16, blank=True)
+    carrier_alias = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    due_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    swept_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.id}"
+
+    @property
+    def source(self) -> str:
+        if self.file_name:
+            return self.file_name
+        return f"{self.spreadsheet_id} / {self.worksheet_name}"
+
+
+class BulkJobRow(models.Model):
+    """One row of a job: its sheet row number, what it names, and its result once done."""
+
+    job = models.ForeignKey(BulkJob, on_delete=models.CASCADE, related_name="rows")
+    row_index = models.PositiveIntegerField(help_text="The sheet's row number.")
+    lab_order_id = models.BigIntegerField()
+    labs = models.JSONField(default=list, blank=True)
+    cancel_option = models.CharField(max_length=20, blank=True)
+    status = models.CharField(max_length=10, choices=RowStatus.choices, default=RowStatus.PENDING)
+    message = models.TextField(blank=True)
+    new_lab_order_id = models.BigIntegerField(null=True, blank=True)
+    last_activity = models.DateTimeField(null=True, blank=True)
+    written_back = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["row_index"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "row_index"], name="bulk_job_row_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"row {self.row_index}"
+
+
+class ShipmentResubmission(models.Model):
+    """A shipment resubmitted as a new shipment of the same order, at most once per original.
+
+    Written before the new lab order is sent (its id, lab and priced plan chosen), so a worker
+    killed between the lab's answer and our record sends the same shipment id again, which a
+    lab takes as the same submission. ``submitted_at`` is set with the new shipment's row."""
+
+    original = models.OneToOneField(Shipment, on_delete=models.CASCADE, related_name="resubmission")
+    new_shipment_id = models.BigIntegerField(unique=True, help_text="The new shipment's id.")
+    lab_code = models.CharField(max_length=20)
+    lab_country_code = models.CharField(max_length=2)
+    shipping_method = models.CharField(max_length=16)
+    carrier_name = models.CharField(max_length=100, blank=True)
+    carrier_service = models.CharField(max_length=100, blank=True)
+    plan = models.JSONField(
+        default=dict, help_text="The new lab's prices: item lines, shipping, currency."
+    )
+    row = models.ForeignKey(BulkJobRow, on_delete=models.SET_NULL, null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the new lab order was recorded as accepted."
+    )
+
+    def __str__(self) -> str:
+        return f"shp_{self.original_id} → shp_{self.new_shipment_id}"

@@ -1,0 +1,176 @@
+"""The rows of a bulk sheet (a Google worksheet, or an uploaded .csv or .xlsx): the column
+titles, each row parsed, and the cells a result writes back."""
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
+
+from backoffice.sheets import Table, table_from_values
+from common.errors import ValidationFailed
+
+LAB_ORDER_ID = "Lab Order Id"
+MESSAGE = "Message"
+NEW_LAB_ORDER_ID = "New Lab Order Id"
+LAST_ACTIVITY = "Last Activity"
+LABS = "Labs"
+CANCEL_OPTION = "Cancel Option"
+SKIP_ROW = "Skip Row"
+WRITTEN_BACK = (MESSAGE, NEW_LAB_ORDER_ID, LAST_ACTIVITY)
+TRUE_WORDS = {"true", "yes", "1", "y"}
+FILE_FIELD = "file"
+
+
+@dataclass(frozen=True)
+class SheetRow:
+    """One data row as parsed: ``lab_order_id`` is None when the cell names no shipment."""
+
+    row_index: int
+    lab_order_text: str
+    lab_order_id: int | None
+    message: str
+    new_lab_order_id: int | None
+    last_activity: datetime | None
+    labs: tuple[str, ...]
+    cancel_option: str
+    skip_row: bool
+
+
+def shipment_number(text: str) -> int | None:
+    """``shp_123`` or ``123`` as 123; None for anything else (or blank)."""
+    value = text.strip().lower()
+    if value.startswith("shp_"):
+        value = value[4:]
+    if value.endswith(".0"):  # a number cell read back from a spreadsheet
+        value = value[:-2]
+    if not value.isdigit() or len(value) > 19 or int(value) >= 2**63:
+        return None
+    return int(value)
+
+
+def rows_parse(table: Table) -> list[SheetRow]:
+    """Every data row of the table (``row_index`` is the sheet's row number)."""
+
+    def cell(cells: Sequence[str], title: str) -> str:
+        index = table.column(title)
+        return cells[index].strip() if index is not None and index < len(cells) else ""
+
+    rows = []
+    for number, cells in table.rows:
+        text = cell(cells, LAB_ORDER_ID)
+        cancel = cell(cells, CANCEL_OPTION)
+        rows.append(
+            SheetRow(
+                row_index=number,
+                lab_order_text=text,
+                lab_order_id=shipment_number(text),
+                message=cell(cells, MESSAGE),
+                new_lab_order_id=shipment_number(cell(cells, NEW_LAB_ORDER_ID)),
+                last_activity=_time(cell(cells, LAST_ACTIVITY)),
+                labs=tuple(
+                    code.strip().lower() for code in cell(cells, LABS).split(",") if code.strip()
+                ),
+                cancel_option=cancel,
+                skip_row=cell(cells, SKIP_ROW).lower() in TRUE_WORDS,
+            )
+        )
+    return rows
+
+
+def _time(text: str) -> datetime | None:
+    try:
+        return parse_datetime(text) if text else None
+    except ValueError:
+        return None
+
+
+def result_columns(table: Table) -> dict[str, int]:
+    """Where each written-back column is: its index in the header, or a new column after the
+    last title when the sheet lacks it."""
+    columns: dict[str, int] = {}
+    next_free = len(table.titles)
+    for title in WRITTEN_BACK:
+        index = table.column(title)
+        if index is None:
+            index = next_free
+            next_free += 1
+        columns[title] = index
+    return columns
+
+
+# --- uploaded files -------------------------------------------------------------------------
+
+
+def file_values(name: str, content: bytes) -> list[list[str]]:
+    """The cells of an uploaded .csv or .xlsx (its first worksheet) as text."""
+    lowered = name.lower()
+    if lowered.endswith(".csv"):
+        try:
+            text = content.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValidationFailed.single(FILE_FIELD, "Invalid", "The CSV is not UTF-8.") from exc
+        return [list(row) for row in csv.reader(io.StringIO(text))]
+    if lowered.endswith(".xlsx"):
+        import openpyxl
+
+        try:
+            book = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+        except Exception as exc:
+            raise ValidationFailed.single(
+                FILE_FIELD, "Invalid", "The file is not a readable .xlsx workbook."
+            ) from exc
+        sheet = book.worksheets[0]
+        values = [[_text(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+        book.close()
+        return values
+    raise ValidationFailed.single(FILE_FIELD, "Invalid", "Upload a .csv or an .xlsx file.")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def file_table(values: Sequence[Sequence[Any]]) -> Table:
+    return table_from_values(values, key_title=LAB_ORDER_ID, field=FILE_FIELD)
+
+
+def file_with_results(
+    *, name: str, values: Sequence[Sequence[Any]], cells: dict[tuple[int, int], str]
+) -> tuple[bytes, str]:
+    """The uploaded file again, in its own format, with ``cells`` ((row, column) → text)
+    written in; the bytes and their content type."""
+    grid = [list(row) for row in values]
+    for (row, col), value in cells.items():
+        while len(grid) < row:
+            grid.append([])
+        line = grid[row - 1]
+        while len(line) <= col:
+            line.append("")
+        line[col] = value
+    if name.lower().endswith(".xlsx"):
+        import openpyxl
+
+        book = openpyxl.Workbook()
+        sheet = book.active
+        assert sheet is not None
+        for line in grid:
+            sheet.append(line)
+        out = io.BytesIO()
+        book.save(out)
+        return (
+            out.getvalue(),
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        )
+    text = io.StringIO()
+    csv.writer(text).writerows(grid)
+    return text.getvalue().encode(), "text/csv"

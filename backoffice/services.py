@@ -1,0 +1,133 @@
+"""What the bulk endpoints and the admin tools do: read a sheet, say what submit would do,
+queue the job, or (Site Flow shipping) do it at once."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from backoffice.jobs import Source, bulk_job_create, bulk_job_run
+from backoffice.models import BulkJob, CancelOption, JobKind
+from backoffice.resubmission import RowAssessment, rows_assess
+from backoffice.rows import SheetRow, rows_parse
+from backoffice.sheets import Table
+from common.errors import ValidationFailed
+from labs.models import Lab
+
+
+@dataclass(frozen=True)
+class Review:
+    is_ok: bool
+    statement: str
+    sheet_row_count: int
+    assessments: list[RowAssessment]
+
+    @property
+    def resubmittable(self) -> list[RowAssessment]:
+        return [a for a in self.assessments if a.resubmittable]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"Row {a.row.row_index}: {a.warning}" for a in self.assessments if a.warning]
+
+
+def lab_check(lab: str, field: str = "lab") -> str:
+    """The lab code as stored (any letter case given), or a failure on ``field``."""
+    if not lab:
+        return ""
+    found = Lab.objects.filter(code__iexact=lab.strip(), is_active=True).first()
+    if found is None:
+        raise ValidationFailed.single(field, "UnknownLab", f"There is no active lab '{lab}'.")
+    return found.code
+
+
+def cancel_option_check(option: str, field: str = "cancelOption") -> str:
+    if not option:
+        return CancelOption.CANCEL_ORIGINAL
+    for value in CancelOption.values:
+        if value.lower() == option.strip().lower():
+            return value
+    choices = ", ".join(CancelOption.values)
+    raise ValidationFailed.single(field, "Invalid", f"Must be one of {choices}.")
+
+
+def sheet_rows(source: Source) -> tuple[Table, list[SheetRow]]:
+    table = source.table()
+    return table, rows_parse(table)
+
+
+def resubmission_review(*, source: Source, lab: str = "") -> tuple[Table, Review]:
+    """What submit would do, changing nothing."""
+    table, rows = sheet_rows(source)
+    assessments = rows_assess(rows=rows, lab=lab)
+    named = [a for a in assessments if a.row.lab_order_text]
+    ok = [a for a in assessments if a.resubmittable]
+    warnings = [a for a in ok if a.warning]
+    if not ok:
+        statement = "No row of the sheet can be resubmitted."
+        is_ok = False
+    elif warnings:
+        statement = "; ".join(f"Row {a.row.row_index}: {a.warning}" for a in warnings)
+        is_ok = False
+    else:
+        where = f"lab {lab}" if lab else "the cheapest allowed lab"
+        statement = f"{len(ok)} of {len(named)} lab orders will be resubmitted to {where}."
+        is_ok = True
+    return table, Review(is_ok, statement, len(named), assessments)
+
+
+def resubmission_submit(
+    *,
+    user: Any,
+    source: Source,
+    lab: str = "",
+    cancel_option: str = CancelOption.CANCEL_ORIGINAL,
+    shipping_method: str = "",
+) -> BulkJob:
+    """Queue a job over the resubmittable rows (possibly none)."""
+    table, review = resubmission_review(source=source, lab=lab)
+    return bulk_job_create(
+        kind=JobKind.RESUBMISSION,
+        user=user,
+        source=source,
+        table=table,
+        rows=[a.row for a in review.resubmittable],
+        lab=lab,
+        cancel_option=cancel_option,
+        shipping_method=shipping_method,
+    )
+
+
+def shipping_rows(source: Source) -> tuple[Table, list[SheetRow]]:
+    """The rows a shipping update acts on: not skipped, naming a lab order."""
+    table, rows = sheet_rows(source)
+    return table, [r for r in rows if not r.skip_row and r.lab_order_text]
+
+
+def shipping_job_create(
+    *, user: Any, source: Source, shipping_method: str, carrier_alias: str, queue: bool
+) -> BulkJob:
+    table, rows = shipping_rows(source)
+    return bulk_job_create(
+        kind=JobKind.SHIPPING,
+        user=user,
+        source=source,
+        table=table,
+        rows=rows,
+        shipping_method=shipping_method,
+        carrier_alias=carrier_alias,
+        queue=queue,
+    )
+
+
+def shipping_bulk_update(
+    *, user: Any, source: Source, shipping_method: str, carrier_alias: str
+) -> BulkJob:
+    """Change the carrier of every row's Site Flow lab order now; the job holds the results."""
+    job = shipping_job_create(
+        user=user,
+        source=source,
+        shipping_method=shipping_method,
+        carrier_alias=carrier_alias,
+        queue=False,
+    )
+    bulk_job_run(job_id=job.id)
+    return job
