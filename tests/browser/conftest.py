@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import connections
 from playwright.sync_api import Browser, sync_playwright
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -41,3 +42,6 @@ def page(browser: Browser) -> Iterator[Any]:
     page = context.new_page()
     yield page
     context.close()
+    # ORM calls made while Playwright's event loop runs open connections of their own (another
+    # async context); closed here, in that context, none outlives the test database.
+    connections.close_all()
