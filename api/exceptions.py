@@ -3,7 +3,9 @@
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -98,6 +100,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         body = error_body("MethodNotAllowed", 405, {"method": context["request"].method})
     elif isinstance(exc, drf.UnsupportedMediaType):
         body = error_body("InvalidContentType", 415, {"reason": str(exc.detail)})
+    elif isinstance(exc, RequestDataTooBig):
+        body = error_body(
+            "PayloadTooLarge", 413, {"maxBytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE}
+        )
     elif isinstance(exc, drf.Throttled):
         wait = getattr(exc, "wait", None)
         body = error_body("TooManyRequests", 429, {"retryAfterSeconds": wait})

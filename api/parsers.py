@@ -20,18 +20,23 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _reject_nul(value: Any) -> None:
-    """PostgreSQL text and jsonb cannot hold U+0000; no field of this API needs it."""
+# U+0000 (PostgreSQL text and jsonb cannot hold it) and UTF-16 surrogates, which Python's
+# ``json`` lets through as lone ``\ud800`` escapes but no UTF-8 text can carry.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _reject_unstorable(value: Any) -> None:
+    """Every string of the body, keys included, is valid Unicode without U+0000."""
     if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError("strings must not contain U+0000")
+        if _UNSTORABLE.search(value):
+            raise ValueError("strings must be valid Unicode without U+0000 or lone surrogates")
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            _reject_nul(key)
-            _reject_nul(item)
+            _reject_unstorable(key)
+            _reject_unstorable(item)
     elif isinstance(value, list):
         for item in value:
-            _reject_nul(item)
+            _reject_unstorable(item)
 
 
 _UNPARSED = object()
@@ -56,7 +61,8 @@ def _fast(body: bytes) -> Any:
 class JsonBodyParser(JSONParser):
     """JSON bodies under every media type the specification declares for requests.
 
-    Strict: no NaN or Infinity, no number too large for a double, no U+0000, and nesting
+    Strict: no NaN or Infinity, no number too large for a double, no U+0000 or lone surrogate,
+    and nesting
     deep enough to exhaust the parser is malformed JSON (400), never a server error.
     """
 
@@ -78,7 +84,7 @@ class JsonBodyParser(JSONParser):
             if data is _UNPARSED:
                 text = body.decode(encoding)
                 data = json.loads(text, parse_float=_finite, parse_constant=_no_constants)
-            _reject_nul(data)
+            _reject_unstorable(data)
         except RecursionError:
             raise ParseError("JSON parse error - the document is nested too deeply.") from None
         except (ValueError, UnicodeDecodeError) as exc:

@@ -14,6 +14,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from api.envelope import error_response, failure
+
 if TYPE_CHECKING:
     from django.http.request import _ImmutableQueryDict
 
@@ -59,6 +61,19 @@ def _canonical_query(query: QueryDict) -> "_ImmutableQueryDict":
     return result  # type: ignore[return-value]
 
 
+def _nul_failures(request: HttpRequest) -> dict[str, list[dict[str, str]]]:
+    """U+0000 in the path or a query value: no id, SKU or filter can hold it (and PostgreSQL
+    text cannot), so the request is refused before any view reads it."""
+    text = "must not contain U+0000."
+    failures = {}
+    if "\x00" in request.path_info:
+        failures["path"] = [failure("Invalid", f"The path {text}")]
+    for name, values in request.GET.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            failures[name.replace("\x00", "")] = [failure("Invalid", f"A query value {text}")]
+    return failures
+
+
 class CaseInsensitiveApiPathMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -66,6 +81,9 @@ class CaseInsensitiveApiPathMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         path = request.path_info
         if path.lower() == API_PREFIX or path.lower().startswith(API_PREFIX + "/"):
+            refused = _nul_failures(request)
+            if refused:
+                return error_response("ValidationFailed", 400, {"failures": refused})
             urlconf = getattr(request, "urlconf", None) or settings.ROOT_URLCONF
             request.path_info = canonical_api_path(path, urlconf) or API_PREFIX
             request.GET = _canonical_query(request.GET)

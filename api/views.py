@@ -2,7 +2,9 @@
 
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.csrf import csrf_failure as django_csrf_failure
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -41,8 +43,16 @@ def validated_input(serializer_class: type[serializers.Serializer], request: Req
     return serializer.validated_data
 
 
+@csrf_exempt  # an unknown path is a 404 whatever the method, never Django's CSRF page
 def endpoint_does_not_exist(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     return error_response("EndpointDoesNotExist", 404, {"path": request.path})
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF refusals: in the error envelope on API paths, Django's page elsewhere (forms)."""
+    if request.path.lower().startswith("/v4.0"):
+        return error_response("Unauthorized", 403, {"reason": f"CSRF check failed: {reason}"})
+    return django_csrf_failure(request, reason)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:

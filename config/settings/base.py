@@ -62,6 +62,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+CSRF_FAILURE_VIEW = "api.views.csrf_failure"
 WSGI_APPLICATION = "config.wsgi.application"
 APPEND_SLASH = False
 

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from api.views import csrf_failure
 from merchants.models import Merchant
 from merchants.services import CreatedMerchant
 from orders.models import Order
@@ -29,6 +30,8 @@ def codes(response: Any) -> dict[str, list[str]]:
         ('{"metadata": {"a": -Infinity}}', "Infinity"),
         ('{"metadata": {"k": "v\\u0000"}}', "U+0000"),
         ('{"metadata": {"k\\u0000": 1}}', "U+0000"),
+        ('{"metadata": {"k": "\\ud800"}}', "lone surrogates"),
+        ('{"metadata": {"\\udfff": 1}}', "lone surrogates"),
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ],
 )
@@ -112,3 +115,57 @@ def test_a_currency_without_an_exchange_rate_is_validation_failed(
         "body": ["UnknownCurrency"]
     }
     assert Order.objects.count() == 0
+
+
+def test_a_lone_surrogate_in_a_quote_attribute_name_is_malformed(sandbox_api: APIClient) -> None:
+    raw = (
+        '{"destinationCountryCode": "GB", "items": [{"sku": "GLOBAL-CAN-10X10", "copies": 1, '
+        '"attributes": {"\\ud800": "x"}}]}'
+    )
+    response = sandbox_api.post("/v4.0/quotes", raw, content_type="application/json")
+    assert codes(response) == {"body": ["MalformedJson"]}
+
+
+@pytest.mark.parametrize(
+    ("path", "failures"),
+    [
+        ("/v4.0/orders?merchantReferences=a%00b", {"merchantReferences": ["Invalid"]}),
+        ("/v4.0/orders?status=draft&orderIds=ord_1%00", {"orderIds": ["Invalid"]}),
+        ("/v4.0/products/GLOBAL%00CAN", {"path": ["Invalid"]}),
+        ("/v4.0/orders/ord_1%00", {"path": ["Invalid"]}),
+    ],
+)
+def test_nul_in_a_query_value_or_the_path_is_a_validation_failure(
+    sandbox_api: APIClient, path: str, failures: dict[str, list[str]]
+) -> None:
+    assert codes(sandbox_api.get(path)) == failures
+
+
+def test_a_body_over_the_size_limit_is_413_in_the_envelope(
+    sandbox_api: APIClient, settings: Any
+) -> None:
+    response = sandbox_api.post(
+        "/v4.0/orders",
+        "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1),
+        content_type="application/json",
+    )
+    assert response.status_code == 413
+    assert response.json()["outcome"] == "PayloadTooLarge"
+    assert response.json()["data"] == {"maxBytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE}
+    assert Order.objects.count() == 0
+
+
+def test_a_post_to_an_unknown_path_is_a_json_404_not_a_csrf_page() -> None:
+    client = APIClient(enforce_csrf_checks=True)
+    response = client.post("/v4.0/orders//actions/cancel")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["outcome"] == "EndpointDoesNotExist"
+
+
+def test_a_csrf_refusal_on_an_api_path_is_in_the_envelope(rf: Any) -> None:
+    response = csrf_failure(rf.post("/v4.0/orders"), reason="CSRF cookie not set.")
+    assert response.status_code == 403
+    assert json.loads(response.content)["data"] == {
+        "reason": "CSRF check failed: CSRF cookie not set."
+    }
