@@ -32,6 +32,21 @@ def downloads_complete_type() -> str:
     return f"{type_prefix()}.status.details.downloadAssets#Complete"
 
 
+# The order's detail fields under the names ``status.details`` shows them with.
+DETAIL_NAMES = {
+    "download_assets": "downloadAssets",
+    "allocate_production_location": "allocateProductionLocation",
+    "print_ready_assets_prepared": "printReadyAssetsPrepared",
+    "in_production": "inProduction",
+    "shipping": "shipping",
+}
+
+
+def step_error_type(detail: str) -> str:
+    """``...status.details.<step>#Error`` for the order field ``detail``."""
+    return f"{type_prefix()}.status.details.{DETAIL_NAMES[detail]}#Error"
+
+
 def event_source(environment: Environment) -> str:
     """The environment's orders address, ``{base_url}/v4.0/Orders/``."""
     return f"{environment.base_url.rstrip('/')}/v4.0/Orders/"
@@ -77,3 +92,8 @@ def shipment_changed(*, order: Order, shipment: Shipment) -> None:
 
 def downloads_complete(*, order: Order) -> None:
     order_event_create(order=order, event_type=downloads_complete_type())
+
+
+def step_failed(*, order: Order, detail: str) -> None:
+    """A processing step ended in Error (the order shows ``detail`` as Error)."""
+    order_event_create(order=order, event_type=step_error_type(detail))

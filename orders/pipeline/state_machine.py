@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from orders.events import downloads_complete, order_stage_changed, shipment_changed
+from orders.events import downloads_complete, order_stage_changed, shipment_changed, step_failed
 from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import ClaimLost, order_claim, order_claim_renew, order_move_on
@@ -75,6 +75,7 @@ def _step_finished(order: Order, *, detail: str, ok: bool, next_step: str) -> No
         order_move_on(
             order=order, step=PipelineStep.FAILED, due_at=None, **{detail: DetailState.ERROR}
         )
+        step_failed(order=order, detail=detail)
 
 
 @transaction.atomic
@@ -178,6 +179,7 @@ def _submit(order: Order) -> None:
                     due_at=None,
                     in_production=DetailState.ERROR,
                 )
+            step_failed(order=order, detail="in_production")
 
 
 def _produce(order: Order) -> None:

@@ -6,6 +6,7 @@ this module holds the scenarios.
 """
 
 import io
+import json
 import threading
 import time
 from datetime import timedelta
@@ -702,6 +703,25 @@ def test_an_item_no_lab_makes_any_more_fails_allocation_with_item_unavailable(
     [issue] = order["status"]["issues"]
     assert (issue["objectId"], issue["errorCode"]) == (item["id"], "order.items.ItemUnavailable")
     assert order["shipments"] == [] and order["charges"] == []
+
+
+def test_a_step_ending_in_error_sends_its_error_callback_with_the_order(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    order_id = photo_order(sandbox_api, httpserver, "gone-too")
+    LabProduct.objects.filter(product__sku="GLOBAL-PHO-4X6").delete()
+
+    run_in_process(order_id)
+
+    events = CallbackEvent.objects.filter(subject=order_id).order_by("sequence")
+    assert [e.event_type for e in events] == [
+        f"{TYPE}.status.details.downloadAssets#Complete",
+        f"{TYPE}.status.details.allocateProductionLocation#Error",
+    ]
+    sent = json.loads(bytes(events.last().body))  # type: ignore[union-attr]
+    assert sent["data"]["order"]["status"]["details"]["allocateProductionLocation"] == "Error"
+    assert sent["data"]["order"]["id"] == order_id
 
 
 @pytest.mark.django_db
