@@ -7,8 +7,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
-from rest_framework.throttling import SimpleRateThrottle
 
+from api.rate_limits import FailOpenRateThrottle
 from merchants.models import ApiKey, Environment, Merchant
 from merchants.selectors import api_key_authenticate
 from staff.models import StaffApiKey
@@ -35,7 +35,7 @@ class ApiClient:
         return self.api_key.environment.merchant
 
 
-class WrongKeyThrottle(SimpleRateThrottle):
+class WrongKeyThrottle(FailOpenRateThrottle):
     """Counts requests with a wrong key per client address: guessing keys gets 429s."""
 
     scope = "wrong_key"

@@ -1,15 +1,15 @@
 from typing import TYPE_CHECKING
 
 from rest_framework.request import Request
-from rest_framework.throttling import SimpleRateThrottle
 
 from api.authentication import ApiClient
+from api.rate_limits import FailOpenRateThrottle
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
 
 
-class ApiKeyRateThrottle(SimpleRateThrottle):
+class ApiKeyRateThrottle(FailOpenRateThrottle):
     """A request budget per environment (all of its keys together), else per client address."""
 
     scope = "api_key"

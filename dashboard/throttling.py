@@ -2,10 +2,10 @@
 
 from typing import Any
 
-from rest_framework.throttling import SimpleRateThrottle
+from api.rate_limits import FailOpenRateThrottle
 
 
-class RegistrationThrottle(SimpleRateThrottle):
+class RegistrationThrottle(FailOpenRateThrottle):
     """``REGISTRATION_RATE_LIMIT`` per address, for the sign-up page and the API alike (both
     take a Django or a DRF request: only ``META`` is read)."""
 

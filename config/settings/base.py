@@ -275,6 +275,9 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # Client addresses (the wrong-key limit, anonymous limits) come from X-Forwarded-For only
+    # through this many trusted proxies; with none, a client cannot choose its own address.
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
     "URL_FORMAT_OVERRIDE": "format",
 }
 

@@ -2,6 +2,7 @@
 
 import json
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -244,3 +245,45 @@ def test_guessing_keys_is_throttled_per_address(monkeypatch: pytest.MonkeyPatch)
     assert_envelope(response, 429, "TooManyRequests")
     assert int(response["Retry-After"]) >= 1
     cache.clear()
+
+
+@pytest.mark.django_db
+def test_a_forwarded_for_header_does_not_reset_the_wrong_key_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.core.cache import cache
+
+    from api.authentication import WrongKeyThrottle
+
+    cache.clear()
+    monkeypatch.setattr(WrongKeyThrottle, "THROTTLE_RATES", {"wrong_key": "3/min"})
+    guesser = Client(headers={"X-API-Key": "sk_sandbox_not_a_real_key_000"})
+
+    statuses = [
+        guesser.get(ECHO, headers={"X-Forwarded-For": f"203.0.113.{n}"}).status_code
+        for n in range(4)
+    ]
+
+    assert statuses == [401, 401, 401, 429]
+    cache.clear()
+
+
+@pytest.mark.django_db
+def test_with_the_cache_down_requests_are_let_through_not_500(
+    settings: Any, merchant: CreatedMerchant
+) -> None:
+    from api.rate_limits import RATE_LIMIT_FAILURES
+
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",  # nothing listens on the discard port
+        }
+    }
+    before = RATE_LIMIT_FAILURES["count"]
+    client = Client(headers={"X-API-Key": merchant.sandbox_api_key})
+    wrong = Client(headers={"X-API-Key": "sk_sandbox_not_a_real_key_000"})
+
+    assert client.get(ECHO).status_code == 200
+    assert_envelope(wrong.get(ECHO), 401, "Unauthorized")
+    assert RATE_LIMIT_FAILURES["count"] >= before + 2
