@@ -9,6 +9,7 @@ from api.trace import current_trace_parent
 STATUS_TEXTS = {
     "ValidationFailed": "The request could not be validated.",
     "PayloadTooLarge": "The request body is larger than this service accepts.",
+    "LengthRequired": "The request body needs a Content-Length.",
     "Unauthorized": "Credentials are missing or incorrect.",
     "EntityNotFound": "The entity was not found.",
     "EndpointDoesNotExist": "The endpoint does not exist.",

@@ -74,6 +74,13 @@ def _nul_failures(request: HttpRequest) -> dict[str, list[dict[str, str]]]:
     return failures
 
 
+def _chunked_without_length(request: HttpRequest) -> bool:
+    """A chunked body Django would read as empty (it reads Content-Length bytes): refused
+    rather than answered as if no field had been sent."""
+    encoding = request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    return "chunked" in encoding and not request.META.get("CONTENT_LENGTH")
+
+
 class CaseInsensitiveApiPathMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -84,6 +91,10 @@ class CaseInsensitiveApiPathMiddleware:
             refused = _nul_failures(request)
             if refused:
                 return error_response("ValidationFailed", 400, {"failures": refused})
+            if _chunked_without_length(request):
+                return error_response(
+                    "LengthRequired", 411, {"reason": "Send the body with a Content-Length."}
+                )
             urlconf = getattr(request, "urlconf", None) or settings.ROOT_URLCONF
             request.path_info = canonical_api_path(path, urlconf) or API_PREFIX
             request.GET = _canonical_query(request.GET)

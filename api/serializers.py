@@ -48,3 +48,13 @@ class CarrierFields(serializers.Serializer):
 class FulfillmentLocationFields(serializers.Serializer):
     countryCode = serializers.CharField()
     labCode = serializers.CharField()
+
+
+class JsonIntegerField(serializers.IntegerField):
+    """An integer given as a JSON integer: ``"1"``, ``1.0`` or ``true`` are refused, as are
+    digits of other scripts that ``int()`` would read."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if not isinstance(data, int) or isinstance(data, bool):
+            self.fail("invalid")
+        return int(super().to_internal_value(data))

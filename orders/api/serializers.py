@@ -3,10 +3,16 @@
 import json
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
-from api.serializers import CarrierFields, FulfillmentLocationFields, StrictSerializer
+from api.serializers import (
+    CarrierFields,
+    FulfillmentLocationFields,
+    JsonIntegerField,
+    StrictSerializer,
+)
 from common.countries import is_country_code
 from orders.models import ShippingMethod, Sizing
 
@@ -27,7 +33,7 @@ _MD5 = re.compile(r"^[0-9a-fA-F]{32}$")
 # --- input fields ---------------------------------------------------------------------------
 
 
-class Int64Field(serializers.IntegerField):
+class Int64Field(JsonIntegerField):
     """An int64, as the specification types ``omsId``."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -53,6 +59,10 @@ class HttpUrlField(serializers.URLField):
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if not value.lower().startswith(("http://", "https://")):
+            self.fail("invalid")
+        try:
+            urlsplit(value).port  # noqa: B018 (a port beyond 65535 raises)
+        except ValueError:
             self.fail("invalid")
         return value
 
@@ -119,9 +129,7 @@ class SpineInput(StrictSerializer):
     text = serializers.CharField(max_length=200, required=False, allow_blank=True)
     backgroundColourHexCode = serializers.RegexField(r"^#?[0-9A-Fa-f]{6}$", required=False)
     textColourHexCode = serializers.RegexField(r"^#?[0-9A-Fa-f]{6}$", required=False)
-    textSizePx = serializers.IntegerField(
-        min_value=1, max_value=500, required=False, allow_null=True
-    )
+    textSizePx = JsonIntegerField(min_value=1, max_value=500, required=False, allow_null=True)
     textFontFamily = serializers.CharField(max_length=100, required=False, allow_blank=True)
 
 
@@ -130,9 +138,7 @@ class AssetInput(StrictSerializer):
     printArea = serializers.CharField(max_length=50, required=False, default="default")
     url = HttpUrlField(max_length=2000)
     md5Hash = serializers.RegexField(_MD5, required=False, allow_null=True)
-    pageCount = serializers.IntegerField(
-        min_value=1, max_value=10000, required=False, allow_null=True
-    )
+    pageCount = JsonIntegerField(min_value=1, max_value=10000, required=False, allow_null=True)
 
 
 class ItemInput(StrictSerializer):
@@ -141,7 +147,7 @@ class ItemInput(StrictSerializer):
         max_length=200, required=False, allow_blank=True, allow_null=True
     )
     sku = serializers.CharField(max_length=100)
-    copies = serializers.IntegerField(min_value=1, max_value=100000)
+    copies = JsonIntegerField(min_value=1, max_value=100000)
     sizing = CaseInsensitiveChoiceField(choices=Sizing.values, required=False, default=Sizing.FILL)
     attributes = AttributesField(required=False, default=dict)
     spine = SpineInput(required=False, allow_null=True)

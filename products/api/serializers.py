@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from api.serializers import StrictSerializer
+from api.serializers import JsonIntegerField, StrictSerializer
 
 
 class ProductDimensionsSerializer(serializers.Serializer):
@@ -45,7 +45,7 @@ class SpineRequestSerializer(StrictSerializer):
     sku = serializers.CharField(max_length=64)
     destinationCountryCode = serializers.CharField(max_length=2, required=False)
     state = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    numberOfPages = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    numberOfPages = JsonIntegerField(min_value=1, max_value=2**31 - 1)
 
 
 class SpineInfoSerializer(serializers.Serializer):

@@ -2,7 +2,12 @@ from typing import Any
 
 from rest_framework import serializers
 
-from api.serializers import CarrierFields, FulfillmentLocationFields, StrictSerializer
+from api.serializers import (
+    CarrierFields,
+    FulfillmentLocationFields,
+    JsonIntegerField,
+    StrictSerializer,
+)
 from common.countries import is_country_code
 from labs.allocation import METHODS, canonical_method
 from labs.selectors import currencies_supported
@@ -10,12 +15,12 @@ from labs.selectors import currencies_supported
 
 class QuoteAssetRequestSerializer(StrictSerializer):
     printArea = serializers.CharField(max_length=40)
-    pageCount = serializers.IntegerField(min_value=1, max_value=2**31 - 1, required=False)
+    pageCount = JsonIntegerField(min_value=1, max_value=2**31 - 1, required=False)
 
 
 class QuoteItemRequestSerializer(StrictSerializer):
     sku = serializers.CharField(max_length=64)
-    copies = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    copies = JsonIntegerField(min_value=1, max_value=2**31 - 1)
     attributes = serializers.DictField(
         child=serializers.CharField(max_length=100), required=False, default=dict
     )

@@ -169,3 +169,33 @@ def test_a_csrf_refusal_on_an_api_path_is_in_the_envelope(rf: Any) -> None:
     assert json.loads(response.content)["data"] == {
         "reason": "CSRF check failed: CSRF cookie not set."
     }
+
+
+@pytest.mark.parametrize("copies", ["1", 1.0, True, "\u0661"])
+def test_copies_must_be_a_json_integer(sandbox_api: APIClient, copies: Any) -> None:
+    body = order_body()
+    body["items"][0]["copies"] = copies
+    assert codes(sandbox_api.post("/v4.0/orders", body, format="json")) == {
+        "items[0].copies": ["Invalid"]
+    }
+    assert Order.objects.count() == 0
+
+
+def test_a_url_with_a_port_beyond_65535_is_refused_at_once(sandbox_api: APIClient) -> None:
+    body = order_body()
+    body["items"][0]["assets"][0]["url"] = "https://example.com:99999/a.jpg"
+    assert codes(sandbox_api.post("/v4.0/orders", body, format="json")) == {
+        "items[0].assets[0].url": ["Invalid"]
+    }
+
+
+def test_a_chunked_body_without_a_length_is_411_not_read_as_empty(
+    sandbox_api: APIClient,
+) -> None:
+    response = sandbox_api.generic(
+        "POST", "/v4.0/orders", "", content_type="application/json",
+        HTTP_TRANSFER_ENCODING="chunked",
+    )  # fmt: skip
+    assert response.status_code == 411
+    assert response.json()["outcome"] == "LengthRequired"
+    assert Order.objects.count() == 0
