@@ -122,3 +122,23 @@ def test_embedded_default_uses_sqlite_and_the_filesystem_broker(tmp_path: Path) 
     )
     assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://"], result.stderr
     assert (tmp_path / "broker" / "queue").is_dir()
+
+
+def test_the_production_settings_pass_djangos_deployment_checks(tmp_path: Path) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env={
+            **clean,
+            **COMPLETE,
+            "DJANGO_SECRET_KEY": "k" * 24 + "-not-a-default-8f3a9c2e1b7d",
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+            "VAR_DIR": str(tmp_path),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
