@@ -5,6 +5,7 @@ kombu filesystem broker, both under ``var/``. ``DATABASE_URL`` and ``REDIS_URL``
 PostgreSQL and Redis.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -29,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "axes",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
@@ -59,6 +61,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its refusal page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -255,6 +259,26 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
+# --- Sign-in (admin and dashboard) ----------------------------------------------------------
+# django-axes: after AXES_FAILURE_LIMIT wrong passwords for one user from one address, that
+# pair is locked out for AXES_COOLOFF_MINUTES; a success resets the count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=15.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The client address as the rate limits see it: X-Forwarded-For only behind NUM_PROXIES proxies.
+NUM_PROXIES = env.int("NUM_PROXIES", default=0)
+AXES_IPWARE_PROXY_COUNT = NUM_PROXIES or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if NUM_PROXIES else ("REMOTE_ADDR",)
+)
+# Sessions (staff in the admin, merchants in the dashboard) end after SESSION_HOURS.
+SESSION_COOKIE_AGE = int(env.float("SESSION_HOURS", default=8.0) * 3600)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -277,7 +301,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     # Client addresses (the wrong-key limit, anonymous limits) come from X-Forwarded-For only
     # through this many trusted proxies; with none, a client cannot choose its own address.
-    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
+    "NUM_PROXIES": NUM_PROXIES,
     "URL_FORMAT_OVERRIDE": "format",
 }
 
