@@ -1,8 +1,16 @@
 """What a lab is sent for a shipment (the connectors' ``LabOrder``)."""
 
+from django.conf import settings
+
+from common.files import file_url
 from labs.connectors import LabOrder, LabOrderItem
 from orders.models import Shipment
-from orders.representation import file_url, order_recipient, shipment_address
+from orders.representation import order_recipient, shipment_address
+
+
+def lab_file_url(name: str, base_url: str) -> str | None:
+    """A print file's URL for its lab: signed, and valid long enough for any production."""
+    return file_url(name, base_url, max_age_seconds=settings.LAB_FILE_URL_DAYS * 24 * 3600)
 
 
 def lab_order(shipment: Shipment) -> LabOrder:
@@ -23,7 +31,7 @@ def lab_order(shipment: Shipment) -> LabOrder:
                 copies=item.copies,
                 attributes=item.attributes,
                 files={
-                    a.print_area: file_url(a.print_file, base_url) or a.url
+                    a.print_area: lab_file_url(a.print_file, base_url) or a.url
                     for a in item.assets.all()
                 },
             )

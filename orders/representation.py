@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from django.core.files.storage import default_storage
+from django.conf import settings
 
+from common.files import file_url as signed_file_url
 from common.ids import PREFIXES, format_id
 from orders.models import Asset, Charge, ChargeItem, Order, OrderItem, Shipment, ShipmentStatus
 from orders.parts import OrderParts
@@ -28,10 +29,8 @@ def iso(value: datetime | None) -> str | None:
 
 
 def file_url(name: str, base_url: str) -> str | None:
-    if not name:
-        return None
-    url = default_storage.url(name)
-    return url if url.startswith(("http://", "https://")) else base_url.rstrip("/") + url
+    """A signed URL of a stored file shown to the merchant (thumbnails)."""
+    return signed_file_url(name, base_url, max_age_seconds=settings.FILE_URL_DAYS * 24 * 3600)
 
 
 def _none_if_blank(value: str) -> str | None:

@@ -202,6 +202,10 @@ if PIPELINE_CLAIM_SECONDS <= ASSET_DOWNLOAD_DEADLINE_SECONDS:
     )
 PIPELINE_SWEEP_SECONDS = env.float("PIPELINE_SWEEP_SECONDS", default=10.0)
 IMAGE_RETENTION_DAYS = env.int("IMAGE_RETENTION_DAYS", default=30)
+# Stored files are served only through signed URLs valid this long: thumbnails in order bodies,
+# print files sent to labs (long enough for any production and reprint).
+FILE_URL_DAYS = env.int("FILE_URL_DAYS", default=7)
+LAB_FILE_URL_DAYS = env.int("LAB_FILE_URL_DAYS", default=60)
 CELERY_BEAT_SCHEDULE["orders-sweep"] = {
     "task": "orders.tasks.orders_sweep_task",
     "schedule": PIPELINE_SWEEP_SECONDS,

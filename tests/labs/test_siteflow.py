@@ -22,9 +22,9 @@ from labs.connectors import LabOrder, LabOrderItem, LabResult, connector_for
 from labs.connectors.registry import UnavailableConnector
 from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings, sign
 from labs.models import Lab, LabProduct
+from orders.lab_orders import lab_file_url
 from orders.models import Order, OrderIssue, PipelineStep, Shipment, Stage
 from orders.pipeline.state_machine import order_advance
-from orders.representation import file_url
 from tests.labs.factories import LabFactory, LabProductFactory
 from tests.support.siteflow import SiteflowServer
 
@@ -621,7 +621,7 @@ def test_a_live_order_at_a_site_flow_lab_is_submitted_polled_to_shipped_and_comp
     shipment = Shipment.objects.get(order_id=order_pk)
     item = shipment.items.get()
     asset = item.assets.get()
-    print_url = file_url(asset.print_file, live_server.url)
+    print_url = lab_file_url(asset.print_file, live_server.url)
     assert print_url is not None and print_url.startswith(live_server.url + "/")
     assert (shipment.lab_code, shipment.lab_order_reference) == ("gb1", "sf000001")
     submitted = site.order(shipment.public_id).submitted

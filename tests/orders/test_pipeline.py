@@ -142,7 +142,8 @@ def test_an_order_goes_from_created_to_complete_with_shipment_tracking_charges_a
         assert asset["status"] == "Complete"
         assert item["thumbnailUrl"] == asset["thumbnailUrl"]
         # The URL is on this service's host; the live server serves the same MEDIA_ROOT.
-        thumbnail = requests.get(live_server.url + urlsplit(asset["thumbnailUrl"]).path, timeout=10)
+        shown = urlsplit(asset["thumbnailUrl"])
+        thumbnail = requests.get(f"{live_server.url}{shown.path}?{shown.query}", timeout=10)
         assert thumbnail.status_code == 200
         assert max(Image.open(io.BytesIO(thumbnail.content)).size) == 400
     stored = Order.objects.get(id=pk(order_id))
