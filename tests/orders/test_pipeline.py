@@ -706,6 +706,37 @@ def test_an_item_no_lab_makes_any_more_fails_allocation_with_item_unavailable(
     assert order["shipments"] == [] and order["charges"] == []
 
 
+@pytest.mark.parametrize(
+    ("content", "content_type", "reason"),
+    [
+        (b"", "image/jpeg", "empty"),
+        (b"<html><body>Sign in to see this file</body></html>", "image/jpeg", "not a JPEG"),
+    ],
+)
+def test_a_file_that_cannot_succeed_fails_after_one_attempt(
+    settings: Any,
+    sandbox_api: APIClient,
+    httpserver: HTTPServer,
+    content: bytes,
+    content_type: str,
+    reason: str,
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    url = serve(httpserver, "/not-a-photo.jpg", content, content_type)
+    order_id = order_create_via_api(
+        sandbox_api, items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
+    )
+
+    failed = run_in_process(order_id)
+
+    assert failed.pipeline_step == PipelineStep.FAILED
+    assert requests_to(httpserver, "/not-a-photo.jpg") == 1
+    [issue] = fetch(sandbox_api, order_id)["status"]["issues"]
+    assert issue["errorCode"] == "order.items.assets.FailedToDownloaded"
+    assert "after 1 attempt(s)" in issue["description"]
+    assert reason.lower() in issue["description"].lower()
+
+
 def test_a_step_ending_in_error_sends_its_error_callback_with_the_order(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:

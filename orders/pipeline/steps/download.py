@@ -19,7 +19,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.http import DownloadedFile, OutboundError, OutboundRefused, download_to_file
-from orders.artwork.files import AssetFileError, AssetFileInfo, check_md5, inspect_asset_file
+from orders.artwork.files import (
+    AssetFileError,
+    AssetFileInfo,
+    Md5Mismatch,
+    check_md5,
+    inspect_asset_file,
+)
 from orders.issues import ASSET_FAILED_TO_DOWNLOAD, ASSET_NOT_DOWNLOADED
 from orders.models import Asset, AssetStatus, DetailState, ItemStatus, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
@@ -68,8 +74,13 @@ def _fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
         return Fetched(
             asset.id, error=str(exc), permanent=not exc.retryable and not exc.status_code
         )
-    except (AssetFileError, OSError) as exc:
+    except (Md5Mismatch, OSError) as exc:
+        # The file may still be replaced with the right one (an upload in progress).
         return Fetched(asset.id, error=str(exc))
+    except AssetFileError as exc:
+        # Empty, not an image or PDF, damaged, too many pages: the same bytes fail again, and
+        # a file that did arrive is no upload in progress, so one attempt is the answer.
+        return Fetched(asset.id, error=str(exc), permanent=True)
     except Exception as exc:
         # Counted as a failed attempt: an unexpected error must not stall the order forever.
         logger.exception("Asset %s: unexpected error while downloading", asset.public_id)
