@@ -185,6 +185,8 @@ ASSET_MAX_BYTES = env.int("ASSET_MAX_BYTES", default=300 * 1024 * 1024)
 ASSET_DOWNLOAD_DEADLINE_SECONDS = env.float("ASSET_DOWNLOAD_DEADLINE_SECONDS", default=300.0)
 ASSET_DOWNLOAD_ATTEMPTS = 10
 ASSET_DOWNLOAD_PARALLELISM = env.int("ASSET_DOWNLOAD_PARALLELISM", default=4)
+# A PDF declaring more pages is refused before its pages are read (bounds the CPU per file).
+PDF_MAX_PAGES = env.int("PDF_MAX_PAGES", default=2000)
 # Backoff between download attempts: base * 2^(attempt-1), capped.
 ASSET_RETRY_BASE_SECONDS = env.float("ASSET_RETRY_BASE_SECONDS", default=30.0)
 ASSET_RETRY_MAX_SECONDS = env.float("ASSET_RETRY_MAX_SECONDS", default=3600.0)

@@ -11,6 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
 from pypdf import PdfReader
 from pypdf.errors import PyPdfError
 
@@ -130,6 +131,13 @@ def pdf_page_count(path: Path) -> int:
         reader = PdfReader(path, strict=False)
         if reader.is_encrypted and not reader.decrypt(""):
             raise AssetFileError("The PDF is protected by a password; send it without one.")
+        # The page tree's own count first: walking every page of a huge PDF costs seconds of
+        # CPU per attempt, so a PDF beyond the limit is refused before any page is read.
+        declared = int(reader.root_object["/Pages"]["/Count"])  # type: ignore[index]
+        if declared > settings.PDF_MAX_PAGES:
+            raise AssetFileError(
+                f"The PDF has {declared} pages; at most {settings.PDF_MAX_PAGES} are accepted."
+            )
         pages = reader.pages
         for page in pages:
             page.mediabox  # noqa: B018 -- resolving it proves the page object is intact

@@ -3,6 +3,7 @@
 import hashlib
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pyvips
@@ -214,3 +215,16 @@ def test_check_md5_refuses_a_mismatch_naming_both_hashes() -> None:
         f"The downloaded file's MD5 hash is {actual}, but the order gives {'0' * 32}."
     )
     assert isinstance(refused.value, AssetFileError)
+
+
+def test_a_pdf_beyond_the_page_limit_is_refused_before_its_pages_are_read(
+    tmp_path: Path, settings: Any
+) -> None:
+    settings.PDF_MAX_PAGES = 50
+    path = tmp_path / "huge.pdf"
+    path.write_bytes(pdf_bytes(51))
+
+    with pytest.raises(AssetFileError, match=r"^The PDF has 51 pages; at most 50 are accepted\.$"):
+        pdf_page_count(path)
+    path.write_bytes(pdf_bytes(50))
+    assert pdf_page_count(path) == 50
