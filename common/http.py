@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -47,6 +48,9 @@ class OutboundRefused(Exception):
     """The URL or the address it resolves to is not allowed; trying again cannot help."""
 
     retryable = False
+
+
+logger = logging.getLogger(__name__)
 
 
 class OutboundError(Exception):
@@ -253,9 +257,12 @@ def _send(
         return session.request(method, url, timeout=timeout, allow_redirects=False, **kwargs)  # type: ignore[arg-type]
     except InvalidIPAddress as exc:
         address = exc.args[0] if exc.args else "?"
+        # What the host resolves to is for the operators' log, never for the caller: a
+        # merchant must not learn the addresses of our network by naming hosts.
+        logger.info("Refused %s: %s resolves to %s", _redact(url), host, _describe_address(address))
         raise OutboundRefused(
-            f"'{_redact(url)}' is refused: host '{host}' resolves to {_describe_address(address)}, "
-            "which cannot be fetched."
+            f"'{_redact(url)}' is refused: host '{host}' is not allowed (it is not a public "
+            "internet address)."
         ) from exc
     except requests.exceptions.InvalidSchema as exc:
         raise OutboundRefused(

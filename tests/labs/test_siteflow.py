@@ -254,7 +254,8 @@ def test_a_loopback_site_is_refused_by_the_address_guard_unless_allowed(
     result = connector(site).submit(lab_order())
 
     assert (result.successful, result.retryable) == (False, False)
-    assert "resolves to a loopback address (127.0.0.1)" in result.message
+    assert "is not allowed (it is not a public internet address)" in result.message
+    assert "resolves" not in result.message
     assert site.received == []
 
 
