@@ -22,7 +22,7 @@ from labs.connectors import LabOrder, LabOrderItem, LabResult, connector_for
 from labs.connectors.registry import UnavailableConnector
 from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings, sign
 from labs.models import Lab, LabProduct
-from orders.models import Order, OrderIssue, PipelineStep, Shipment, Stage
+from orders.models import Order, OrderFile, OrderIssue, PipelineStep, Shipment, Stage
 from orders.pipeline.state_machine import order_advance
 from orders.representation import file_url
 from tests.labs.factories import LabFactory, LabProductFactory
@@ -559,11 +559,12 @@ def jpeg_bytes() -> bytes:
     return out.getvalue()
 
 
-def live_photo_order(api: APIClient, httpserver: HTTPServer, name: str) -> int:
+def live_photo_order(api: APIClient, httpserver: HTTPServer, name: str, **extra: Any) -> int:
     httpserver.expect_request(f"/{name}.jpg").respond_with_data(
         jpeg_bytes(), content_type="image/jpeg"
     )
     body = {
+        **extra,
         "merchantReference": f"MR-{name}",
         "shippingMethod": "Standard",
         "recipient": lab_order().recipient,
@@ -776,3 +777,50 @@ def test_staff_operations_on_a_site_flow_shipment_go_to_the_site(
     assert refused.status_code == 200
     assert refused.json()["success"] is False
     assert "Order sf000001 is cancelled and cannot be changed" in refused.json()["message"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_the_packing_slip_and_branding_reach_the_site_as_components_of_their_own_item(
+    site: SiteflowServer, settings: Any, live_api: APIClient, staff_api: APIClient,
+    httpserver: HTTPServer, live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    httpserver.expect_request("/slip.pdf").respond_with_data(
+        b"%PDF-1.4 slip", content_type="application/pdf"
+    )
+    httpserver.expect_request("/postcard.jpg").respond_with_data(
+        jpeg_bytes(), content_type="image/jpeg"
+    )
+    order_pk = live_photo_order(
+        live_api, httpserver, "siteflow-inserts",
+        packingSlip={"url": httpserver.url_for("/slip.pdf")},
+        branding={"postcard": {"url": httpserver.url_for("/postcard.jpg")}},
+    )  # fmt: skip
+
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+
+    shipment = Shipment.objects.get(order_id=order_pk)
+    slip, postcard = (
+        file_url(f.source_file, live_server.url)
+        for f in OrderFile.objects.filter(order_id=order_pk).order_by("kind").reverse()
+    )
+    assert slip is not None and slip.startswith(live_server.url + "/") and slip.endswith(".pdf")
+    assert postcard is not None
+    submitted = site.order(shipment.public_id).submitted
+    assert submitted["orderData"]["items"][1] == {
+        "sourceItemId": f"{shipment.public_id}-inserts",
+        "sku": "inserts",
+        "quantity": 1,
+        "components": [
+            {"code": "packingSlip", "path": slip, "fetch": True},
+            {"code": "postcard", "path": postcard, "fetch": True},
+        ],
+    }
+    assert site.fetched[slip] == 200 and site.fetched[postcard] == 200
+    mapped = staff_api.get(f"/v4.0/orders/ord_{order_pk}/shipments/{shipment.public_id}/maptojson")
+    assert mapped.json() == submitted
+    shown = live_api.get(f"/v4.0/orders/ord_{order_pk}").json()["order"]
+    assert shown["packingSlip"]["status"] == "Complete"
+    assert shown["branding"]["postcard"]["status"] == "Complete"
