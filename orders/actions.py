@@ -42,6 +42,8 @@ from orders.shipments import (
     lab_call,
     shipment_lab_call_begin,
     shipment_lab_call_end,
+    shipment_method_plan,
+    shipments_method_record,
 )
 
 # An order awaiting payment is open as well: it can be changed or cancelled until it is paid.
@@ -236,14 +238,23 @@ def _cancel_record(locked: Order, steps: list[_LabStep]) -> ActionResult:
     return ActionResult("Cancelled", tuple(results))
 
 
-def _update_steps(order: Order, *, operation: str) -> list[_LabStep]:
+def _update_steps(
+    order: Order,
+    *,
+    operation: str,
+    refusal: Callable[[Shipment], str | None] = lambda shipment: None,
+) -> list[_LabStep]:
     """Under the order's lock: each live shipment's result when it is known without its lab,
-    and the intent recorded for those whose lab is to be asked."""
+    and the intent recorded for those whose lab is to be asked. ``refusal`` says why a
+    shipment cannot take the change at all (its lab is then not asked)."""
     steps: list[_LabStep] = []
     submitting = order.pipeline_step == PipelineStep.SUBMIT
     for shipment in _live_shipments(order):
         step = _LabStep(shipment)
-        if shipment.submitted_at is None and submitting:
+        refused = refusal(shipment) if _changeable(shipment) else None
+        if refused is not None:
+            step.result = ShipmentResult(shipment.public_id, False, SHIPMENT_UPDATE_FAILED, refused)
+        elif shipment.submitted_at is None and submitting:
             step.result = ShipmentResult(
                 shipment.public_id,
                 False,
@@ -359,23 +370,41 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
         locked = _lock(order)
         if not actions_available(locked)["changeShippingMethod"]:
             return ActionResult("ActionNotAvailable")
-        _check_deliverable(
-            locked,
-            country_code=locked.address_country_code,
-            shipping_method=shipping_method,
-            path="shippingMethod",
-        )
         if _before_labs(locked):
+            _check_deliverable(
+                locked,
+                country_code=locked.address_country_code,
+                shipping_method=shipping_method,
+                path="shippingMethod",
+            )
             locked.shipping_method = shipping_method
             _touch(locked, "shipping_method")
             return ActionResult("Updated", _replan(locked, path="shippingMethod"))
-        steps = _update_steps(locked, operation="updateShippingMethod")
+        # Each shipment stays at its lab: the engine prices the new method there, and a lab
+        # that does not deliver so is not asked (its result says so; the basket as a whole,
+        # which other labs could make, is no longer the question).
+        planned = {
+            s.id: shipment_method_plan(shipment=s, shipping_method=shipping_method)
+            for s in _live_shipments(locked)
+            if _changeable(s)
+        }
+        steps = _update_steps(
+            locked,
+            operation="updateShippingMethod",
+            refusal=lambda s: found if isinstance(found := planned.get(s.id), str) else None,
+        )
 
     def record(locked: Order, ok: set[str]) -> None:
-        for shipment in _live_shipments(locked):
-            if shipment.public_id in ok:
-                shipment.shipping_method = shipping_method
-                shipment.save(update_fields=["shipping_method"])
+        """What the labs were told, recorded: each shipment that took the method gets the
+        carrier and price the engine gave for it, one charge adjusting the shipping."""
+        shipments_method_record(
+            order=locked,
+            planned=[
+                (shipment, plan)
+                for shipment in _live_shipments(locked)
+                if shipment.public_id in ok and not isinstance(plan := planned[shipment.id], str)
+            ],
+        )
         locked.shipping_method = shipping_method
         _touch(locked, "shipping_method")
 
