@@ -841,7 +841,7 @@ def test_the_packing_slip_and_branding_reach_the_site_as_components_of_their_own
 def shipping_charges(order_pk: int) -> list[list[tuple[str, str, str]]]:
     """Each Shipping charge's lines as (shipment id, cost, tax)."""
     return [
-        [(line.shipment.public_id, f"{line.cost}", f"{line.tax}") for line in charge.items.all()]
+        [(f"shp_{line.shipment_id}", f"{line.cost}", f"{line.tax}") for line in charge.items.all()]
         for charge in Charge.objects.filter(order_id=order_pk, charge_type=ChargeType.SHIPPING)
     ]
 
