@@ -99,16 +99,37 @@ def lab_state_refresh(order: Order) -> None:
             )
 
 
+def _changes_possible(order: Order) -> bool:
+    """What each change action checks first (after ``lab_state_refresh``): the order is open
+    and some shipment, if it has any, is not in production yet (else ActionNotAvailable)."""
+    shipments = _live_shipments(order)
+    return order.stage in OPEN_STAGES and (not shipments or any(_changeable(s) for s in shipments))
+
+
 def actions_available(order: Order) -> dict[str, bool]:
-    """What ``GET .../actions`` shows and what each action checks first (after
-    ``lab_state_refresh``)."""
+    """What ``GET .../actions`` shows (after ``lab_state_refresh``): whether each action would
+    do what it is asked now. ``cancel`` would cancel: the order is open and no shipment is in
+    production, shipped or at a lab that cannot cancel (else it would be FailedToCancel or
+    ActionNotAvailable); a change would reach at least one shipment (one not at a lab yet, or
+    at a lab that can make the change)."""
     is_open = order.stage in OPEN_STAGES
     shipments = _live_shipments(order)
-    changeable = is_open and (not shipments or any(_changeable(s) for s in shipments))
+    sandbox = order.environment.is_sandbox
+
+    def takes(shipment: Shipment, capability: str) -> bool:
+        if not _changeable(shipment):
+            return False
+        if shipment.submitted_at is None:
+            return True
+        return connector_for(lab_code=shipment.lab_code, sandbox=sandbox).supports(capability)
+
+    def change(capability: str) -> bool:
+        return is_open and (not shipments or any(takes(s, capability) for s in shipments))
+
     return {
-        "cancel": is_open,
-        "changeRecipientDetails": changeable,
-        "changeShippingMethod": changeable,
+        "cancel": is_open and all(takes(s, "cancel") for s in shipments),
+        "changeRecipientDetails": change("updateAddress"),
+        "changeShippingMethod": change("updateShippingMethod"),
         "changeMetaData": True,
     }
 
@@ -164,7 +185,7 @@ def order_cancel(*, order: Order) -> ActionResult:
     lab_state_refresh(_fresh(order))
     with transaction.atomic():
         locked = _lock(order)
-        if not actions_available(locked)["cancel"]:
+        if locked.stage not in OPEN_STAGES:
             return ActionResult("ActionNotAvailable")
         shipments = _live_shipments(locked)
         if any(not _changeable(s) for s in shipments):
@@ -368,7 +389,7 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
     lab_state_refresh(_fresh(order))
     with transaction.atomic():
         locked = _lock(order)
-        if not actions_available(locked)["changeShippingMethod"]:
+        if not _changes_possible(locked):
             return ActionResult("ActionNotAvailable")
         if _before_labs(locked):
             _check_deliverable(
@@ -442,7 +463,7 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
 
     with transaction.atomic():
         locked = _lock(order)
-        if not actions_available(locked)["changeRecipientDetails"]:
+        if not _changes_possible(locked):
             return ActionResult("ActionNotAvailable")
         _check_deliverable(
             locked,

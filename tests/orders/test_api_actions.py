@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from labs.capabilities import CAPABILITIES
 from labs.models import Lab, ShippingRate
 from labs.selectors import shipping_rate_for
 from orders.models import (
@@ -533,3 +534,48 @@ def test_a_staff_method_change_reprices_and_a_later_cancel_refunds_the_new_price
     charged = sum(c for t, c in shipping if t == ChargeType.SHIPPING)
     refunded = sum(c for t, c in shipping if t == ChargeType.REFUND)
     assert (charged, refunded) == (express.price, -express.price)
+
+
+def test_actions_of_an_order_in_production_say_cancel_would_fail(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api, items=[order_body()["items"][0], book_item()])
+    first, second = Shipment.objects.filter(order=order).order_by("lab_code")
+    Shipment.objects.filter(order=order).update(submitted_at=timezone.now())
+    Shipment.objects.filter(id=first.id).update(in_production_at=timezone.now())
+    Lab.objects.update(capabilities=list(CAPABILITIES))
+
+    shown = availability(sandbox_api, order)
+    cancel = act(sandbox_api, order, "cancel").json()
+
+    assert shown == {
+        "cancel": "No",
+        "changeRecipientDetails": "Yes",
+        "changeShippingMethod": "Yes",
+        "changeMetaData": "Yes",
+    }
+    assert cancel["outcome"] == "FailedToCancel"
+    Shipment.objects.filter(id=second.id).update(in_production_at=timezone.now())
+    assert availability(sandbox_api, order) == {
+        "cancel": "No",
+        "changeRecipientDetails": "No",
+        "changeShippingMethod": "No",
+        "changeMetaData": "Yes",
+    }
+
+
+def test_actions_follow_what_the_shipments_labs_can_do(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+    shipment = Shipment.objects.get(order=order)
+    Shipment.objects.filter(id=shipment.id).update(submitted_at=timezone.now())
+    Lab.objects.filter(code=shipment.lab_code).update(capabilities=["updateAddress"])
+
+    shown = availability(sandbox_api, order)
+    cancel = act(sandbox_api, order, "cancel").json()
+    method = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Express"}).json()
+
+    assert shown == {
+        "cancel": "No",
+        "changeRecipientDetails": "Yes",
+        "changeShippingMethod": "No",
+        "changeMetaData": "Yes",
+    }
+    assert (cancel["outcome"], method["outcome"]) == ("FailedToCancel", "FailedToUpdate")
