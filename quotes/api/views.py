@@ -5,7 +5,7 @@ from rest_framework.response import Response
 
 from api.authentication import client_environment
 from api.schema import operation
-from api.views import ApiView, validated_input
+from api.views import ApiViewSet, validated_input
 from quotes.api.serializers import (
     QuoteIssueSerializer,
     QuoteRequestSerializer,
@@ -49,7 +49,8 @@ def _quote_body(quote: Quote) -> dict[str, Any]:
     }
 
 
-class QuoteCreateView(ApiView):
+class QuoteViewSet(ApiViewSet):
+    # POST /v4.0/quotes.
     @operation(
         "quotes",
         "quotes_create",
@@ -57,7 +58,7 @@ class QuoteCreateView(ApiView):
         QuoteResponseSerializer,
         request=QuoteRequestSerializer,
     )
-    def post(self, request: Request) -> Response:
+    def create(self, request: Request) -> Response:
         data = validated_input(QuoteRequestSerializer, request)
         result = quotes_create(
             items=[
