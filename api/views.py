@@ -8,6 +8,7 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
+from rest_framework.viewsets import ViewSetMixin
 
 from api.envelope import error_response
 from api.parsers import JsonBodyParser
@@ -34,6 +35,14 @@ class ApiView(APIView):
         ):
             raise exceptions.UnsupportedMediaType(content_type or "(none)")
         super().initial(request, *args, **kwargs)
+
+
+class ApiViewSet(ViewSetMixin, ApiView):
+    # The base of the public API's viewsets (registered on an ``api.routers.ApiRouter``): an
+    # ApiView whose handlers are actions; an @action's extra arguments (such as
+    # ``body_required``) set that route's view attributes. Operations are described by
+    # ApiView's docstring, as they were when every endpoint was an ApiView.
+    __doc__ = ApiView.__doc__
 
 
 def validated_input(serializer_class: type[serializers.Serializer], request: Request) -> Any:

@@ -42,6 +42,8 @@ from orders.shipments import (
     lab_call,
     shipment_lab_call_begin,
     shipment_lab_call_end,
+    shipment_method_plan,
+    shipments_method_record,
 )
 
 # An order awaiting payment is open as well: it can be changed or cancelled until it is paid.
@@ -97,16 +99,37 @@ def lab_state_refresh(order: Order) -> None:
             )
 
 
+def _changes_possible(order: Order) -> bool:
+    """What each change action checks first (after ``lab_state_refresh``): the order is open
+    and some shipment, if it has any, is not in production yet (else ActionNotAvailable)."""
+    shipments = _live_shipments(order)
+    return order.stage in OPEN_STAGES and (not shipments or any(_changeable(s) for s in shipments))
+
+
 def actions_available(order: Order) -> dict[str, bool]:
-    """What ``GET .../actions`` shows and what each action checks first (after
-    ``lab_state_refresh``)."""
+    """What ``GET .../actions`` shows (after ``lab_state_refresh``): whether each action would
+    do what it is asked now. ``cancel`` would cancel: the order is open and no shipment is in
+    production, shipped or at a lab that cannot cancel (else it would be FailedToCancel or
+    ActionNotAvailable); a change would reach at least one shipment (one not at a lab yet, or
+    at a lab that can make the change)."""
     is_open = order.stage in OPEN_STAGES
     shipments = _live_shipments(order)
-    changeable = is_open and (not shipments or any(_changeable(s) for s in shipments))
+    sandbox = order.environment.is_sandbox
+
+    def takes(shipment: Shipment, capability: str) -> bool:
+        if not _changeable(shipment):
+            return False
+        if shipment.submitted_at is None:
+            return True
+        return connector_for(lab_code=shipment.lab_code, sandbox=sandbox).supports(capability)
+
+    def change(capability: str) -> bool:
+        return is_open and (not shipments or any(takes(s, capability) for s in shipments))
+
     return {
-        "cancel": is_open,
-        "changeRecipientDetails": changeable,
-        "changeShippingMethod": changeable,
+        "cancel": is_open and all(takes(s, "cancel") for s in shipments),
+        "changeRecipientDetails": change("updateAddress"),
+        "changeShippingMethod": change("updateShippingMethod"),
         "changeMetaData": True,
     }
 
@@ -162,7 +185,7 @@ def order_cancel(*, order: Order) -> ActionResult:
     lab_state_refresh(_fresh(order))
     with transaction.atomic():
         locked = _lock(order)
-        if not actions_available(locked)["cancel"]:
+        if locked.stage not in OPEN_STAGES:
             return ActionResult("ActionNotAvailable")
         shipments = _live_shipments(locked)
         if any(not _changeable(s) for s in shipments):
@@ -236,14 +259,23 @@ def _cancel_record(locked: Order, steps: list[_LabStep]) -> ActionResult:
     return ActionResult("Cancelled", tuple(results))
 
 
-def _update_steps(order: Order, *, operation: str) -> list[_LabStep]:
+def _update_steps(
+    order: Order,
+    *,
+    operation: str,
+    refusal: Callable[[Shipment], str | None] = lambda shipment: None,
+) -> list[_LabStep]:
     """Under the order's lock: each live shipment's result when it is known without its lab,
-    and the intent recorded for those whose lab is to be asked."""
+    and the intent recorded for those whose lab is to be asked. ``refusal`` says why a
+    shipment cannot take the change at all (its lab is then not asked)."""
     steps: list[_LabStep] = []
     submitting = order.pipeline_step == PipelineStep.SUBMIT
     for shipment in _live_shipments(order):
         step = _LabStep(shipment)
-        if shipment.submitted_at is None and submitting:
+        refused = refusal(shipment) if _changeable(shipment) else None
+        if refused is not None:
+            step.result = ShipmentResult(shipment.public_id, False, SHIPMENT_UPDATE_FAILED, refused)
+        elif shipment.submitted_at is None and submitting:
             step.result = ShipmentResult(
                 shipment.public_id,
                 False,
@@ -357,25 +389,43 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
     lab_state_refresh(_fresh(order))
     with transaction.atomic():
         locked = _lock(order)
-        if not actions_available(locked)["changeShippingMethod"]:
+        if not _changes_possible(locked):
             return ActionResult("ActionNotAvailable")
-        _check_deliverable(
-            locked,
-            country_code=locked.address_country_code,
-            shipping_method=shipping_method,
-            path="shippingMethod",
-        )
         if _before_labs(locked):
+            _check_deliverable(
+                locked,
+                country_code=locked.address_country_code,
+                shipping_method=shipping_method,
+                path="shippingMethod",
+            )
             locked.shipping_method = shipping_method
             _touch(locked, "shipping_method")
             return ActionResult("Updated", _replan(locked, path="shippingMethod"))
-        steps = _update_steps(locked, operation="updateShippingMethod")
+        # Each shipment stays at its lab: the engine prices the new method there, and a lab
+        # that does not deliver so is not asked (its result says so; the basket as a whole,
+        # which other labs could make, is no longer the question).
+        planned = {
+            s.id: shipment_method_plan(shipment=s, shipping_method=shipping_method)
+            for s in _live_shipments(locked)
+            if _changeable(s)
+        }
+        steps = _update_steps(
+            locked,
+            operation="updateShippingMethod",
+            refusal=lambda s: found if isinstance(found := planned.get(s.id), str) else None,
+        )
 
     def record(locked: Order, ok: set[str]) -> None:
-        for shipment in _live_shipments(locked):
-            if shipment.public_id in ok:
-                shipment.shipping_method = shipping_method
-                shipment.save(update_fields=["shipping_method"])
+        """What the labs were told, recorded: each shipment that took the method gets the
+        carrier and price the engine gave for it, one charge adjusting the shipping."""
+        shipments_method_record(
+            order=locked,
+            planned=[
+                (shipment, plan)
+                for shipment in _live_shipments(locked)
+                if shipment.public_id in ok and not isinstance(plan := planned[shipment.id], str)
+            ],
+        )
         locked.shipping_method = shipping_method
         _touch(locked, "shipping_method")
 
@@ -413,7 +463,7 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
 
     with transaction.atomic():
         locked = _lock(order)
-        if not actions_available(locked)["changeRecipientDetails"]:
+        if not _changes_possible(locked):
             return ActionResult("ActionNotAvailable")
         _check_deliverable(
             locked,

@@ -1,4 +1,5 @@
-"""Charges of an order: Item and Shipping from the allocation plan, Refund on cancellation.
+"""Charges of an order: Item and Shipping from the allocation plan, Refund on cancellation, and
+a Shipping adjustment when a shipment's method changes after allocation.
 
 The amounts are exactly the plan's (the same engine prices quotes), so a quote for a basket
 equals the charges of an order for it, to the cent. Sandbox orders show charges but are never
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Sum
 
 from labs.allocation import AllocationPlan
 from orders.models import Charge, ChargeItem, ChargeType, Order, OrderItem, Shipment
@@ -147,4 +149,29 @@ def shipment_charges_write(
         charge_type=ChargeType.SHIPPING,
         currency=currency,
         lines=[ChargeItem(shipment=shipment, cost=shipping[0], tax=shipping[1])],
+    )
+
+
+@transaction.atomic
+def shipping_adjustment_write(
+    *, order: Order, repriced: Sequence[tuple[Shipment, Decimal, Decimal]]
+) -> Charge | None:
+    """A Shipping charge that brings what each shipment's shipping was charged to its new
+    price: ``repriced`` holds (shipment, cost, tax) as the engine priced them now. One line per
+    shipment whose price changed (positive: more to pay; negative: a credit); None when none
+    did. A later refund of the shipment refunds the adjusted total (``refund_write`` takes
+    these lines too)."""
+    lines = []
+    for shipment, cost, tax in repriced:
+        charged = ChargeItem.objects.filter(
+            charge__order=order, charge__charge_type=ChargeType.SHIPPING, shipment=shipment
+        ).aggregate(cost=Sum("cost"), tax=Sum("tax"))
+        extra_cost = cost - (charged["cost"] or Decimal(0))
+        extra_tax = tax - (charged["tax"] or Decimal(0))
+        if extra_cost or extra_tax:
+            lines.append(ChargeItem(shipment=shipment, cost=extra_cost, tax=extra_tax))
+    if not lines:
+        return None
+    return _charge_create(
+        order=order, charge_type=ChargeType.SHIPPING, currency=order.currency, lines=lines
     )

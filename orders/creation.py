@@ -17,7 +17,10 @@ from merchants.models import Environment, PauseMode
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
     Asset,
+    AssetStatus,
     Order,
+    OrderFile,
+    OrderFileKind,
     OrderIssue,
     OrderItem,
     PipelineStep,
@@ -25,6 +28,7 @@ from orders.models import (
 )
 from orders.parts import OrderParts
 from orders.payments import payment_due_by, payment_issue_write, payment_required
+from products.models import Product
 from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, basket_validate
 
 
@@ -66,6 +70,24 @@ def _add(failures: dict[str, list[tuple[str, str]]], path: str, code: str, text:
     failures.setdefault(path, []).append((code, text))
 
 
+def _spine_failures(
+    *, data: Mapping[str, Any], products: Mapping[str, Product]
+) -> dict[str, list[tuple[str, str]]]:
+    """A spine given for a product that has none (only photobooks have one) is refused
+    rather than stored and never printed."""
+    failures: dict[str, list[tuple[str, str]]] = {}
+    for index, item in enumerate(data["items"]):
+        product = products.get(item["sku"].strip().upper())
+        if item.get("spine") and product is not None and not product.has_spine:
+            _add(
+                failures,
+                f"items[{index}].spine",
+                "SpineNotSupported",
+                f"{product.sku} has no spine; send the item without one.",
+            )
+    return failures
+
+
 def order_validate(
     *, data: Mapping[str, Any], currency: str, catalogue: CatalogueSnapshot | None = None
 ) -> ValidatedOrder:
@@ -78,20 +100,26 @@ def order_validate(
     if catalogue is None:
         catalogue = catalogue_snapshot()
     products = catalogue.products_by_sku([item["sku"] for item in data["items"]])
-    items = basket_validate(
-        items=[
-            ItemInput(
-                sku=item["sku"],
-                copies=item["copies"],
-                attributes=item.get("attributes") or {},
-                print_areas=[a.get("printArea") or DEFAULT_PRINT_AREA for a in item["assets"]],
-                page_counts=[a.get("pageCount") for a in item["assets"]],
-            )
-            for item in data["items"]
-        ],
-        require_page_count=True,
-        products=products,
-    )
+    spines = _spine_failures(data=data, products=products)
+    try:
+        items = basket_validate(
+            items=[
+                ItemInput(
+                    sku=item["sku"],
+                    copies=item["copies"],
+                    attributes=item.get("attributes") or {},
+                    print_areas=[a.get("printArea") or DEFAULT_PRINT_AREA for a in item["assets"]],
+                    page_counts=[a.get("pageCount") for a in item["assets"]],
+                )
+                for item in data["items"]
+            ],
+            require_page_count=True,
+            products=products,
+        )
+    except ValidationFailed as invalid:
+        raise ValidationFailed({**invalid.failures, **spines}) from invalid
+    if spines:
+        raise ValidationFailed(spines)
     basket = [BasketItem.of_validated(item) for item in items]
     failures: dict[str, list[tuple[str, str]]] = {}
     unavailable: dict[str, list[str]] = {}
@@ -203,6 +231,8 @@ def _store(
         due_at = payment_due_by(now)
     else:
         stage, step, due_at = Stage.IN_PROGRESS, PipelineStep.DOWNLOAD, now
+    branding = data.get("branding") or {}
+    packing_slip_url = (data.get("packingSlip") or {}).get("url") or ""
     order = Order.objects.create(
         environment=environment,
         oms_id=data.get("omsId"),
@@ -222,10 +252,11 @@ def _store(
         address_state_or_county=address.get("stateOrCounty") or "",
         metadata=data.get("metadata") or {},
         branding={
-            name: {"url": value["url"], "status": "NotDownloaded"}
-            for name, value in (data.get("branding") or {}).items()
+            name: {"url": value["url"], "status": AssetStatus.IN_PROGRESS}
+            for name, value in branding.items()
         },
-        packing_slip_url=(data.get("packingSlip") or {}).get("url") or "",
+        packing_slip_url=packing_slip_url,
+        packing_slip_status=AssetStatus.IN_PROGRESS if packing_slip_url else "",
         us_sales_tax_already_collected=False,
         currency=environment.merchant.billing_currency,
         stage=stage,
@@ -270,6 +301,14 @@ def _store(
             )
     OrderItem.objects.bulk_create(items)
     Asset.objects.bulk_create(assets)
+    files = [
+        OrderFile(order=order, kind=OrderFileKind.BRANDING, name=name, url=value["url"])
+        for name, value in branding.items()
+    ]
+    if packing_slip_url:
+        slip = OrderFile(order=order, kind=OrderFileKind.PACKING_SLIP, url=packing_slip_url)
+        files.insert(0, slip)
+    OrderFile.objects.bulk_create(files)
     issues = OrderIssue.objects.bulk_create(
         OrderIssue(
             order=order,

@@ -7,6 +7,11 @@ One vocabulary: the pipeline, creation and actions use these names, never their 
 ITEM_UNAVAILABLE = "order.items.ItemUnavailable"
 ASSET_NOT_DOWNLOADED = "order.items.assets.NotDownloaded"
 ASSET_FAILED_TO_DOWNLOAD = "order.items.assets.FailedToDownloaded"
+# The packing slip and branding files (``objectId`` is the order's id).
+PACKING_SLIP_NOT_DOWNLOADED = "order.packingSlip.NotDownloaded"
+PACKING_SLIP_FAILED_TO_DOWNLOAD = "order.packingSlip.FailedToDownloaded"
+BRANDING_NOT_DOWNLOADED = "order.branding.NotDownloaded"
+BRANDING_FAILED_TO_DOWNLOAD = "order.branding.FailedToDownloaded"
 PRINT_READY_FAILED = "order.items.assets.PrintReadyFailed"
 SUBMISSION_FAILED = "order.shipments.SubmissionFailed"
 # A Live order of a card-billed merchant waits until its cost is authorised.

@@ -4,7 +4,7 @@ from django.conf import settings
 
 from common.files import file_url
 from labs.connectors import LabOrder, LabOrderItem
-from orders.models import Shipment
+from orders.models import OrderFile, OrderFileKind, Shipment
 from orders.representation import order_recipient, shipment_address
 
 
@@ -15,9 +15,11 @@ def lab_file_url(name: str, base_url: str) -> str | None:
 
 def lab_order(shipment: Shipment) -> LabOrder:
     """The shipment's lab order: the order's recipient, at the shipment's own address when
-    staff changed it (``updateAddress`` on one shipment of several)."""
+    staff changed it (``updateAddress`` on one shipment of several), and the order's packing
+    slip and branding files (the checked copies this service stored, as for print files)."""
     order = shipment.order
     base_url = order.environment.base_url
+    files = list(order.files.all())
     return LabOrder(
         shipment_id=shipment.public_id,
         order_id=order.public_id,
@@ -37,7 +39,17 @@ def lab_order(shipment: Shipment) -> LabOrder:
             )
             for item in shipment.items.all()
         ),
+        packing_slip=next(
+            (_file_url(f, base_url) for f in files if f.kind == OrderFileKind.PACKING_SLIP), ""
+        ),
+        branding={
+            f.name: _file_url(f, base_url) for f in files if f.kind == OrderFileKind.BRANDING
+        },
         reference=shipment.lab_order_reference,
         held_since=shipment.held_since,
         held_seconds=shipment.held_seconds,
     )
+
+
+def _file_url(order_file: OrderFile, base_url: str) -> str:
+    return lab_file_url(order_file.source_file, base_url) or order_file.url

@@ -316,12 +316,61 @@ class ChargeItem(PublicIdModel):
         ordering = ["id"]
 
 
+class OrderFileKind(models.TextChoices):
+    PACKING_SLIP = "PackingSlip"
+    BRANDING = "Branding"
+
+
+class OrderFile(models.Model):
+    """A file of the order itself (its packing slip or a branding file), downloaded and checked
+    like an asset and sent to every lab with the shipment.
+
+    ``status`` is also written to what ``GET`` shows (``Order.packing_slip_status``, the
+    status in ``Order.branding``) in the same transaction, so reading an order needs no join.
+    """
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="files")
+    kind = models.CharField(max_length=12, choices=OrderFileKind.choices)
+    name = models.CharField(
+        max_length=50, blank=True, help_text="The branding name; blank for the packing slip."
+    )
+    url = models.URLField(max_length=2000)
+    status = models.CharField(
+        max_length=12, choices=AssetStatus.choices, default=AssetStatus.IN_PROGRESS
+    )
+    download_attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    source_file = models.CharField(
+        max_length=500, blank=True, help_text="Storage name of the download."
+    )
+    source_size = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "kind", "name"], name="order_file_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        """How issues name the file: ``packing slip`` or ``branding 'postcard'``."""
+        if self.kind == OrderFileKind.PACKING_SLIP:
+            return "packing slip"
+        return f"branding '{self.name}'"
+
+
 class OrderIssue(models.Model):
-    """A problem shown on ``status.issues``; at most one per (order, object, asset, code)."""
+    """A problem shown on ``status.issues``; at most one per (order, object, asset or order
+    file, code)."""
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="issues")
     object_id = models.CharField(max_length=40, help_text="The ord_ or ori_ id the issue is about.")
     asset = models.ForeignKey(Asset, on_delete=models.CASCADE, null=True, blank=True)
+    order_file = models.ForeignKey(OrderFile, on_delete=models.CASCADE, null=True, blank=True)
     error_code = models.CharField(max_length=80)
     description = models.TextField()
     authorisation_url = models.URLField(max_length=2000, blank=True)

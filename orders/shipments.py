@@ -7,7 +7,7 @@ lock, with the shipment callback. The same steps serve the order actions after s
 (``orders.actions``).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,14 +16,15 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from labs.allocation import Infeasible, PlannedShipment, UnknownCurrency, plan_at_lab
 from labs.capabilities import capabilities_listed
 from labs.connectors import LabConnector, LabOrder, LabResult, connector_for
 from labs.connectors.siteflow import SiteflowConnector
-from labs.selectors import shipping_rate_for
-from orders.charges import refund_write
+from orders.charges import refund_write, shipping_adjustment_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.lab_orders import lab_order
 from orders.models import Order, PipelineStep, Shipment, ShipmentStatus, Stage
+from orders.pipeline.steps.allocate import order_basket
 from orders.representation import shipment_address
 
 # An intent older than this is left over from a process that died during its lab call.
@@ -291,29 +292,66 @@ ORDER_ADDRESS_COLUMNS = {
 }
 
 
+def shipment_method_plan(*, shipment: Shipment, shipping_method: str) -> PlannedShipment | str:
+    """The shipment delivered by ``shipping_method`` from its own lab, carrier and price as the
+    engine gives them now; or why its lab cannot deliver it so."""
+    order = shipment.order
+    country = shipment_address(shipment)["countryCode"]
+    items = list(shipment.items.prefetch_related("assets").order_by("position"))
+    if not items:
+        return "The shipment has no items."
+    try:
+        plan = plan_at_lab(
+            items=order_basket(order, items),
+            lab_code=shipment.lab_code,
+            country_code=country,
+            shipping_method=shipping_method,
+            currency=order.currency,
+        )
+    except Infeasible as infeasible:
+        failures = [f for found in infeasible.failures_by_item_key.values() for f in found]
+        if all(f.code in ("MethodNotOffered", "NotShippedToCountry") for f in failures):
+            return f"Lab {shipment.lab_code} does not ship {shipping_method} to {country}."
+        return " ".join(f.description for f in failures)
+    except UnknownCurrency as unknown:
+        return str(unknown)
+    [planned] = plan.shipments
+    return planned
+
+
+def shipments_method_record(
+    *, order: Order, planned: Sequence[tuple[Shipment, PlannedShipment]]
+) -> None:
+    """Record what the labs agreed to: each shipment's new method and carrier, and a Shipping
+    charge adjustment to the engine's new price (inside the caller's transaction)."""
+    for shipment, plan in planned:
+        shipment.shipping_method = plan.shipping_method
+        shipment.carrier_name = plan.carrier_name
+        shipment.carrier_service = plan.carrier_service
+        shipment.save(update_fields=["shipping_method", "carrier_name", "carrier_service"])
+    shipping_adjustment_write(
+        order=order,
+        repriced=[(shipment, plan.shipping_cost, plan.shipping_tax) for shipment, plan in planned],
+    )
+
+
 def shipment_update_shipping_method(
     *, shipment: Shipment, shipping_method: str
 ) -> ShipmentOperationResult:
-    """Ship the lab order by another method, with the carrier the lab's rate for the
-    destination names; the order's method follows when the order has this one shipment."""
-    current = Shipment.objects.select_related("order").get(id=shipment.id)
-    country = shipment_address(current)["countryCode"]
-    rate = shipping_rate_for(
-        lab_code=current.lab_code, method=shipping_method, country_code=country
-    )
+    """Ship the lab order by another method, with the carrier and price the engine gives for
+    its lab and destination (the charge adjusted); the order's method follows once every
+    shipment of it that is not cancelled goes by that method."""
+    current = Shipment.objects.select_related("order__environment").get(id=shipment.id)
+    planned = shipment_method_plan(shipment=current, shipping_method=shipping_method)
 
     def check(s: Shipment) -> str | None:
-        if rate is None:
-            return f"Lab {s.lab_code} does not ship {shipping_method} to {country}."
-        return None
+        return planned if isinstance(planned, str) else None
 
     def record(order: Order, locked: Shipment) -> None:
-        assert rate is not None
-        locked.shipping_method = shipping_method
-        locked.carrier_name = rate.carrier_name
-        locked.carrier_service = rate.carrier_service
-        locked.save(update_fields=["shipping_method", "carrier_name", "carrier_service"])
-        if _only_shipment(order):
+        assert not isinstance(planned, str)
+        shipments_method_record(order=order, planned=[(locked, planned)])
+        others = Shipment.objects.filter(order=order).exclude(status=ShipmentStatus.CANCELLED)
+        if not others.exclude(shipping_method=shipping_method).exists():
             order.shipping_method = shipping_method
             order.last_updated = timezone.now()
             order.save(update_fields=["shipping_method", "last_updated"])

@@ -20,6 +20,10 @@ from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from products.validation import ItemInput, basket_validate
 
 US_SALES_TAX_WARNING = "destinationCountryCode.UsSalesTaxWarning"
+# An item that no lab has in stock now: the quote has no price, as an order of the basket
+# would be CreatedWithIssues with ``order.items.ItemUnavailable`` and no charges yet.
+ITEM_UNAVAILABLE = "items.ItemUnavailable"
+TEMPORARILY_UNAVAILABLE = "TemporarilyUnavailable"
 
 
 # A quote's item is exactly what the catalogue check takes.
@@ -65,7 +69,8 @@ def quotes_create(
     catalogue: CatalogueSnapshot | None = None,
 ) -> QuoteResult:
     """Quotes for the basket: for ``shipping_method`` only, or for every method able to deliver
-    all of it. Raises ``ValidationFailed`` for catalogue problems and undeliverable items.
+    all of it. Raises ``ValidationFailed`` for catalogue problems and undeliverable items; an
+    item no lab has in stock now gives no quote but an ``items.ItemUnavailable`` issue.
     ``catalogue``: the snapshot to price against (the current one by default)."""
     if catalogue is None:
         catalogue = catalogue_snapshot()
@@ -75,35 +80,31 @@ def quotes_create(
         products=catalogue.products_by_sku([item.sku for item in items]),
     )
     basket = [BasketItem.of_validated(item) for item in validated]
+    issues: list[QuoteIssue] = []
     try:
-        if shipping_method is not None:
-            plans = [
-                plan_basket(
-                    items=basket,
-                    country_code=destination_country_code,
-                    shipping_method=shipping_method,
-                    currency=currency,
-                    catalogue=catalogue,
-                )
-            ]
-        else:
-            plans = list(
-                plan_all_methods(
-                    items=basket,
-                    country_code=destination_country_code,
-                    currency=currency,
-                    catalogue=catalogue,
-                ).values()
-            )
-    except UnknownCurrency as unknown:
-        raise ValidationFailed.single("currencyCode", "UnknownCurrency", str(unknown)) from unknown
+        plans = _plans(basket, destination_country_code, shipping_method, currency, catalogue)
     except Infeasible as infeasible:
-        raise ValidationFailed(
-            {
-                f"items[{key}].sku": [(f.code, f.description) for f in item_failures_]
-                for key, item_failures_ in infeasible.failures_by_item_key.items()
-            }
-        ) from infeasible
+        # As an order of the basket is CreatedWithIssues: an item out of stock everywhere is
+        # an issue, not an error, once the rest of the basket could be delivered.
+        unavailable = _unavailable(infeasible)
+        rest = [item for item in basket if item.key not in unavailable]
+        if not unavailable:
+            raise _undeliverable(infeasible) from infeasible
+        if rest:
+            try:
+                _plans(rest, destination_country_code, shipping_method, currency, catalogue)
+            except Infeasible as still:
+                raise _undeliverable(still) from still
+        plans = []
+        by_key = {item.key: item for item in validated}
+        issues += [
+            QuoteIssue(
+                ITEM_UNAVAILABLE,
+                f"items[{key}]: {by_key[key].sku} is temporarily unavailable. "
+                "Please contact customer services.",
+            )
+            for key in sorted(unavailable, key=int)
+        ]
 
     quotes = []
     for plan in plans:
@@ -119,7 +120,6 @@ def quotes_create(
             for item in validated
         ]
         quotes.append(Quote(plan=plan, items=tuple(quote_items), item_ids=ids))
-    issues = []
     if destination_country_code.upper() == "US":
         issues.append(
             QuoteIssue(
@@ -129,3 +129,49 @@ def quotes_create(
             )
         )
     return QuoteResult(quotes=tuple(quotes), issues=tuple(issues))
+
+
+def _plans(
+    basket: Sequence[BasketItem],
+    country_code: str,
+    shipping_method: str | None,
+    currency: str,
+    catalogue: CatalogueSnapshot,
+) -> list[AllocationPlan]:
+    """The plan for ``shipping_method``, or for every method that delivers the basket."""
+    try:
+        if shipping_method is not None:
+            return [
+                plan_basket(
+                    items=basket,
+                    country_code=country_code,
+                    shipping_method=shipping_method,
+                    currency=currency,
+                    catalogue=catalogue,
+                )
+            ]
+        return list(
+            plan_all_methods(
+                items=basket, country_code=country_code, currency=currency, catalogue=catalogue
+            ).values()
+        )
+    except UnknownCurrency as unknown:
+        raise ValidationFailed.single("currencyCode", "UnknownCurrency", str(unknown)) from unknown
+
+
+def _unavailable(infeasible: Infeasible) -> set[str]:
+    """The keys of the items that fail only for want of stock."""
+    return {
+        key
+        for key, failures in infeasible.failures_by_item_key.items()
+        if failures and all(f.code == TEMPORARILY_UNAVAILABLE for f in failures)
+    }
+
+
+def _undeliverable(infeasible: Infeasible) -> ValidationFailed:
+    return ValidationFailed(
+        {
+            f"items[{key}].sku": [(f.code, f.description) for f in failures]
+            for key, failures in infeasible.failures_by_item_key.items()
+        }
+    )

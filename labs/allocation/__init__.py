@@ -10,6 +10,7 @@ Public interface (keyword-only)::
     plan_basket(*, items, country_code, shipping_method, currency) -> AllocationPlan
     plan_all_methods(*, items, country_code, currency) -> dict[method, AllocationPlan]
     methods_available(*, items, country_code) -> list[str]
+    plan_at_lab(*, items, lab_code, country_code, shipping_method, currency) -> AllocationPlan
     canonical_method(method) -> str | None
 
 ``items`` is a sequence of ``BasketItem(key, sku, attributes, copies, pages=None)``. They raise
@@ -44,6 +45,7 @@ from labs.allocation.engine import METHODS as METHODS
 from labs.allocation.engine import canonical_method as canonical_method
 from labs.allocation.engine import methods_available as methods_available
 from labs.allocation.engine import plan_all_methods as plan_all_methods
+from labs.allocation.engine import plan_at_lab as plan_at_lab
 from labs.allocation.engine import plan_basket as plan_basket
 from labs.allocation.types import FAILURE_CODES as FAILURE_CODES
 from labs.allocation.types import AllocationPlan as AllocationPlan

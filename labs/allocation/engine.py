@@ -1,7 +1,7 @@
 """Loading what the engine needs from the database, and turning the optimum into a plan."""
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from common.money import convert, tax_of, to_cents
@@ -383,6 +383,37 @@ def methods_available(
     _check_basket(items)
     snapshot = _load(items=items, country_code=country_code, catalogue=catalogue)
     return [m for m in METHODS if not _method_failures(snapshot, m)]
+
+
+def plan_at_lab(
+    *,
+    items: Sequence[BasketItem],
+    lab_code: str,
+    country_code: str,
+    shipping_method: str,
+    currency: str,
+) -> AllocationPlan:
+    """The plan for items that one lab already makes (a shipment at its lab, delivered by
+    another method): priced as ``plan_basket`` prices, but at ``lab_code`` only and whatever
+    its stock now. Raises ``Infeasible`` when that lab cannot deliver them so
+    (``MethodNotOffered``, ``NotShippedToCountry``), and as ``plan_basket`` otherwise."""
+    method = canonical_method(shipping_method)
+    if method is None:
+        raise ValueError(f"Unknown shipping method '{shipping_method}'.")
+    _check_basket(items)
+    snapshot = _load(items=items, country_code=country_code, catalogue=None)
+    snapshot.items = [
+        replace(
+            prepared,
+            offers=tuple(
+                replace(offer, in_stock=True)
+                for offer in prepared.offers
+                if offer.lab.code == lab_code
+            ),
+        )
+        for prepared in snapshot.items
+    ]
+    return _plan(snapshot, method, currency)
 
 
 def _explain_no_method(snapshot: _Snapshot) -> dict[str, list[ItemFailure]]:

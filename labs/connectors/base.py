@@ -26,6 +26,10 @@ class LabOrder:
     shipping_method: str
     recipient: Mapping[str, Any]
     items: tuple[LabOrderItem, ...]
+    # Files that go in the parcel: the packing slip's URL ("" without one) and branding name
+    # → URL (``postcard``, ``sticker_exterior_round``, ...).
+    packing_slip: str = ""
+    branding: Mapping[str, str] = field(default_factory=dict)
     reference: str = ""  # the lab's own order reference once submitted
     carrier_name: str = ""  # the carrier planned for the shipment, when known
     carrier_service: str = ""

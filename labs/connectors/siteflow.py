@@ -26,6 +26,10 @@ from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
 # Everything Site Flow can do to an order after submission.
 SITEFLOW_CAPABILITIES = CAPABILITIES
 MAX_RESPONSE_BYTES = 1024 * 1024
+# The item that carries the packing slip and branding files (its components), and the
+# component code of the packing slip (branding files use their branding name).
+INSERTS_SKU = "inserts"
+PACKING_SLIP_CODE = "packingSlip"
 # Statuses that say "try later" although they are 4xx.
 _RETRYABLE_CLIENT_STATUSES = frozenset({408, 425, 429})
 
@@ -202,7 +206,8 @@ class SiteflowConnector(LabConnector):
                         ],
                     }
                     for item in order.items
-                ],
+                ]
+                + self._inserts(order),
                 "shipments": [
                     {
                         "shipTo": ship_to(recipient),
@@ -212,6 +217,23 @@ class SiteflowConnector(LabConnector):
             },
         }
         return data if include_nulls else _without_nulls(data)
+
+    def _inserts(self, order: LabOrder) -> list[dict[str, Any]]:
+        """The packing slip and branding files as one more item whose components the site
+        fetches and puts in the parcel (none without them)."""
+        files = ([(PACKING_SLIP_CODE, order.packing_slip)] if order.packing_slip else []) + list(
+            order.branding.items()
+        )
+        if not files:
+            return []
+        return [
+            {
+                "sourceItemId": f"{order.shipment_id}-inserts",
+                "sku": self.site.product_codes.get(INSERTS_SKU) or INSERTS_SKU,
+                "quantity": 1,
+                "components": [{"code": code, "path": url, "fetch": True} for code, url in files],
+            }
+        ]
 
     def _carrier_alias(self, shipping_method: str) -> str:
         return self.site.carrier_aliases.get(shipping_method) or shipping_method

@@ -1,4 +1,5 @@
-"""Image files are deleted automatically some days after the order's submission ended.
+"""Image files (assets, packing slip, branding) are deleted automatically some days after the
+order's submission ended.
 
 An order submitted to its labs keeps its files IMAGE_RETENTION_DAYS after that submission; an
 order that ended without it (cancelled, or failed in the pipeline) keeps them as long after
@@ -12,7 +13,7 @@ from django.core.files.storage import default_storage
 from django.db.models import Q
 from django.utils import timezone
 
-from orders.models import Asset, Order, OrderItem, PipelineStep, Stage
+from orders.models import Asset, Order, OrderFile, OrderItem, PipelineStep, Stage
 
 
 def images_purge_expired(*, batch: int = 200) -> int:
@@ -47,4 +48,7 @@ def _files_delete(order_id: int) -> None:
         source_file="", print_file="", thumbnail=""
     )
     OrderItem.objects.filter(order_id=order_id).update(thumbnail="")
+    for order_file in OrderFile.objects.filter(order_id=order_id).exclude(source_file=""):
+        default_storage.delete(order_file.source_file)
+    OrderFile.objects.filter(order_id=order_id).update(source_file="")
     Order.objects.filter(id=order_id).update(files_deleted_at=timezone.now())

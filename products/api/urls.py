@@ -1,8 +1,7 @@
-from django.urls import path
+from api.routers import ApiRouter
+from products.api.views import ProductViewSet
 
-from products.api.views import ProductDetailView, SpineView
+router = ApiRouter()
+router.register("products", ProductViewSet, basename="products")
 
-urlpatterns = [
-    path("products/spine", SpineView.as_view(), name="products-spine"),
-    path("products/<str:sku>", ProductDetailView.as_view(), name="products-detail"),
-]
+urlpatterns = router.urls

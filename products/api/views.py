@@ -1,11 +1,12 @@
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.schema import operation
-from api.views import ApiView, validated_input
+from api.views import ApiViewSet, validated_input
 from common.countries import is_country_code
 from common.errors import EntityNotFound, ValidationFailed
 from labs.selectors import countries_reached
@@ -44,7 +45,11 @@ def _product_details(product: Product) -> dict[str, Any]:
     }
 
 
-class ProductDetailView(ApiView):
+class ProductViewSet(ApiViewSet):
+    # GET /v4.0/products/{sku} and POST /v4.0/products/spine.
+    lookup_field = "sku"
+    lookup_value_converter = "str"
+
     @operation(
         TAG,
         "products_get",
@@ -52,15 +57,13 @@ class ProductDetailView(ApiView):
         ProductResponseSerializer,
         parameters=[OpenApiParameter("sku", str, OpenApiParameter.PATH)],
     )
-    def get(self, request: Request, sku: str) -> Response:
+    def retrieve(self, request: Request, sku: str) -> Response:
         product = product_get(sku=sku)
         if product is None:
             raise EntityNotFound(f"There is no product with SKU '{sku}'.")
         details = ProductDetailsSerializer(_product_details(product)).data
         return Response({"outcome": "Ok", "product": details})
 
-
-class SpineView(ApiView):
     @operation(
         TAG,
         "products_spine",
@@ -68,7 +71,8 @@ class SpineView(ApiView):
         SpineResponseSerializer,
         request=SpineRequestSerializer,
     )
-    def post(self, request: Request) -> Response:
+    @action(detail=False, methods=["post"], url_path="spine")
+    def spine(self, request: Request) -> Response:
         data = validated_input(SpineRequestSerializer, request)
         country = data.get("destinationCountryCode")
         if country is not None and not is_country_code(country):

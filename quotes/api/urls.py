@@ -1,7 +1,7 @@
-from django.urls import path
+from api.routers import ApiRouter
+from quotes.api.views import QuoteViewSet
 
-from quotes.api.views import QuoteCreateView
+router = ApiRouter()
+router.register("quotes", QuoteViewSet, basename="quotes")
 
-urlpatterns = [
-    path("quotes", QuoteCreateView.as_view(), name="quotes-create"),
-]
+urlpatterns = router.urls

@@ -5,7 +5,7 @@ from rest_framework.response import Response
 
 from api.authentication import client_environment
 from api.schema import operation
-from api.views import ApiView
+from api.views import ApiViewSet
 from labs.catalogue import catalogue_snapshot
 from quotes.api.serializers import (
     QuoteIssueSerializer,
@@ -50,7 +50,8 @@ def _quote_body(quote: Quote) -> dict[str, Any]:
     }
 
 
-class QuoteCreateView(ApiView):
+class QuoteViewSet(ApiViewSet):
+    # POST /v4.0/quotes.
     @operation(
         "quotes",
         "quotes_create",
@@ -58,7 +59,7 @@ class QuoteCreateView(ApiView):
         QuoteResponseSerializer,
         request=QuoteRequestSerializer,
     )
-    def post(self, request: Request) -> Response:
+    def create(self, request: Request) -> Response:
         catalogue = catalogue_snapshot()
         serializer = QuoteRequestSerializer(data=request.data, context={"catalogue": catalogue})
         serializer.is_valid(raise_exception=True)

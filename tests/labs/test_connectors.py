@@ -207,6 +207,8 @@ def test_map_to_json_gives_the_whole_lab_order_as_plain_data() -> None:
                 "files": {"default": "https://files.example/print.jpg"},
             },
         ),
+        "packing_slip": "",
+        "branding": {},
         "reference": "",
         "carrier_name": "",
         "carrier_service": "",

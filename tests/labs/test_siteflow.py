@@ -23,7 +23,16 @@ from labs.connectors.registry import UnavailableConnector
 from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings, sign
 from labs.models import Lab, LabProduct
 from orders.lab_orders import lab_file_url
-from orders.models import Order, OrderIssue, PipelineStep, Shipment, Stage
+from orders.models import (
+    Charge,
+    ChargeType,
+    Order,
+    OrderFile,
+    OrderIssue,
+    PipelineStep,
+    Shipment,
+    Stage,
+)
 from orders.pipeline.state_machine import order_advance
 from tests.labs.factories import LabFactory, LabProductFactory
 from tests.support.siteflow import SiteflowServer
@@ -560,11 +569,12 @@ def jpeg_bytes() -> bytes:
     return out.getvalue()
 
 
-def live_photo_order(api: APIClient, httpserver: HTTPServer, name: str) -> int:
+def live_photo_order(api: APIClient, httpserver: HTTPServer, name: str, **extra: Any) -> int:
     httpserver.expect_request(f"/{name}.jpg").respond_with_data(
         jpeg_bytes(), content_type="image/jpeg"
     )
     body = {
+        **extra,
         "merchantReference": f"MR-{name}",
         "shippingMethod": "Standard",
         "recipient": lab_order().recipient,
@@ -777,3 +787,146 @@ def test_staff_operations_on_a_site_flow_shipment_go_to_the_site(
     assert refused.status_code == 200
     assert refused.json()["success"] is False
     assert "Order sf000001 is cancelled and cannot be changed" in refused.json()["message"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_the_packing_slip_and_branding_reach_the_site_as_components_of_their_own_item(
+    site: SiteflowServer, settings: Any, live_api: APIClient, staff_api: APIClient,
+    httpserver: HTTPServer, live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    httpserver.expect_request("/slip.pdf").respond_with_data(
+        b"%PDF-1.4 slip", content_type="application/pdf"
+    )
+    httpserver.expect_request("/postcard.jpg").respond_with_data(
+        jpeg_bytes(), content_type="image/jpeg"
+    )
+    order_pk = live_photo_order(
+        live_api, httpserver, "siteflow-inserts",
+        packingSlip={"url": httpserver.url_for("/slip.pdf")},
+        branding={"postcard": {"url": httpserver.url_for("/postcard.jpg")}},
+    )  # fmt: skip
+
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+
+    shipment = Shipment.objects.get(order_id=order_pk)
+    slip, postcard = (
+        lab_file_url(f.source_file, live_server.url)
+        for f in OrderFile.objects.filter(order_id=order_pk).order_by("kind").reverse()
+    )
+    assert slip is not None and slip.startswith(live_server.url + "/") and slip.endswith(".pdf")
+    assert postcard is not None
+    submitted = site.order(shipment.public_id).submitted
+    assert submitted["orderData"]["items"][1] == {
+        "sourceItemId": f"{shipment.public_id}-inserts",
+        "sku": "inserts",
+        "quantity": 1,
+        "components": [
+            {"code": "packingSlip", "path": slip, "fetch": True},
+            {"code": "postcard", "path": postcard, "fetch": True},
+        ],
+    }
+    assert site.fetched[slip] == 200 and site.fetched[postcard] == 200
+    mapped = staff_api.get(f"/v4.0/orders/ord_{order_pk}/shipments/{shipment.public_id}/maptojson")
+    assert mapped.json() == submitted
+    shown = live_api.get(f"/v4.0/orders/ord_{order_pk}").json()["order"]
+    assert shown["packingSlip"]["status"] == "Complete"
+    assert shown["branding"]["postcard"]["status"] == "Complete"
+
+
+# --- a new shipping method after submission ------------------------------------------------
+
+
+def shipping_charges(order_pk: int) -> list[list[tuple[str, str, str]]]:
+    """Each Shipping charge's lines as (shipment id, cost, tax)."""
+    return [
+        [(f"shp_{line.shipment_id}", f"{line.cost}", f"{line.tax}") for line in charge.items.all()]
+        for charge in Charge.objects.filter(order_id=order_pk, charge_type=ChargeType.SHIPPING)
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_new_method_after_submission_goes_to_the_site_with_its_carrier_and_price(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    Lab.objects.filter(code="gb1").update(
+        siteflow_carrier_aliases={"Standard": "royalmail-48", "Express": "dpd-next-day"}
+    )
+    order_pk = live_photo_order(live_api, httpserver, "siteflow-express")
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+    shipment = Shipment.objects.get(order_id=order_pk)
+
+    response = live_api.post(
+        f"/v4.0/orders/ord_{order_pk}/actions/updateShippingMethod",
+        {"shippingMethod": "express"},
+        format="json",
+    )
+
+    body = response.json()
+    assert response.status_code == 200
+    assert body["outcome"] == "Updated"
+    assert body["shipmentUpdateResults"] == [
+        {"shipmentId": shipment.public_id, "successful": True, "errorCode": None,
+         "description": None},
+    ]  # fmt: skip
+    assert site.operations() == [
+        ("PUT", "/api/order/sf000001/shipments/0", {"carrier": {"alias": "dpd-next-day"}})
+    ]
+    assert site.order(shipment.public_id).carrier == {"alias": "dpd-next-day"}
+    shown = body["order"]
+    assert shown["shippingMethod"] == "Express"
+    assert shown["shipments"][0]["carrier"] == {"name": "DPD", "service": "Next Day"}
+    # gb1 to GB: Standard 3.95 + 20% VAT, Express 7.95 + 20% VAT; the difference is charged.
+    assert shipping_charges(order_pk) == [
+        [(shipment.public_id, "3.95", "0.79")],
+        [(shipment.public_id, "4.00", "0.80")],
+    ]
+    assert [
+        c["totalCost"]["amount"] for c in shown["charges"] if c["chargeType"] == "Shipping"
+    ] == [
+        "3.95",
+        "4.00",
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_new_method_the_site_refuses_changes_nothing_and_says_why(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    order_pk = live_photo_order(live_api, httpserver, "siteflow-refused")
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+    shipment = Shipment.objects.get(order_id=order_pk)
+    site.advance(shipment.public_id, "cancelled")  # cancelled at the site by its own staff
+
+    body = live_api.post(
+        f"/v4.0/orders/ord_{order_pk}/actions/updateShippingMethod",
+        {"shippingMethod": "Express"},
+        format="json",
+    ).json()
+
+    assert body["outcome"] == "FailedToUpdate"
+    assert body["shipmentUpdateResults"] == [
+        {
+            "shipmentId": shipment.public_id,
+            "successful": False,
+            "errorCode": "order.shipments.updateFailed",
+            "description": "Order sf000001 is cancelled and cannot be changed",
+        }
+    ]
+    assert body["order"]["shippingMethod"] == "Standard"
+    assert body["order"]["shipments"][0]["carrier"] == {
+        "name": "Royal Mail",
+        "service": "Tracked 48",
+    }
+    assert shipping_charges(order_pk) == [[(shipment.public_id, "3.95", "0.79")]]
+    assert Shipment.objects.get(id=shipment.id).shipping_method == "Standard"

@@ -9,8 +9,18 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from labs.models import Lab
-from orders.models import Charge, ChargeType, Order, Shipment, ShipmentStatus, Stage
+from labs.capabilities import CAPABILITIES
+from labs.models import Lab, ShippingRate
+from labs.selectors import shipping_rate_for
+from orders.models import (
+    Charge,
+    ChargeItem,
+    ChargeType,
+    Order,
+    Shipment,
+    ShipmentStatus,
+    Stage,
+)
 from orders.pipeline.steps.allocate import order_allocate
 from tests.support.orders import book_item, order_body, order_via_api
 from webhooks.models import CallbackEvent
@@ -445,3 +455,127 @@ def test_production_started_at_the_lab_but_not_yet_polled_still_blocks_changes(
     assert availability(sandbox_api, order)["changeShippingMethod"] == "No"
     assert act(sandbox_api, order, "cancel").json()["outcome"] == "FailedToCancel"
     assert Shipment.objects.get(order=order).in_production_at is not None
+
+
+def test_a_new_method_after_submission_reprices_each_shipment_that_took_it(
+    sandbox_api: APIClient,
+) -> None:
+    order = allocated(sandbox_api, items=[order_body()["items"][0], book_item()])
+    first, second = Shipment.objects.filter(order=order).order_by("lab_code")
+    Shipment.objects.filter(order=order).update(submitted_at=timezone.now())
+    ShippingRate.objects.filter(lab__code=second.lab_code, method="Express").delete()
+    standard = shipping_rate_for(lab_code=first.lab_code, method="Standard", country_code="GB")
+    express = shipping_rate_for(lab_code=first.lab_code, method="Express", country_code="GB")
+    assert standard is not None and express is not None
+    extra = express.price - standard.price
+
+    body = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Express"}).json()
+
+    assert body["outcome"] == "PartiallyUpdated"
+    assert body["shipmentUpdateResults"] == [
+        {"shipmentId": first.public_id, "successful": True, "errorCode": None, "description": None},
+        {
+            "shipmentId": second.public_id,
+            "successful": False,
+            "errorCode": "order.shipments.updateFailed",
+            "description": f"Lab {second.lab_code} does not ship Express to GB.",
+        },
+    ]
+    shown = {s["id"]: s for s in body["order"]["shipments"]}
+    assert shown[first.public_id]["carrier"] == {
+        "name": express.carrier_name,
+        "service": express.carrier_service,
+    }
+    assert shown[second.public_id]["carrier"] == {
+        "name": second.carrier_name,
+        "service": second.carrier_service,
+    }
+    assert body["order"]["shippingMethod"] == "Express"
+    assert [(s.public_id, s.shipping_method) for s in Shipment.objects.filter(order=order)] == [
+        (first.public_id, "Express"),
+        (second.public_id, "Standard"),
+    ]
+    adjustment = Charge.objects.filter(order=order, charge_type=ChargeType.SHIPPING).last()
+    assert adjustment is not None
+    assert [(line.shipment_id, line.cost, line.tax) for line in adjustment.items.all()] == [
+        (first.id, extra, (extra * Decimal("0.2")).quantize(Decimal("0.01")))
+    ]
+    assert body["order"]["charges"][-1]["totalCost"] == {"amount": f"{extra}", "currency": "GBP"}
+
+
+def test_a_staff_method_change_reprices_and_a_later_cancel_refunds_the_new_price(
+    sandbox_api: APIClient, staff_api: APIClient
+) -> None:
+    order = allocated(sandbox_api)
+    shipment = Shipment.objects.get(order=order)
+    Shipment.objects.filter(id=shipment.id).update(
+        submitted_at=timezone.now(), lab_order_reference="SIM-1"
+    )
+    express = shipping_rate_for(lab_code=shipment.lab_code, method="Express", country_code="GB")
+    assert express is not None
+    base = f"/v4.0/orders/{order.public_id}/shipments/{shipment.public_id}"
+
+    changed = staff_api.post(
+        f"{base}/updateShippingMethod", {"shippingMethod": "Express"}, format="json"
+    )
+    cancelled = staff_api.post(f"{base}/cancel")
+
+    assert changed.json()["success"] is True
+    assert cancelled.json()["success"] is True
+    assert Order.objects.get(id=order.id).shipping_method == "Express"
+    shipping = list(
+        ChargeItem.objects.filter(
+            charge__order=order, shipment=shipment, item__isnull=True
+        ).values_list("charge__charge_type", "cost")
+    )
+    assert [t for t, _ in shipping] == [ChargeType.SHIPPING, ChargeType.SHIPPING] + [
+        ChargeType.REFUND
+    ] * 2
+    charged = sum(c for t, c in shipping if t == ChargeType.SHIPPING)
+    refunded = sum(c for t, c in shipping if t == ChargeType.REFUND)
+    assert (charged, refunded) == (express.price, -express.price)
+
+
+def test_actions_of_an_order_in_production_say_cancel_would_fail(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api, items=[order_body()["items"][0], book_item()])
+    first, second = Shipment.objects.filter(order=order).order_by("lab_code")
+    Shipment.objects.filter(order=order).update(submitted_at=timezone.now())
+    Shipment.objects.filter(id=first.id).update(in_production_at=timezone.now())
+    Lab.objects.update(capabilities=list(CAPABILITIES))
+
+    shown = availability(sandbox_api, order)
+    cancel = act(sandbox_api, order, "cancel").json()
+
+    assert shown == {
+        "cancel": "No",
+        "changeRecipientDetails": "Yes",
+        "changeShippingMethod": "Yes",
+        "changeMetaData": "Yes",
+    }
+    assert cancel["outcome"] == "FailedToCancel"
+    Shipment.objects.filter(id=second.id).update(in_production_at=timezone.now())
+    assert availability(sandbox_api, order) == {
+        "cancel": "No",
+        "changeRecipientDetails": "No",
+        "changeShippingMethod": "No",
+        "changeMetaData": "Yes",
+    }
+
+
+def test_actions_follow_what_the_shipments_labs_can_do(sandbox_api: APIClient) -> None:
+    order = allocated(sandbox_api)
+    shipment = Shipment.objects.get(order=order)
+    Shipment.objects.filter(id=shipment.id).update(submitted_at=timezone.now())
+    Lab.objects.filter(code=shipment.lab_code).update(capabilities=["updateAddress"])
+
+    shown = availability(sandbox_api, order)
+    cancel = act(sandbox_api, order, "cancel").json()
+    method = act(sandbox_api, order, "updateShippingMethod", {"shippingMethod": "Express"}).json()
+
+    assert shown == {
+        "cancel": "No",
+        "changeRecipientDetails": "Yes",
+        "changeShippingMethod": "No",
+        "changeMetaData": "Yes",
+    }
+    assert (cancel["outcome"], method["outcome"]) == ("FailedToCancel", "FailedToUpdate")

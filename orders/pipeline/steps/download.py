@@ -1,15 +1,21 @@
-"""Step 2: download every asset, in parallel, through the guarded client.
+"""Step 2: download every asset, the packing slip and the branding files, in parallel, through
+the guarded client.
 
 Each asset keeps its own attempt count and due time. A failed attempt leaves one
 ``order.items.assets.NotDownloaded`` issue per asset (replaced, not appended); the tenth turns
 it into ``order.items.assets.FailedToDownloaded``, the item ``Invalid`` and the step ``Error``.
+The order's own files (``OrderFile``: packing slip, branding) go the same way with the
+``order.packingSlip.*`` and ``order.branding.*`` codes on the order; they must be a JPEG, PNG,
+TIFF or PDF file, and their status is shown on ``packingSlip.status`` and in ``branding``.
 """
 
 import logging
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -25,9 +31,27 @@ from orders.artwork.files import (
     Md5Mismatch,
     check_md5,
     inspect_asset_file,
+    sniff_format,
 )
-from orders.issues import ASSET_FAILED_TO_DOWNLOAD, ASSET_NOT_DOWNLOADED
-from orders.models import Asset, AssetStatus, DetailState, ItemStatus, Order, OrderIssue, OrderItem
+from orders.issues import (
+    ASSET_FAILED_TO_DOWNLOAD,
+    ASSET_NOT_DOWNLOADED,
+    BRANDING_FAILED_TO_DOWNLOAD,
+    BRANDING_NOT_DOWNLOADED,
+    PACKING_SLIP_FAILED_TO_DOWNLOAD,
+    PACKING_SLIP_NOT_DOWNLOADED,
+)
+from orders.models import (
+    Asset,
+    AssetStatus,
+    DetailState,
+    ItemStatus,
+    Order,
+    OrderFile,
+    OrderFileKind,
+    OrderIssue,
+    OrderItem,
+)
 from orders.pipeline.claims import order_claim_renew
 from products.selectors import product_get
 
@@ -51,40 +75,72 @@ def retry_delay(attempt: int) -> timedelta:
 
 def _fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
     """Runs in a worker thread: network and file checks only, no database access."""
-    destination = folder / f"{asset.id}.part"
-    try:
-        downloaded = download_to_file(
-            asset.url,
-            destination,
-            max_bytes=settings.ASSET_MAX_BYTES,
-            deadline_seconds=settings.ASSET_DOWNLOAD_DEADLINE_SECONDS,
-        )
+
+    def check(downloaded: DownloadedFile) -> AssetFileInfo:
         check_md5(expected=asset.md5_hash or None, actual=downloaded.md5)
-        info = inspect_asset_file(
+        return inspect_asset_file(
             path=downloaded.path,
             priced_by_page=priced_by_page,
             declared_page_count=asset.page_count,
         )
-        return Fetched(asset.id, downloaded, info)
+
+    return _fetch_checked(asset.id, asset.url, folder / f"{asset.id}.part", check, asset.public_id)
+
+
+def _fetch_checked(
+    row_id: int,
+    url: str,
+    destination: Path,
+    check: Callable[[DownloadedFile], AssetFileInfo],
+    label: str,
+) -> Fetched:
+    """Download ``url`` through the guarded client and ``check`` the file: one attempt."""
+    try:
+        downloaded = download_to_file(
+            url,
+            destination,
+            max_bytes=settings.ASSET_MAX_BYTES,
+            deadline_seconds=settings.ASSET_DOWNLOAD_DEADLINE_SECONDS,
+        )
+        return Fetched(row_id, downloaded, check(downloaded))
     except OutboundRefused as exc:
-        return Fetched(asset.id, error=str(exc), permanent=True)
+        return Fetched(row_id, error=str(exc), permanent=True)
     except OutboundError as exc:
         # Over the size cap or a redirect loop: the same request fails the same way. Statuses
         # are retried, 4xx included: merchants often place orders before their upload lands.
-        return Fetched(
-            asset.id, error=str(exc), permanent=not exc.retryable and not exc.status_code
-        )
+        return Fetched(row_id, error=str(exc), permanent=not exc.retryable and not exc.status_code)
     except (Md5Mismatch, OSError) as exc:
         # The file may still be replaced with the right one (an upload in progress).
-        return Fetched(asset.id, error=str(exc))
+        return Fetched(row_id, error=str(exc))
     except AssetFileError as exc:
         # Empty, not an image or PDF, damaged, too many pages: the same bytes fail again, and
         # a file that did arrive is no upload in progress, so one attempt is the answer.
-        return Fetched(asset.id, error=str(exc), permanent=True)
+        return Fetched(row_id, error=str(exc), permanent=True)
     except Exception as exc:
         # Counted as a failed attempt: an unexpected error must not stall the order forever.
-        logger.exception("Asset %s: unexpected error while downloading", asset.public_id)
-        return Fetched(asset.id, error=f"The file could not be checked ({type(exc).__name__}).")
+        logger.exception("%s: unexpected error while downloading", label)
+        return Fetched(row_id, error=f"The file could not be checked ({type(exc).__name__}).")
+
+
+def _order_file_check(downloaded: DownloadedFile) -> AssetFileInfo:
+    """A packing slip or branding file: an image or a PDF, as a lab prints either."""
+    with downloaded.path.open("rb") as source:
+        head = source.read(1024)
+    found = sniff_format(head)
+    if found is None:
+        what = "empty" if not head else "not a JPEG, PNG, TIFF or PDF file"
+        raise AssetFileError(f"The downloaded file is {what}.")
+    return AssetFileInfo(format=found, media_type=found.media_type, page_count=None)
+
+
+def _fetch_order_file(order_file: OrderFile, folder: Path) -> Fetched:
+    return _fetch_checked(
+        order_file.id,
+        order_file.url,
+        folder / f"file-{order_file.id}.part",
+        _order_file_check,
+        f"Order {order_file.order_id} {order_file.label}",
+    )
 
 
 def _store(asset: Asset, fetched: Fetched) -> None:
@@ -109,6 +165,14 @@ def _issue(order: Order, asset: Asset, code: str, description: str) -> None:
     )
 
 
+def _pending_files(order: Order, now: datetime) -> list[OrderFile]:
+    return list(
+        OrderFile.objects.filter(order=order, status=AssetStatus.IN_PROGRESS).exclude(
+            next_attempt_at__gt=now
+        )
+    )
+
+
 def _pending(order: Order, now: datetime) -> list[Asset]:
     return list(
         Asset.objects.select_related("item")
@@ -126,6 +190,7 @@ def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
     """
     now = timezone.now()
     assets = _pending(order, now)
+    files = _pending_files(order, now)
     products = {a.item.sku: product_get(sku=a.item.sku) for a in assets}
     with (
         tempfile.TemporaryDirectory(prefix="assets-") as folder,
@@ -136,22 +201,98 @@ def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
             product = products[asset.item.sku]
             by_page = bool(product and product.priced_by_page and asset.print_area == "default")
             futures[asset.id] = pool.submit(_fetch, asset, by_page, Path(folder))
+        file_futures = {f.id: pool.submit(_fetch_order_file, f, Path(folder)) for f in files}
         for asset in assets:
-            _record(order, asset, futures[asset.id].result())
+            fetched = futures[asset.id].result()
+            _record(order, partial(_record_attempt, order, asset, fetched))
+        for order_file in files:
+            fetched = file_futures[order_file.id].result()
+            _record(order, partial(_record_file_attempt, order, order_file, fetched))
     return _state(order)
 
 
-def _record(order: Order, asset: Asset, fetched: Fetched) -> None:
+def _record(order: Order, record: Callable[[datetime], None]) -> None:
     now = timezone.now()
     claim = order.claimed_until
     try:
         with transaction.atomic():
             # A worker that lost the order (its claim expired) must not count the attempt twice.
             order_claim_renew(order=order)
-            _record_attempt(order, asset, fetched, now)
+            record(now)
     except BaseException:
         order.claimed_until = claim  # the renewal rolled back with the rest
         raise
+
+
+def _record_file_attempt(
+    order: Order, order_file: OrderFile, fetched: Fetched, now: datetime
+) -> None:
+    """One attempt at the packing slip or a branding file, as ``_record_attempt`` for assets;
+    the status the order shows follows."""
+    packing_slip = order_file.kind == OrderFileKind.PACKING_SLIP
+    order_file.download_attempts += 1
+    if fetched.error == "":
+        assert fetched.downloaded is not None and fetched.info is not None
+        name = f"orders/{order.id}/files/{order_file.id}/source.{fetched.info.format.value}"
+        if default_storage.exists(name):
+            default_storage.delete(name)
+        with fetched.downloaded.path.open("rb") as source:
+            order_file.source_file = default_storage.save(name, File(source))
+        order_file.source_size = fetched.downloaded.size
+        order_file.status = AssetStatus.COMPLETE
+        order_file.next_attempt_at = None
+        order_file.last_error = ""
+        OrderIssue.objects.filter(order=order, order_file=order_file).delete()
+    else:
+        attempts = order_file.download_attempts
+        final = fetched.permanent or attempts >= settings.ASSET_DOWNLOAD_ATTEMPTS
+        order_file.last_error = fetched.error
+        if final:
+            order_file.status = AssetStatus.ERROR
+            order_file.next_attempt_at = None
+            code = PACKING_SLIP_FAILED_TO_DOWNLOAD if packing_slip else BRANDING_FAILED_TO_DOWNLOAD
+            description = (
+                f"The {order_file.label} ({order_file.url}) could not be downloaded after "
+                f"{attempts} attempt(s): {fetched.error}"
+            )
+        else:
+            order_file.next_attempt_at = now + retry_delay(attempts)
+            code = PACKING_SLIP_NOT_DOWNLOADED if packing_slip else BRANDING_NOT_DOWNLOADED
+            description = (
+                f"The {order_file.label} ({order_file.url}) is not downloaded yet "
+                f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}"
+            )
+        OrderIssue.objects.filter(order=order, order_file=order_file).exclude(
+            error_code=code
+        ).delete()
+        OrderIssue.objects.update_or_create(
+            order=order,
+            order_file=order_file,
+            error_code=code,
+            defaults={"object_id": order.public_id, "description": description},
+        )
+    order_file.save()
+    _order_file_status_show(order, order_file)
+
+
+def _order_file_status_show(order: Order, order_file: OrderFile) -> None:
+    """Write the file's status where ``GET`` shows it, under the order's row lock."""
+    locked = (
+        Order.objects.select_for_update()
+        .only("id", "packing_slip_status", "branding")
+        .get(id=order.id)
+    )
+    if order_file.kind == OrderFileKind.PACKING_SLIP:
+        locked.packing_slip_status = order_file.status
+    else:
+        locked.branding = {
+            **locked.branding,
+            order_file.name: {"url": order_file.url, "status": order_file.status},
+        }
+    Order.objects.filter(id=order.id).update(
+        packing_slip_status=locked.packing_slip_status, branding=locked.branding
+    )
+    order.packing_slip_status, order.branding = locked.packing_slip_status, locked.branding
 
 
 def _record_attempt(order: Order, asset: Asset, fetched: Fetched, now: datetime) -> None:
@@ -198,10 +339,17 @@ def _item_status(item: OrderItem) -> None:
 
 def _state(order: Order) -> tuple[str, datetime | None]:
     assets = Asset.objects.filter(item__order=order)
-    if assets.filter(status=AssetStatus.ERROR).exists():
+    files = OrderFile.objects.filter(order=order)
+    if (
+        assets.filter(status=AssetStatus.ERROR).exists()
+        or files.filter(status=AssetStatus.ERROR).exists()
+    ):
         return DetailState.ERROR, None
-    pending = assets.filter(status=AssetStatus.IN_PROGRESS)
-    if not pending.exists():
+    pending = [
+        *assets.filter(status=AssetStatus.IN_PROGRESS).values_list("next_attempt_at", flat=True),
+        *files.filter(status=AssetStatus.IN_PROGRESS).values_list("next_attempt_at", flat=True),
+    ]
+    if not pending:
         return DetailState.COMPLETE, None
-    next_at = min(a.next_attempt_at or timezone.now() for a in pending.only("next_attempt_at"))
+    next_at = min(at or timezone.now() for at in pending)
     return DetailState.IN_PROGRESS, next_at
