@@ -72,7 +72,10 @@ def test_a_failing_packing_slip_or_branding_file_is_retried_then_fails_the_downl
     settings.ASSET_DOWNLOAD_ATTEMPTS = 2
     httpserver.expect_request("/slip.pdf").respond_with_data("gone", status=404)
     slip = httpserver.url_for("/slip.pdf")
-    flyer = serve(httpserver, "/flyer.png", b"<html>not an image</html>", "image/png")
+    # Failures that may pass later (a missing or unavailable file) are retried; a file that
+    # arrives but is not an image or PDF fails at once (see test_pipeline).
+    httpserver.expect_request("/flyer.png").respond_with_data("busy", status=503)
+    flyer = httpserver.url_for("/flyer.png")
     order_id = create(
         sandbox_api,
         order_body(
@@ -110,7 +113,7 @@ def test_a_failing_packing_slip_or_branding_file_is_retried_then_fails_the_downl
             "objectId": order_id,
             "errorCode": "order.branding.FailedToDownloaded",
             "description": f"The branding 'flyer' ({flyer}) could not be downloaded after 2 "
-            "attempt(s): The downloaded file is not a JPEG, PNG, TIFF or PDF file.",
+            f"attempt(s): The server answered HTTP 503 SERVICE UNAVAILABLE for {flyer}.",
         },
     ]
     assert "404" in OrderFile.objects.get(kind="PackingSlip").last_error
