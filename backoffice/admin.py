@@ -110,6 +110,34 @@ class BulkJobAdmin(admin.ModelAdmin):
             raise ValidationFailed(failures)
         return Source(spreadsheet_id=spreadsheet_id, worksheet_name=worksheet_name)
 
+    def _form(self, request: HttpRequest, tool: dict[str, str], **extra: Any) -> HttpResponse:
+        """A tool's form: empty, or again with the failures of what was posted."""
+        return TemplateResponse(
+            request, "admin/backoffice/form.html", self._context(request, **tool, **extra)
+        )
+
+    def _review(
+        self,
+        request: HttpRequest,
+        tool: dict[str, str],
+        source: Source,
+        choices: dict[str, str],
+        **extra: Any,
+    ) -> HttpResponse:
+        """What submitting would do, with the source and choices carried to the confirmation."""
+        return TemplateResponse(
+            request,
+            "admin/backoffice/review.html",
+            self._context(
+                request,
+                **tool,
+                **extra,
+                source=source,
+                file_values=json.dumps(source.file_values) if source.file_name else "",
+                choices=choices,
+            ),
+        )
+
     def _audit(self, request: HttpRequest, operation: str, target: str, message: str) -> None:
         assert isinstance(request.user, User)
         audit_entry_record(
@@ -127,9 +155,7 @@ class BulkJobAdmin(admin.ModelAdmin):
     def resubmission_view(self, request: HttpRequest) -> HttpResponse:
         tool = {"title": "Bulk resubmission", "kind": "resubmission"}
         if request.method != "POST":
-            return TemplateResponse(
-                request, "admin/backoffice/form.html", self._context(request, **tool)
-            )
+            return self._form(request, tool)
         posted = request.POST
         try:
             source = self._source(request)
@@ -150,32 +176,16 @@ class BulkJobAdmin(admin.ModelAdmin):
                 return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
             _, review = services.resubmission_review(source=source, lab=lab)
         except ValidationFailed as failed:
-            return TemplateResponse(
-                request,
-                "admin/backoffice/form.html",
-                self._context(request, **tool, failures=failed.failures, posted=posted),
-            )
-        return TemplateResponse(
-            request,
-            "admin/backoffice/review.html",
-            self._context(
-                request,
-                **tool,
-                review=review,
-                source=source,
-                file_values=json.dumps(source.file_values) if source.file_name else "",
-                choices={"lab": lab, "cancelOption": option, "shippingMethod": method},
-            ),
-        )
+            return self._form(request, tool, failures=failed.failures, posted=posted)
+        choices = {"lab": lab, "cancelOption": option, "shippingMethod": method}
+        return self._review(request, tool, source, choices, review=review)
 
     def shipping_view(self, request: HttpRequest) -> HttpResponse:
         if not is_administrator(request.user):
             raise PermissionDenied("The administrator role is required for this tool.")
         tool = {"title": "Site Flow shipping update", "kind": "shipping"}
         if request.method != "POST":
-            return TemplateResponse(
-                request, "admin/backoffice/form.html", self._context(request, **tool)
-            )
+            return self._form(request, tool)
         posted = request.POST
         try:
             source = self._source(request)
@@ -197,23 +207,9 @@ class BulkJobAdmin(admin.ModelAdmin):
                 return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
             _, rows = services.shipping_rows(source)
         except ValidationFailed as failed:
-            return TemplateResponse(
-                request,
-                "admin/backoffice/form.html",
-                self._context(request, **tool, failures=failed.failures, posted=posted),
-            )
-        return TemplateResponse(
-            request,
-            "admin/backoffice/review.html",
-            self._context(
-                request,
-                **tool,
-                shipping_rows=rows,
-                source=source,
-                file_values=json.dumps(source.file_values) if source.file_name else "",
-                choices={"shippingSpeed": method, "carrierAlias": alias},
-            ),
-        )
+            return self._form(request, tool, failures=failed.failures, posted=posted)
+        choices = {"shippingSpeed": method, "carrierAlias": alias}
+        return self._review(request, tool, source, choices, shipping_rows=rows)
 
     def job_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
         job = get_object_or_404(BulkJob.objects.select_related("created_by"), id=job_id)
