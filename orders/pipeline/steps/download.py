@@ -224,14 +224,34 @@ def _record(order: Order, record: Callable[[datetime], None]) -> None:
         raise
 
 
+def _attempt_count(row: Asset | OrderFile, fetched: Fetched, now: datetime) -> bool | None:
+    """Count one download attempt of an asset or an order file: None when it succeeded (the
+    row is Complete), True when it failed for good (Error), False when it is tried again
+    after the backoff."""
+    row.download_attempts += 1
+    if fetched.error == "":
+        row.status = AssetStatus.COMPLETE
+        row.next_attempt_at = None
+        row.last_error = ""
+        return None
+    row.last_error = fetched.error
+    if fetched.permanent or row.download_attempts >= settings.ASSET_DOWNLOAD_ATTEMPTS:
+        row.status = AssetStatus.ERROR
+        row.next_attempt_at = None
+        return True
+    row.next_attempt_at = now + retry_delay(row.download_attempts)
+    return False
+
+
 def _record_file_attempt(
     order: Order, order_file: OrderFile, fetched: Fetched, now: datetime
 ) -> None:
     """One attempt at the packing slip or a branding file, as ``_record_attempt`` for assets;
     the status the order shows follows."""
     packing_slip = order_file.kind == OrderFileKind.PACKING_SLIP
-    order_file.download_attempts += 1
-    if fetched.error == "":
+    failed = _attempt_count(order_file, fetched, now)
+    attempts = order_file.download_attempts
+    if failed is None:
         assert fetched.downloaded is not None and fetched.info is not None
         name = f"orders/{order.id}/files/{order_file.id}/source.{fetched.info.format.value}"
         if default_storage.exists(name):
@@ -239,24 +259,15 @@ def _record_file_attempt(
         with fetched.downloaded.path.open("rb") as source:
             order_file.source_file = default_storage.save(name, File(source))
         order_file.source_size = fetched.downloaded.size
-        order_file.status = AssetStatus.COMPLETE
-        order_file.next_attempt_at = None
-        order_file.last_error = ""
         OrderIssue.objects.filter(order=order, order_file=order_file).delete()
     else:
-        attempts = order_file.download_attempts
-        final = fetched.permanent or attempts >= settings.ASSET_DOWNLOAD_ATTEMPTS
-        order_file.last_error = fetched.error
-        if final:
-            order_file.status = AssetStatus.ERROR
-            order_file.next_attempt_at = None
+        if failed:
             code = PACKING_SLIP_FAILED_TO_DOWNLOAD if packing_slip else BRANDING_FAILED_TO_DOWNLOAD
             description = (
                 f"The {order_file.label} ({order_file.url}) could not be downloaded after "
                 f"{attempts} attempt(s): {fetched.error}"
             )
         else:
-            order_file.next_attempt_at = now + retry_delay(attempts)
             code = PACKING_SLIP_NOT_DOWNLOADED if packing_slip else BRANDING_NOT_DOWNLOADED
             description = (
                 f"The {order_file.label} ({order_file.url}) is not downloaded yet "
@@ -296,32 +307,23 @@ def _order_file_status_show(order: Order, order_file: OrderFile) -> None:
 
 
 def _record_attempt(order: Order, asset: Asset, fetched: Fetched, now: datetime) -> None:
-    asset.download_attempts += 1
-    if fetched.error == "":
+    failed = _attempt_count(asset, fetched, now)
+    attempts = asset.download_attempts
+    if failed is None:
         _store(asset, fetched)
-        asset.status = AssetStatus.COMPLETE
-        asset.next_attempt_at = None
-        asset.last_error = ""
         OrderIssue.objects.filter(order=order, asset=asset).delete()
+    elif failed:
+        _issue(
+            order, asset, ASSET_FAILED_TO_DOWNLOAD,
+            f"Asset {asset.public_id} ({asset.url}) could not be downloaded after "
+            f"{attempts} attempt(s): {fetched.error}",
+        )  # fmt: skip
     else:
-        attempts = asset.download_attempts
-        final = fetched.permanent or attempts >= settings.ASSET_DOWNLOAD_ATTEMPTS
-        asset.last_error = fetched.error
-        if final:
-            asset.status = AssetStatus.ERROR
-            asset.next_attempt_at = None
-            _issue(
-                order, asset, ASSET_FAILED_TO_DOWNLOAD,
-                f"Asset {asset.public_id} ({asset.url}) could not be downloaded after "
-                f"{attempts} attempt(s): {fetched.error}",
-            )  # fmt: skip
-        else:
-            asset.next_attempt_at = now + retry_delay(attempts)
-            _issue(
-                order, asset, ASSET_NOT_DOWNLOADED,
-                f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
-                f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
-            )  # fmt: skip
+        _issue(
+            order, asset, ASSET_NOT_DOWNLOADED,
+            f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
+            f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
+        )  # fmt: skip
     asset.save()
     _item_status(asset.item)
 
