@@ -1,5 +1,6 @@
 """Merchants with a dashboard sign-in, signed-in test clients, and browser helpers."""
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -79,7 +80,11 @@ def sign_in(page: Any, base_url: str, email: str) -> None:
 
 
 def screenshot(page: Any, name: str) -> None:
-    """Save the page for the README (docs/screenshots/<name>.png)."""
-    folder = BASE_DIR / "docs" / "screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(folder / f"{name}.png"))
+    """Take the page's picture; with ``UPDATE_SCREENSHOTS=1`` save it for the README
+    (docs/screenshots/<name>.png), so an ordinary test run leaves the checkout untouched."""
+    image = page.screenshot()
+    assert image.startswith(b"\x89PNG")
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        folder = BASE_DIR / "docs" / "screenshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.png").write_bytes(image)
