@@ -4,11 +4,12 @@ shipping update (administrators). Staff key or staff admin session (``StaffApiVi
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.permissions import IsAdministrator, IsStaff
+from api.schema import operation
 from api.staff import StaffApiView
 from api.views import validated_input
 from backoffice import services
@@ -22,7 +23,7 @@ from common.shipping import ShippingMethod
 from labs.allocation import canonical_method
 from labs.models import Lab
 
-TAG = ["Administrative operations"]
+TAG_NAME = "Administrative operations"
 SHEET_PARAMETERS = [
     OpenApiParameter(
         "SpreadsheetId",
@@ -94,11 +95,11 @@ class MicroUiView(StaffApiView):
 class FormOptionsView(MicroUiView):
     audit_operation = "bulkResubmission.formOptions"
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="bulk_resubmission_form_options",
-        summary="The labs, cancel options and shipping methods the form offers (staff)",
-        responses={200: s.FormOptions},
+    @operation(
+        TAG_NAME,
+        "bulk_resubmission_form_options",
+        "The labs, cancel options and shipping methods the form offers (staff)",
+        s.FormOptions,
     )
     def get(self, request: Request) -> Response:
         labs = Lab.objects.filter(is_active=True).order_by("code")
@@ -125,12 +126,12 @@ class FormOptionsView(MicroUiView):
 class SpreadsheetInfoView(MicroUiView):
     audit_operation = "bulkResubmission.spreadsheetInfo"
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="bulk_resubmission_spreadsheet_info",
-        summary="How many data rows the worksheet has, and how many can be resubmitted (staff)",
+    @operation(
+        TAG_NAME,
+        "bulk_resubmission_spreadsheet_info",
+        "How many data rows the worksheet has, and how many can be resubmitted (staff)",
+        s.SpreadsheetInfo,
         parameters=SHEET_PARAMETERS,
-        responses={200: s.SpreadsheetInfo},
     )
     def get(self, request: Request) -> Response:
         _, rows = services.sheet_rows(_query_source(request))
@@ -146,12 +147,12 @@ class SpreadsheetInfoView(MicroUiView):
 class SpreadsheetDataView(MicroUiView):
     audit_operation = "bulkResubmission.spreadsheetData"
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="bulk_resubmission_spreadsheet_data",
-        summary="The worksheet's rows as parsed (staff)",
+    @operation(
+        TAG_NAME,
+        "bulk_resubmission_spreadsheet_data",
+        "The worksheet's rows as parsed (staff)",
+        s.SpreadsheetData,
         parameters=SHEET_PARAMETERS,
-        responses={200: s.SpreadsheetData},
     )
     def get(self, request: Request) -> Response:
         _, rows = services.sheet_rows(_query_source(request))
@@ -176,12 +177,12 @@ def _resubmission_input(request: Request) -> dict[str, Any]:
 class ReviewView(MicroUiView):
     audit_operation = "bulkResubmission.review"
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="bulk_resubmission_review",
-        summary="What submit would do, changing nothing (staff)",
+    @operation(
+        TAG_NAME,
+        "bulk_resubmission_review",
+        "What submit would do, changing nothing (staff)",
+        s.ReviewResponse,
         request=s.ReviewRequest,
-        responses={200: s.ReviewResponse},
     )
     def post(self, request: Request) -> Response:
         given = _resubmission_input(request)
@@ -202,14 +203,14 @@ class ReviewView(MicroUiView):
 class SubmitView(MicroUiView):
     audit_operation = "bulkResubmission.submit"
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="bulk_resubmission_submit",
-        summary="Queue the resubmittable rows for background resubmission (staff)",
+    @operation(
+        TAG_NAME,
+        "bulk_resubmission_submit",
+        "Queue the resubmittable rows for background resubmission (staff)",
+        s.SubmitResponse,
         description="Answers at once; a worker resubmits row by row and writes each row's "
         "`Message`, `New Lab Order Id` and `Last Activity` back to the sheet.",
         request=s.ReviewRequest,
-        responses={200: s.SubmitResponse},
     )
     def post(self, request: Request) -> Response:
         given = _resubmission_input(request)
@@ -228,16 +229,15 @@ class SiteflowShippingUpdateView(MicroUiView):
     audit_operation = "siteflowShipping.bulkUpdate"
     permission_classes = [IsStaff, IsAdministrator]
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="siteflow_shipping_bulk_update",
-        summary="Change the carrier and method of the Site Flow lab orders a sheet names "
-        "(administrators)",
+    @operation(
+        TAG_NAME,
+        "siteflow_shipping_bulk_update",
+        "Change the carrier and method of the Site Flow lab orders a sheet names (administrators)",
+        s.SiteflowShippingUpdateResponse,
         description="Each row's `Lab Order Id` names a shipment at a Site Flow lab; each not "
         "yet shipped gets `carrierAlias` and `shippingSpeed` through the Site Flow connector. "
         "Per-row results are answered and written back to `Message` and `Last Activity`.",
         request=s.SiteflowShippingUpdateRequest,
-        responses={200: s.SiteflowShippingUpdateResponse},
     )
     def post(self, request: Request) -> Response:
         data = validated_input(s.SiteflowShippingUpdateRequest, request)

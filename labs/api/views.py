@@ -1,10 +1,11 @@
 """Staff endpoint: what a lab's connector can do to lab orders after submission."""
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.schema import operation
 from api.staff import StaffApiView
 from common.errors import EntityNotFound
 from labs.api.serializers import LabCapabilitiesResponse
@@ -19,12 +20,12 @@ LAB_CODE = OpenApiParameter(
 class LabCapabilitiesView(StaffApiView):
     audit_operation = "fulfilmentLocation.capabilities"
 
-    @extend_schema(
-        tags=["Lab capabilities and shipment operations"],
-        operation_id="fulfilment_locations_capabilities",
-        summary="What a lab can do to its lab orders (staff)",
+    @operation(
+        "Lab capabilities and shipment operations",
+        "fulfilment_locations_capabilities",
+        "What a lab can do to its lab orders (staff)",
+        LabCapabilitiesResponse,
         parameters=[LAB_CODE],
-        responses={200: LabCapabilitiesResponse},
     )
     def get(self, request: Request, labCode: str) -> Response:
         lab = lab_get(code=labCode)

@@ -5,11 +5,12 @@ from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.schema import operation
 from api.staff import StaffApiView
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, parse_id
@@ -19,7 +20,7 @@ from orders.models import Shipment
 from orders.representation import shipment_representation
 from orders.selectors import shipment_get
 
-TAG = ["Lab capabilities and shipment operations"]
+TAG_NAME = "Lab capabilities and shipment operations"
 PATH_IDS = [
     OpenApiParameter(
         "orderId", OpenApiTypes.STR, OpenApiParameter.PATH, description="`ord_123` or `123`."
@@ -61,12 +62,12 @@ class ShipmentStaffView(StaffApiView):
 class ShipmentCapabilitiesView(ShipmentStaffView):
     audit_operation = "shipment.fulfilmentLocationCapabilities"
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="shipments_fulfilment_location_capabilities",
-        summary="What the shipment's lab can do to it (staff)",
+    @operation(
+        TAG_NAME,
+        "shipments_fulfilment_location_capabilities",
+        "What the shipment's lab can do to it (staff)",
+        s.ShipmentCapabilitiesResponse,
         parameters=PATH_IDS,
-        responses={200: s.ShipmentCapabilitiesResponse},
     )
     def get(self, request: Request, orderId: str, shipmentId: str) -> Response:
         shipment = _shipment(orderId, shipmentId)
@@ -88,10 +89,11 @@ class ShipmentLabJsonView(ShipmentStaffView):
     audit_operation = "shipment.maptojson"
     renderer_classes = [ExactJsonRenderer]
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="shipments_maptojson",
-        summary="The JSON the shipment's lab connector sends to submit it (staff)",
+    @operation(
+        TAG_NAME,
+        "shipments_maptojson",
+        "The JSON the shipment's lab connector sends to submit it (staff)",
+        s.LabOrderJson,
         description="Exactly the connector's JSON (no `traceParent` in the body; it is in the "
         "`traceParent` header). Its shape is the connector's: the simulator's is shown.",
         parameters=[
@@ -103,7 +105,6 @@ class ShipmentLabJsonView(ShipmentStaffView):
                 description="false removes null-valued keys at every depth (default true).",
             ),
         ],
-        responses={200: s.LabOrderJson},
     )
     def get(self, request: Request, orderId: str, shipmentId: str) -> Response:
         shipment = _shipment(orderId, shipmentId)
@@ -137,17 +138,17 @@ def _operation_response(
     )
 
 
-def _operation_schema(operation: str, summary: str, request: Any = None) -> Any:
-    return extend_schema(
-        tags=TAG,
-        operation_id=f"shipments_{operation}",
-        summary=f"{summary} (staff)",
+def _operation_schema(name: str, summary: str, request: Any = None) -> Any:
+    return operation(
+        TAG_NAME,
+        f"shipments_{name}",
+        f"{summary} (staff)",
+        s.ShipmentOperationResponse,
         description="Always 200 for a valid request: `success` says whether the lab made the "
         "change, `message` why not (capability missing, not at a lab yet, shipped or "
         "cancelled, refused by the lab).",
         request=request,
         parameters=PATH_IDS,
-        responses={200: s.ShipmentOperationResponse},
     )
 
 
