@@ -335,7 +335,9 @@ class OrderOutput(serializers.Serializer):
     recipient = RecipientOutput()
     items = ItemOutput(many=True)
     packingSlip = PackingSlipOutput(allow_null=True)
-    branding = serializers.DictField(help_text="Branding name to {url, status}.")
+    branding = serializers.DictField(
+        required=False, help_text="Branding name to {url, status}; absent when the order has none."
+    )
     metadata = serializers.DictField()
     tag = serializers.CharField(allow_null=True)
     usSalesTaxAlreadyCollected = serializers.BooleanField()

@@ -2,6 +2,7 @@
 attempts, issues), their statuses shown, sent to the lab; a spine only where the product has one.
 """
 
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tests.support.images import jpeg_bytes, pdf_bytes, png_bytes
 from tests.support.orders import book_item, fetch, order_at_labs, order_body, pk
 from tests.support.pipeline import advance_to, make_due
 from tests.support.servers import serve
+from webhooks.models import CallbackEvent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
 
@@ -180,3 +182,31 @@ def test_the_simulators_lab_order_and_maptojson_carry_the_packing_slip_and_brand
     assert body["packing_slip"] == SLIP
     assert body["branding"] == {"postcard": POSTCARD, "sticker_exterior_round": POSTCARD}
     assert body["shipment_id"] == shipment.public_id
+
+
+def test_branding_is_shown_only_when_the_order_has_some(
+    sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
+) -> None:
+    # decisions.md: `branding` appears in an order only when set; a published client fails on
+    # `"branding": {}`. Created, read, listed and called back alike.
+    settings.ALLOW_PRIVATE_URLS = True
+    plain = create(sandbox_api, order_body(items=photo_items(httpserver)))
+    postcard = serve(httpserver, "/postcard.png", png_bytes(), "image/png")
+    branded = create(
+        sandbox_api,
+        order_body(
+            items=photo_items(httpserver),
+            merchantReference="branded",
+            branding={"postcard": {"url": postcard}},
+        ),
+    )
+    advance_to(plain, PipelineStep.ALLOCATE)
+
+    listed = {o["id"]: o for o in sandbox_api.get("/v4.0/orders").json()["orders"]}
+    assert "branding" not in fetch(sandbox_api, plain)
+    assert "branding" not in listed[plain]
+    assert set(listed[branded]["branding"]) == {"postcard"}
+    assert fetch(sandbox_api, branded)["branding"]["postcard"]["url"] == postcard
+    events = CallbackEvent.objects.filter(subject=plain)
+    assert events.exists()
+    assert all("branding" not in json.loads(bytes(e.body))["data"]["order"] for e in events)
