@@ -5,51 +5,18 @@ reads ``gunicorn.conf.py``.
 """
 
 import json
-import os
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.support.web import gunicorn_serving
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[int]:
-    port = free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"}
-    gunicorn = Path(sys.executable).parent / "gunicorn"
-    process = subprocess.Popen(
-        [str(gunicorn), "config.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("gunicorn did not start") from None
-                time.sleep(0.1)
-        yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with gunicorn_serving() as web:
+        yield web.port
 
 
 def exchange(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:

@@ -4,6 +4,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+import requests
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -11,11 +12,13 @@ from rest_framework.test import APIClient
 
 from labs.catalogue import CatalogueCache, catalogue_snapshot
 from labs.models import LabProduct
+from merchants.services import CreatedMerchant
 from orders.models import Order
 from orders.pipeline.steps.allocate import order_plan
 from products.models import Product
 from products.selectors import catalogue_version
 from tests.support.orders import order_create_via_api, pk
+from tests.support.web import gunicorn_serving
 
 pytestmark = pytest.mark.django_db
 
@@ -26,18 +29,15 @@ FAP = {
 }
 
 
+QUOTE = {
+    "destinationCountryCode": "GB",
+    "shippingMethod": "Standard",
+    "items": [{"sku": "GLOBAL-FAP-10X10", "copies": 1, "assets": [{"printArea": "default"}]}],
+}
+
+
 def unit_cost_quoted(api: APIClient) -> str:
-    response = api.post(
-        "/v4.0/quotes",
-        {
-            "destinationCountryCode": "GB",
-            "shippingMethod": "Standard",
-            "items": [
-                {"sku": "GLOBAL-FAP-10X10", "copies": 1, "assets": [{"printArea": "default"}]}
-            ],
-        },
-        format="json",
-    )
+    response = api.post("/v4.0/quotes", QUOTE, format="json")
     assert response.status_code == 200, response.content
     return str(response.json()["quotes"][0]["items"][0]["unitCost"]["amount"])
 
@@ -126,3 +126,24 @@ def test_a_catalogue_reload_is_seen_by_the_next_quote(
     call_command("load_catalogue", verbosity=0)
 
     assert unit_cost_quoted(sandbox_api) == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_price_changed_in_the_admin_is_quoted_at_once_by_a_running_server(
+    catalogue: None, admin_client: Client, merchant: CreatedMerchant
+) -> None:
+    # A real gunicorn process whose snapshot is warm when the price changes in this one.
+    with gunicorn_serving(workers=1) as web, requests.Session() as session:
+        session.headers["X-API-Key"] = merchant.sandbox_api_key
+
+        def quoted() -> str:
+            response = session.post(f"{web.url}/v4.0/quotes", json=QUOTE, timeout=30)
+            assert response.status_code == 200, response.text
+            return str(response.json()["quotes"][0]["items"][0]["unitCost"]["amount"])
+
+        before = quoted()
+        assert quoted() == before  # served from the snapshot now
+        lab_product = gb1_fap()
+        admin_change(admin_client, lab_product, unit_cost=str(lab_product.unit_cost + 5))
+
+        assert quoted() == str(Decimal(before) + 5)
