@@ -5,6 +5,7 @@ from typing import Any
 
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.viewsets import ViewSetMixin
 
 from api.authentication import StaffApiKeyAuthentication, StaffSessionAuthentication
 from api.permissions import IsStaff
@@ -48,3 +49,11 @@ class StaffApiView(ApiView):
                 message=str(data.get("message") or data.get("statusText") or ""),
             )
         return response
+
+
+class StaffApiViewSet(ViewSetMixin, StaffApiView):
+    # The base of the staff viewsets: a StaffApiView whose handlers are actions (see
+    # ``api.views.ApiViewSet``); ``audit_operation`` is set per route by its @action.
+    # Operations are described by StaffApiView's docstring, as before.
+    __doc__ = StaffApiView.__doc__
+    route_options: dict[str, dict[str, Any]] = {}

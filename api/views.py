@@ -40,9 +40,11 @@ class ApiView(APIView):
 class ApiViewSet(ViewSetMixin, ApiView):
     # The base of the public API's viewsets (registered on an ``api.routers.ApiRouter``): an
     # ApiView whose handlers are actions; an @action's extra arguments (such as
-    # ``body_required``) set that route's view attributes. Operations are described by
-    # ApiView's docstring, as they were when every endpoint was an ApiView.
+    # ``body_required``) set that route's view attributes, ``route_options`` those of the
+    # list and detail routes. Operations are described by ApiView's docstring, as they were
+    # when every endpoint was an ApiView.
     __doc__ = ApiView.__doc__
+    route_options: dict[str, dict[str, Any]] = {}
 
 
 def validated_input(serializer_class: type[serializers.Serializer], request: Request) -> Any:
