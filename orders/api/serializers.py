@@ -5,6 +5,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from api.serializers import (
@@ -364,6 +365,8 @@ class ValidationOnlyResponse(serializers.Serializer):
     traceParent = serializers.CharField()
 
 
+# One object, not a list of them, although it answers a viewset's ``list`` action.
+@extend_schema_serializer(many=False)
 class OrderListResponse(serializers.Serializer):
     outcome = serializers.CharField()
     orders = OrderOutput(many=True)

@@ -1,17 +1,19 @@
 """Staff endpoints on one shipment: its lab's capabilities, the five lab operations and the
-JSON its lab is sent. Authenticated by a staff key or a staff admin session (``StaffApiView``)."""
+JSON its lab is sent. Authenticated by a staff key or a staff admin session
+(``StaffApiViewSet``)."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
+from rest_framework.decorators import action
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.schema import operation
-from api.staff import StaffApiView
+from api.staff import StaffApiViewSet
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, parse_id
 from orders import shipments
@@ -54,68 +56,10 @@ def _input(serializer_class: type[s.StrictSerializer], request: Request) -> Any:
     return serializer.validated_data
 
 
-class ShipmentStaffView(StaffApiView):
-    def audit_target(self, **kwargs: Any) -> str:
-        return f"order {kwargs.get('orderId', '')} shipment {kwargs.get('shipmentId', '')}"
-
-
-class ShipmentCapabilitiesView(ShipmentStaffView):
-    audit_operation = "shipment.fulfilmentLocationCapabilities"
-
-    @operation(
-        TAG_NAME,
-        "shipments_fulfilment_location_capabilities",
-        "What the shipment's lab can do to it (staff)",
-        s.ShipmentCapabilitiesResponse,
-        parameters=PATH_IDS,
-    )
-    def get(self, request: Request, orderId: str, shipmentId: str) -> Response:
-        shipment = _shipment(orderId, shipmentId)
-        result = {
-            "labCode": shipment.lab_code,
-            "countryCode": shipment.lab_country_code,
-            "capabilities": shipments.shipment_capabilities(shipment),
-        }
-        return Response({"success": True, "result": result, "message": ""})
-
-
 class ExactJsonRenderer(JSONRenderer):
     """The body exactly as given: no ``traceParent`` added (it is in the response header)."""
 
     charset = "utf-8"
-
-
-class ShipmentLabJsonView(ShipmentStaffView):
-    audit_operation = "shipment.maptojson"
-    renderer_classes = [ExactJsonRenderer]
-
-    @operation(
-        TAG_NAME,
-        "shipments_maptojson",
-        "The JSON the shipment's lab connector sends to submit it (staff)",
-        s.LabOrderJson,
-        description="Exactly the connector's JSON (no `traceParent` in the body; it is in the "
-        "`traceParent` header). Its shape is the connector's: the simulator's is shown.",
-        parameters=[
-            *PATH_IDS,
-            OpenApiParameter(
-                "includeNulls",
-                OpenApiTypes.BOOL,
-                OpenApiParameter.QUERY,
-                description="false removes null-valued keys at every depth (default true).",
-            ),
-        ],
-    )
-    def get(self, request: Request, orderId: str, shipmentId: str) -> Response:
-        shipment = _shipment(orderId, shipmentId)
-        value = request.query_params.get("includenulls")
-        if value is None or value.lower() in ("true", "1"):
-            include_nulls = True
-        elif value.lower() in ("false", "0"):
-            include_nulls = False
-        else:
-            raise ValidationFailed.single("includeNulls", "Invalid", "Must be true or false.")
-        return Response(shipments.shipment_lab_json(shipment=shipment, include_nulls=include_nulls))
 
 
 def _operation_response(
@@ -152,43 +96,115 @@ def _operation_schema(name: str, summary: str, request: Any = None) -> Any:
     )
 
 
-def _bodyless_operation_view(
-    operation: str, summary: str, service: Callable[..., Any]
-) -> type[ShipmentStaffView]:
-    """The view of an operation that takes no body: cancel, hold, unhold."""
-
-    class View(ShipmentStaffView):
-        audit_operation = f"shipment.{operation}"
-        body_required = ()
-
-        @_operation_schema(operation, summary)
-        def post(self, request: Request, orderId: str, shipmentId: str) -> Response:
-            shipment = _shipment(orderId, shipmentId)
-            _no_body(request)
-            return _operation_response(operation, lambda: service(shipment=shipment))
-
-    View.__name__ = View.__qualname__ = f"Shipment{operation.capitalize()}View"
-    return View
+def _shipment_action(
+    url_path: str, name: str, method: Literal["get", "post"] = "post", **more: Any
+) -> Any:
+    """The route ``orders/{orderId}/shipments/{shipmentId}/{url_path}``, audited as
+    ``shipment.{url_path}``; ``name`` is its view's name (OPTIONS shows it)."""
+    return action(
+        detail=True,
+        methods=[method],
+        url_path=url_path,
+        name=name,
+        audit_operation=f"shipment.{url_path}",
+        **more,
+    )
 
 
-ShipmentCancelView = _bodyless_operation_view(
-    "cancel", "Cancel the shipment at its lab", shipments.shipment_cancel
-)
-ShipmentHoldView = _bodyless_operation_view(
-    "hold", "Stop the shipment's production until unhold", shipments.shipment_hold
-)
-ShipmentUnholdView = _bodyless_operation_view(
-    "unhold", "Release the shipment's hold", shipments.shipment_unhold
-)
+def _bodyless_operation(
+    request: Request,
+    orderId: str,
+    shipmentId: str,
+    operation: str,
+    service: Callable[..., shipments.ShipmentOperationResult],
+) -> Response:
+    """``cancel``, ``hold`` and ``unhold``: no body, or ``{}``."""
+    shipment = _shipment(orderId, shipmentId)
+    _no_body(request)
+    return _operation_response(operation, lambda: service(shipment=shipment))
 
 
-class ShipmentUpdateAddressView(ShipmentStaffView):
-    audit_operation = "shipment.updateAddress"
+class ShipmentViewSet(StaffApiViewSet):
+    # /v4.0/orders/{orderId}/shipments/{shipmentId}/...: the lab's capabilities, the JSON it
+    # is sent, and the five operations at the lab (shipment services in orders.shipments).
+    lookup_field = "shipmentId"
+    lookup_value_converter = "str"
+
+    def audit_target(self, **kwargs: Any) -> str:
+        return f"order {kwargs.get('orderId', '')} shipment {kwargs.get('shipmentId', '')}"
+
+    @operation(
+        TAG_NAME,
+        "shipments_fulfilment_location_capabilities",
+        "What the shipment's lab can do to it (staff)",
+        s.ShipmentCapabilitiesResponse,
+        parameters=PATH_IDS,
+    )
+    @_shipment_action("fulfilmentLocationCapabilities", "Shipment Capabilities", method="get")
+    def capabilities(self, request: Request, orderId: str, shipmentId: str) -> Response:
+        shipment = _shipment(orderId, shipmentId)
+        result = {
+            "labCode": shipment.lab_code,
+            "countryCode": shipment.lab_country_code,
+            "capabilities": shipments.shipment_capabilities(shipment),
+        }
+        return Response({"success": True, "result": result, "message": ""})
+
+    @operation(
+        TAG_NAME,
+        "shipments_maptojson",
+        "The JSON the shipment's lab connector sends to submit it (staff)",
+        s.LabOrderJson,
+        description="Exactly the connector's JSON (no `traceParent` in the body; it is in the "
+        "`traceParent` header). Its shape is the connector's: the simulator's is shown.",
+        parameters=[
+            *PATH_IDS,
+            OpenApiParameter(
+                "includeNulls",
+                OpenApiTypes.BOOL,
+                OpenApiParameter.QUERY,
+                description="false removes null-valued keys at every depth (default true).",
+            ),
+        ],
+    )
+    @_shipment_action(
+        "maptojson", "Shipment Lab Json", method="get", renderer_classes=[ExactJsonRenderer]
+    )
+    def lab_json(self, request: Request, orderId: str, shipmentId: str) -> Response:
+        shipment = _shipment(orderId, shipmentId)
+        value = request.query_params.get("includenulls")
+        if value is None or value.lower() in ("true", "1"):
+            include_nulls = True
+        elif value.lower() in ("false", "0"):
+            include_nulls = False
+        else:
+            raise ValidationFailed.single("includeNulls", "Invalid", "Must be true or false.")
+        return Response(shipments.shipment_lab_json(shipment=shipment, include_nulls=include_nulls))
+
+    @_operation_schema("cancel", "Cancel the shipment at its lab")
+    @_shipment_action("cancel", "Shipment Cancel", body_required=())
+    def cancel(self, request: Request, orderId: str, shipmentId: str) -> Response:
+        return _bodyless_operation(
+            request, orderId, shipmentId, "cancel", shipments.shipment_cancel
+        )
+
+    @_operation_schema("hold", "Stop the shipment's production until unhold")
+    @_shipment_action("hold", "Shipment Hold", body_required=())
+    def hold(self, request: Request, orderId: str, shipmentId: str) -> Response:
+        return _bodyless_operation(request, orderId, shipmentId, "hold", shipments.shipment_hold)
+
+    @_operation_schema("unhold", "Release the shipment's hold")
+    @_shipment_action("unhold", "Shipment Unhold", body_required=())
+    def unhold(self, request: Request, orderId: str, shipmentId: str) -> Response:
+        return _bodyless_operation(
+            request, orderId, shipmentId, "unhold", shipments.shipment_unhold
+        )
 
     @_operation_schema(
         "updateAddress", "Change the lab order's address", request=s.ShipmentAddressInput
     )
-    def post(self, request: Request, orderId: str, shipmentId: str) -> Response:
+    @_shipment_action("updateAddress", "Shipment Update Address")
+    def update_address(self, request: Request, orderId: str, shipmentId: str) -> Response:
         shipment = _shipment(orderId, shipmentId)
         address = dict(_input(s.ShipmentAddressInput, request)["address"])
         return _operation_response(
@@ -196,16 +212,13 @@ class ShipmentUpdateAddressView(ShipmentStaffView):
             lambda: shipments.shipment_update_address(shipment=shipment, address=address),
         )
 
-
-class ShipmentUpdateShippingMethodView(ShipmentStaffView):
-    audit_operation = "shipment.updateShippingMethod"
-
     @_operation_schema(
         "updateShippingMethod",
         "Change the lab order's shipping method and carrier",
         request=s.ShippingMethodInput,
     )
-    def post(self, request: Request, orderId: str, shipmentId: str) -> Response:
+    @_shipment_action("updateShippingMethod", "Shipment Update Shipping Method")
+    def update_shipping_method(self, request: Request, orderId: str, shipmentId: str) -> Response:
         shipment = _shipment(orderId, shipmentId)
         method = _input(s.ShippingMethodInput, request)["shippingMethod"]
         return _operation_response(

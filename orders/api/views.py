@@ -9,19 +9,15 @@ from urllib.parse import urlencode
 
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    PolymorphicProxySerializer,
-    extend_schema_view,
-)
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, PolymorphicProxySerializer
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
 from api.authentication import client_environment
 from api.schema import operation
-from api.views import ApiView, validated_input
+from api.views import ApiViewSet, validated_input
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, format_id, parse_id
 from orders import actions
@@ -103,99 +99,6 @@ def _flag(value: str | None, *, name: str) -> bool:
     if value.lower() in ("true", "1"):
         return True
     raise ValidationFailed.single(name, "Invalid", "Must be true or false.")
-
-
-class OrdersView(ApiView):
-    body_required = ("POST",)
-
-    @operation(
-        TAG,
-        "orders_create",
-        "Create an order",
-        PolymorphicProxySerializer(
-            component_name="OrderCreateResult",
-            serializers=[s.OrderResponse, s.OnHoldResponse, s.ValidationOnlyResponse],
-            resource_type_field_name=None,
-        ),
-        request=s.OrderCreateInput,
-        parameters=[
-            OpenApiParameter(
-                "validationOnly",
-                OpenApiTypes.BOOL,
-                OpenApiParameter.QUERY,
-                description="Only validate the order; nothing is stored.",
-            )
-        ],
-        examples=[CREATE_EXAMPLE],
-    )
-    def post(self, request: Request) -> Response:
-        if not isinstance(request.data, dict):
-            raise ValidationFailed.single("body", "Invalid", "The body must be a JSON object.")
-        data = validated_input(s.OrderCreateInput, request)
-        if _flag(request.query_params.get("validationonly"), name="validationOnly"):
-            order_validate(
-                data=data, currency=client_environment(request).merchant.billing_currency
-            )
-            return Response({"outcome": "Ok"})
-        result = order_create(environment=client_environment(request), data=data)
-        if result.order.stage == Stage.ON_HOLD:
-            # A paused order shows only its id, also when an idempotent retry finds it.
-            return Response({"outcome": result.outcome, "order": {"id": result.order.public_id}})
-        if result.parts is not None:  # just written: shown from memory, not read back
-            order, parts = result.order, result.parts
-        else:
-            order, parts = order_with_parts_get(
-                environment=client_environment(request), order_id=result.order.id
-            )
-        return Response({"outcome": result.outcome, "order": _render(request, order, parts)})
-
-    @operation(
-        TAG,
-        "orders_list",
-        "List orders, newest first",
-        s.OrderListResponse,
-        parameters=[
-            OpenApiParameter(
-                "top", OpenApiTypes.INT, description="Page size, 1 to 100 (default 10)."
-            ),
-            OpenApiParameter("skip", OpenApiTypes.INT, description="Orders to skip (default 0)."),
-            OpenApiParameter(
-                "createdFrom", OpenApiTypes.DATETIME, description="Placed after this instant."
-            ),
-            OpenApiParameter(
-                "createdTo", OpenApiTypes.DATETIME, description="Placed before this instant."
-            ),
-            OpenApiParameter(
-                "status",
-                OpenApiTypes.STR,
-                enum=["draft", "awaitingPayment", "inProgress", "complete", "cancelled"],
-            ),
-            OpenApiParameter(
-                "orderIds", OpenApiTypes.STR, many=True, description="Repeat or use orderIds[]."
-            ),
-            OpenApiParameter("merchantReferences", OpenApiTypes.STR, many=True),
-            OpenApiParameter(
-                "cursor",
-                OpenApiTypes.STR,
-                description="Set by nextUrl: continue after this order id (skip is then ignored).",
-            ),
-        ],
-    )
-    def get(self, request: Request) -> Response:
-        filters = parse_list_query(request)
-        orders, has_more = order_list(environment=client_environment(request), filters=filters)
-        parts = order_parts(orders=orders)
-        next_url = None
-        if has_more:
-            next_url = _next_url(request, filters, last_id=orders[-1].id)
-        return Response(
-            {
-                "outcome": "Ok",
-                "orders": [_render(request, o, parts[o.id]) for o in orders],
-                "hasMore": has_more,
-                "nextUrl": next_url,
-            }
-        )
 
 
 MAX_SKIP = 10**9
@@ -303,16 +206,6 @@ def _next_url(request: Request, filters: OrderFilter, *, last_id: int) -> str:
     return f"{_base_url(request)}/v4.0/orders?{urlencode(query)}"
 
 
-class OrderDetailView(ApiView):
-    @_order_operation("orders_get", "Get an order", s.OrderResponse)
-    def get(self, request: Request, orderId: str) -> Response:
-        number = parse_id(PREFIXES["order"], orderId, field="orderId")
-        order, parts = order_with_parts_get(
-            environment=client_environment(request), order_id=number
-        )
-        return Response({"outcome": "Ok", "order": _render(request, order, parts)})
-
-
 def _action_response(
     request: Request,
     order: Order,
@@ -331,84 +224,204 @@ def _yes(value: bool) -> dict[str, str]:
     return {"isAvailable": "Yes" if value else "No"}
 
 
-class OrderActionsView(ApiView):
+# The specification names the per-shipment array of a shipping method change both ways;
+# clients read either.
+SHIPPING_RESULTS = ("shipmentUpdateResults", "shippingUpdateResults")
+
+
+def _shipping_method_update(request: Request, orderId: str) -> Response:
+    order = _order(request, orderId)
+    data = validated_input(s.ShippingMethodInput, request)
+    result = actions.order_update_shipping_method(
+        order=order, shipping_method=data["shippingMethod"]
+    )
+    return _action_response(request, order, result, SHIPPING_RESULTS)
+
+
+class OrderViewSet(ApiViewSet):
+    # GET and POST /v4.0/orders, GET /v4.0/orders/{orderId}, and the order's actions: what is
+    # available (GET .../actions) and the changes (POST .../actions/{action}). Each change
+    # validates its body, calls its service in orders.actions and answers the order as it is
+    # after the change. No docstring: the schema would publish it as the operations'
+    # description. The route names are the views' names before viewsets (OPTIONS shows them).
+    lookup_field = "orderId"
+    lookup_value_converter = "str"
+    route_options = {
+        "list": {"name": "Orders", "body_required": ("POST",)},
+        "detail": {"name": "Order Detail"},
+    }
+
+    @operation(
+        TAG,
+        "orders_create",
+        "Create an order",
+        PolymorphicProxySerializer(
+            component_name="OrderCreateResult",
+            serializers=[s.OrderResponse, s.OnHoldResponse, s.ValidationOnlyResponse],
+            resource_type_field_name=None,
+        ),
+        request=s.OrderCreateInput,
+        parameters=[
+            OpenApiParameter(
+                "validationOnly",
+                OpenApiTypes.BOOL,
+                OpenApiParameter.QUERY,
+                description="Only validate the order; nothing is stored.",
+            )
+        ],
+        examples=[CREATE_EXAMPLE],
+    )
+    def create(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):
+            raise ValidationFailed.single("body", "Invalid", "The body must be a JSON object.")
+        data = validated_input(s.OrderCreateInput, request)
+        if _flag(request.query_params.get("validationonly"), name="validationOnly"):
+            order_validate(
+                data=data, currency=client_environment(request).merchant.billing_currency
+            )
+            return Response({"outcome": "Ok"})
+        result = order_create(environment=client_environment(request), data=data)
+        if result.order.stage == Stage.ON_HOLD:
+            # A paused order shows only its id, also when an idempotent retry finds it.
+            return Response({"outcome": result.outcome, "order": {"id": result.order.public_id}})
+        if result.parts is not None:  # just written: shown from memory, not read back
+            order, parts = result.order, result.parts
+        else:
+            order, parts = order_with_parts_get(
+                environment=client_environment(request), order_id=result.order.id
+            )
+        return Response({"outcome": result.outcome, "order": _render(request, order, parts)})
+
+    @operation(
+        TAG,
+        "orders_list",
+        "List orders, newest first",
+        s.OrderListResponse,
+        parameters=[
+            OpenApiParameter(
+                "top", OpenApiTypes.INT, description="Page size, 1 to 100 (default 10)."
+            ),
+            OpenApiParameter("skip", OpenApiTypes.INT, description="Orders to skip (default 0)."),
+            OpenApiParameter(
+                "createdFrom", OpenApiTypes.DATETIME, description="Placed after this instant."
+            ),
+            OpenApiParameter(
+                "createdTo", OpenApiTypes.DATETIME, description="Placed before this instant."
+            ),
+            OpenApiParameter(
+                "status",
+                OpenApiTypes.STR,
+                enum=["draft", "awaitingPayment", "inProgress", "complete", "cancelled"],
+            ),
+            OpenApiParameter(
+                "orderIds", OpenApiTypes.STR, many=True, description="Repeat or use orderIds[]."
+            ),
+            OpenApiParameter("merchantReferences", OpenApiTypes.STR, many=True),
+            OpenApiParameter(
+                "cursor",
+                OpenApiTypes.STR,
+                description="Set by nextUrl: continue after this order id (skip is then ignored).",
+            ),
+        ],
+    )
+    def list(self, request: Request) -> Response:
+        filters = parse_list_query(request)
+        orders, has_more = order_list(environment=client_environment(request), filters=filters)
+        parts = order_parts(orders=orders)
+        next_url = None
+        if has_more:
+            next_url = _next_url(request, filters, last_id=orders[-1].id)
+        return Response(
+            {
+                "outcome": "Ok",
+                "orders": [_render(request, o, parts[o.id]) for o in orders],
+                "hasMore": has_more,
+                "nextUrl": next_url,
+            }
+        )
+
+    @_order_operation("orders_get", "Get an order", s.OrderResponse)
+    def retrieve(self, request: Request, orderId: str) -> Response:
+        number = parse_id(PREFIXES["order"], orderId, field="orderId")
+        order, parts = order_with_parts_get(
+            environment=client_environment(request), order_id=number
+        )
+        return Response({"outcome": "Ok", "order": _render(request, order, parts)})
+
     @_order_operation("orders_actions", "Which actions are available", s.ActionsResponse)
-    def get(self, request: Request, orderId: str) -> Response:
+    @action(detail=True, methods=["get"], url_path="actions", name="Order Actions")
+    def available_actions(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
         actions.lab_state_refresh(order)
         available = actions.actions_available(order)
         return Response({"outcome": "Ok", **{name: _yes(flag) for name, flag in available.items()}})
 
-
-class CancelView(ApiView):
-    body_required = ()
-
     @_order_operation("orders_cancel", "Cancel the order", s.CancelResponse, request=None)
-    def post(self, request: Request, orderId: str) -> Response:
+    @action(
+        detail=True, methods=["post"], url_path="actions/cancel", name="Cancel", body_required=()
+    )
+    def cancel(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
         if isinstance(request.data, dict) and request.data:
             raise ValidationFailed({k: [("UnknownField", "Unknown field.")] for k in request.data})
         return _action_response(request, order, actions.order_cancel(order=order))
 
+    @_order_operation(
+        "orders_update_shipping_method",
+        "Change the shipping method",
+        s.ShippingUpdateResponse,
+        request=s.ShippingMethodInput,
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="actions/updateShippingMethod",
+        name="Update Shipping Method",
+    )
+    def update_shipping_method(self, request: Request, orderId: str) -> Response:
+        return _shipping_method_update(request, orderId)
 
-# A change to one order: the body validated by ``input_class``, then ``act``, then the order as
-# it is after the change. No docstring: the schema would publish it as the operations' description.
-class OrderActionView(ApiView):
-    input_class: type[Serializer]
-    results_under: tuple[str, ...] = ()
+    @_order_operation(
+        "orders_update_shipping",
+        "Alias of updateShippingMethod",
+        s.ShippingUpdateResponse,
+        request=s.ShippingMethodInput,
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="actions/updateShipping",
+        name="Update Shipping Alias",
+    )
+    def update_shipping(self, request: Request, orderId: str) -> Response:
+        return _shipping_method_update(request, orderId)
 
-    def act(self, order: Order, data: Any) -> actions.ActionResult:
-        raise NotImplementedError
-
-    def post(self, request: Request, orderId: str) -> Response:
+    @_order_operation(
+        "orders_update_recipient",
+        "Change the recipient",
+        s.RecipientUpdateResponse,
+        request=s.RecipientUpdateInput,
+    )
+    @action(
+        detail=True, methods=["post"], url_path="actions/updateRecipient", name="Update Recipient"
+    )
+    def update_recipient(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
-        result = self.act(order, validated_input(self.input_class, request))
-        return _action_response(request, order, result, self.results_under)
+        data = validated_input(s.RecipientUpdateInput, request)
+        result = actions.order_update_recipient(order=order, recipient=dict(data))
+        return _action_response(request, order, result, ("shipmentUpdateResults",))
 
-
-def _order_action(
-    operation_id: str, summary: str, response: type[Serializer]
-) -> Callable[[type[OrderActionView]], type[OrderActionView]]:
-    """Documents an ``OrderActionView``'s POST, its ``input_class`` as the request body."""
-
-    def document(view: type[OrderActionView]) -> type[OrderActionView]:
-        schema = _order_operation(operation_id, summary, response, request=view.input_class)
-        return extend_schema_view(post=schema)(view)
-
-    return document
-
-
-@_order_action(
-    "orders_update_shipping_method", "Change the shipping method", s.ShippingUpdateResponse
-)
-class UpdateShippingMethodView(OrderActionView):
-    input_class = s.ShippingMethodInput
-    # The specification names the per-shipment array both ways; clients read either.
-    results_under = ("shipmentUpdateResults", "shippingUpdateResults")
-
-    def act(self, order: Order, data: Any) -> actions.ActionResult:
-        return actions.order_update_shipping_method(
-            order=order, shipping_method=data["shippingMethod"]
-        )
-
-
-@_order_action("orders_update_shipping", "Alias of updateShippingMethod", s.ShippingUpdateResponse)
-class UpdateShippingAliasView(UpdateShippingMethodView):
-    pass
-
-
-@_order_action("orders_update_recipient", "Change the recipient", s.RecipientUpdateResponse)
-class UpdateRecipientView(OrderActionView):
-    input_class = s.RecipientUpdateInput
-    results_under = ("shipmentUpdateResults",)
-
-    def act(self, order: Order, data: Any) -> actions.ActionResult:
-        return actions.order_update_recipient(order=order, recipient=dict(data))
-
-
-@_order_action("orders_update_metadata", "Replace the metadata", s.MetadataUpdateResponse)
-class UpdateMetadataView(OrderActionView):
-    input_class = s.MetadataInput
-
-    def act(self, order: Order, data: Any) -> actions.ActionResult:
-        return actions.order_update_metadata(order=order, metadata=data["metadata"])
+    @_order_operation(
+        "orders_update_metadata",
+        "Replace the metadata",
+        s.MetadataUpdateResponse,
+        request=s.MetadataInput,
+    )
+    @action(
+        detail=True, methods=["post"], url_path="actions/updateMetadata", name="Update Metadata"
+    )
+    def update_metadata(self, request: Request, orderId: str) -> Response:
+        order = _order(request, orderId)
+        data = validated_input(s.MetadataInput, request)
+        result = actions.order_update_metadata(order=order, metadata=data["metadata"])
+        return _action_response(request, order, result)
