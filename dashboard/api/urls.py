@@ -1,11 +1,7 @@
-from django.urls import path
+from api.routers import ApiRouter
+from dashboard.api.views import RegistrationViewSet
 
-from dashboard.api import views
+router = ApiRouter()
+router.register("registration", RegistrationViewSet, basename="registration")
 
-urlpatterns = [
-    path(
-        "registration/complete",
-        views.RegistrationCompleteView.as_view(),
-        name="registration-complete",
-    ),
-]
+urlpatterns = router.urls

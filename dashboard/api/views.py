@@ -1,17 +1,19 @@
 """``POST /v4.0/registration/complete``: the API way to finish a sign-up (no key needed)."""
 
 from drf_spectacular.utils import OpenApiExample
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.schema import operation
-from api.views import ApiView, validated_input
+from api.views import ApiViewSet, validated_input
 from dashboard.api import serializers as s
 from dashboard.throttling import RegistrationThrottle
 from merchants.registration import registration_complete
 
 
-class RegistrationCompleteView(ApiView):
+class RegistrationViewSet(ApiViewSet):
+    # POST /v4.0/registration/complete.
     authentication_classes = []
     permission_classes = []
     throttle_classes = [RegistrationThrottle]
@@ -32,7 +34,8 @@ class RegistrationCompleteView(ApiView):
             OpenApiExample("A token", request_only=True, value={"token": "MTI:1u...:a1b2..."})
         ],
     )
-    def post(self, request: Request) -> Response:
+    @action(detail=False, methods=["post"], url_path="complete", name="Registration Complete")
+    def complete(self, request: Request) -> Response:
         data = validated_input(s.RegistrationCompleteInput, request)
         completed = registration_complete(token=data["token"])
         merchant = completed.created.merchant

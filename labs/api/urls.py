@@ -1,11 +1,7 @@
-from django.urls import path
+from api.routers import ApiRouter
+from labs.api.views import FulfilmentLocationViewSet
 
-from labs.api import views
+router = ApiRouter()
+router.register("fulfilmentLocations", FulfilmentLocationViewSet, basename="fulfilment-location")
 
-urlpatterns = [
-    path(
-        "fulfilmentLocations/<str:labCode>/capabilities",
-        views.LabCapabilitiesView.as_view(),
-        name="fulfilment-location-capabilities",
-    ),
-]
+urlpatterns = router.urls

@@ -2,11 +2,12 @@
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.schema import operation
-from api.staff import StaffApiView
+from api.staff import StaffApiViewSet
 from common.errors import EntityNotFound
 from labs.api.serializers import LabCapabilitiesResponse
 from labs.capabilities import capabilities_listed
@@ -17,8 +18,10 @@ LAB_CODE = OpenApiParameter(
 )
 
 
-class LabCapabilitiesView(StaffApiView):
-    audit_operation = "fulfilmentLocation.capabilities"
+class FulfilmentLocationViewSet(StaffApiViewSet):
+    # GET /v4.0/fulfilmentLocations/{labCode}/capabilities.
+    lookup_field = "labCode"
+    lookup_value_converter = "str"
 
     @operation(
         "Lab capabilities and shipment operations",
@@ -27,7 +30,14 @@ class LabCapabilitiesView(StaffApiView):
         LabCapabilitiesResponse,
         parameters=[LAB_CODE],
     )
-    def get(self, request: Request, labCode: str) -> Response:
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="capabilities",
+        name="Lab Capabilities",
+        audit_operation="fulfilmentLocation.capabilities",
+    )
+    def capabilities(self, request: Request, labCode: str) -> Response:
         lab = lab_get(code=labCode)
         if lab is None:
             raise EntityNotFound(f"No lab {labCode}.")
