@@ -1,26 +1,8 @@
-from django.urls import path
+from api.routers import ApiRouter
+from backoffice.api.views import BulkResubmissionViewSet, SiteflowShippingViewSet
 
-from backoffice.api import views
+router = ApiRouter()
+router.register("micro-ui/bulk-resubmission", BulkResubmissionViewSet, basename="bulk-resubmission")
+router.register("micro-ui/siteflow-shipping", SiteflowShippingViewSet, basename="siteflow-shipping")
 
-BULK = "micro-ui/bulk-resubmission"
-
-urlpatterns = [
-    path(f"{BULK}/form-options", views.FormOptionsView.as_view(), name="bulk-form-options"),
-    path(
-        f"{BULK}/spreadsheet-info",
-        views.SpreadsheetInfoView.as_view(),
-        name="bulk-spreadsheet-info",
-    ),
-    path(
-        f"{BULK}/spreadsheet-data",
-        views.SpreadsheetDataView.as_view(),
-        name="bulk-spreadsheet-data",
-    ),
-    path(f"{BULK}/review", views.ReviewView.as_view(), name="bulk-review"),
-    path(f"{BULK}/submit", views.SubmitView.as_view(), name="bulk-submit"),
-    path(
-        "micro-ui/siteflow-shipping/bulk-update",
-        views.SiteflowShippingUpdateView.as_view(),
-        name="siteflow-shipping-bulk-update",
-    ),
-]
+urlpatterns = router.urls

@@ -1,16 +1,17 @@
 """The micro-ui endpoints: bulk resubmission from a sheet (any staff) and the Site Flow bulk
-shipping update (administrators). Staff key or staff admin session (``StaffApiView``)."""
+shipping update (administrators). Staff key or staff admin session (``StaffApiViewSet``)."""
 
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.permissions import IsAdministrator, IsStaff
 from api.schema import operation
-from api.staff import StaffApiView
+from api.staff import StaffApiViewSet
 from api.views import validated_input
 from backoffice import services
 from backoffice.api import serializers as s
@@ -80,7 +81,9 @@ def row_json(row: SheetRow) -> dict[str, Any]:
     }
 
 
-class MicroUiView(StaffApiView):
+class MicroUiViewSet(StaffApiViewSet):
+    # The base of the micro-ui viewsets: the audit target is the spreadsheet and worksheet
+    # named by the body or the query.
     def audit_target(self, **kwargs: Any) -> str:
         request = getattr(self, "request", None)
         if request is None:
@@ -92,16 +95,45 @@ class MicroUiView(StaffApiView):
         return f"{spreadsheet} / {worksheet}" if spreadsheet or worksheet else ""
 
 
-class FormOptionsView(MicroUiView):
-    audit_operation = "bulkResubmission.formOptions"
+def _resubmission_input(request: Request) -> dict[str, Any]:
+    data = validated_input(s.ReviewRequest, request)
+    return {
+        "source": Source(
+            spreadsheet_id=data["spreadsheetId"].strip(),
+            worksheet_name=data["worksheetName"].strip(),
+        ),
+        "lab": services.lab_check(data.get("lab", "")),
+        "cancel_option": services.cancel_option_check(data.get("cancelOption", "")),
+        "shipping_method": _method(
+            data.get("preferredGlobalShippingMethod", ""), "preferredGlobalShippingMethod"
+        ),
+    }
 
+
+def _micro_ui_action(
+    url_path: str, name: str, audit_operation: str, method: Literal["get", "post"]
+) -> Any:
+    """The route ``{prefix}/{url_path}``; ``name`` is its view's name (OPTIONS shows it)."""
+    return action(
+        detail=False,
+        methods=[method],
+        url_path=url_path,
+        name=name,
+        audit_operation=audit_operation,
+    )
+
+
+class BulkResubmissionViewSet(MicroUiViewSet):
+    # /v4.0/micro-ui/bulk-resubmission/...: the form's options, the sheet's counts and rows,
+    # review (changes nothing) and submit (queues a job); any staff user.
     @operation(
         TAG_NAME,
         "bulk_resubmission_form_options",
         "The labs, cancel options and shipping methods the form offers (staff)",
         s.FormOptions,
     )
-    def get(self, request: Request) -> Response:
+    @_micro_ui_action("form-options", "Form Options", "bulkResubmission.formOptions", "get")
+    def form_options(self, request: Request) -> Response:
         labs = Lab.objects.filter(is_active=True).order_by("code")
         return Response(
             {
@@ -122,10 +154,6 @@ class FormOptionsView(MicroUiView):
             }
         )
 
-
-class SpreadsheetInfoView(MicroUiView):
-    audit_operation = "bulkResubmission.spreadsheetInfo"
-
     @operation(
         TAG_NAME,
         "bulk_resubmission_spreadsheet_info",
@@ -133,7 +161,10 @@ class SpreadsheetInfoView(MicroUiView):
         s.SpreadsheetInfo,
         parameters=SHEET_PARAMETERS,
     )
-    def get(self, request: Request) -> Response:
+    @_micro_ui_action(
+        "spreadsheet-info", "Spreadsheet Info", "bulkResubmission.spreadsheetInfo", "get"
+    )
+    def spreadsheet_info(self, request: Request) -> Response:
         _, rows = services.sheet_rows(_query_source(request))
         assessments = rows_assess(rows=rows)
         return Response(
@@ -143,10 +174,6 @@ class SpreadsheetInfoView(MicroUiView):
             }
         )
 
-
-class SpreadsheetDataView(MicroUiView):
-    audit_operation = "bulkResubmission.spreadsheetData"
-
     @operation(
         TAG_NAME,
         "bulk_resubmission_spreadsheet_data",
@@ -154,28 +181,12 @@ class SpreadsheetDataView(MicroUiView):
         s.SpreadsheetData,
         parameters=SHEET_PARAMETERS,
     )
-    def get(self, request: Request) -> Response:
+    @_micro_ui_action(
+        "spreadsheet-data", "Spreadsheet Data", "bulkResubmission.spreadsheetData", "get"
+    )
+    def spreadsheet_data(self, request: Request) -> Response:
         _, rows = services.sheet_rows(_query_source(request))
         return Response({"rows": [row_json(row) for row in rows]})
-
-
-def _resubmission_input(request: Request) -> dict[str, Any]:
-    data = validated_input(s.ReviewRequest, request)
-    return {
-        "source": Source(
-            spreadsheet_id=data["spreadsheetId"].strip(),
-            worksheet_name=data["worksheetName"].strip(),
-        ),
-        "lab": services.lab_check(data.get("lab", "")),
-        "cancel_option": services.cancel_option_check(data.get("cancelOption", "")),
-        "shipping_method": _method(
-            data.get("preferredGlobalShippingMethod", ""), "preferredGlobalShippingMethod"
-        ),
-    }
-
-
-class ReviewView(MicroUiView):
-    audit_operation = "bulkResubmission.review"
 
     @operation(
         TAG_NAME,
@@ -184,7 +195,8 @@ class ReviewView(MicroUiView):
         s.ReviewResponse,
         request=s.ReviewRequest,
     )
-    def post(self, request: Request) -> Response:
+    @_micro_ui_action("review", "Review", "bulkResubmission.review", "post")
+    def review(self, request: Request) -> Response:
         given = _resubmission_input(request)
         _, review = services.resubmission_review(source=given["source"], lab=given["lab"])
         return Response(
@@ -199,10 +211,6 @@ class ReviewView(MicroUiView):
             }
         )
 
-
-class SubmitView(MicroUiView):
-    audit_operation = "bulkResubmission.submit"
-
     @operation(
         TAG_NAME,
         "bulk_resubmission_submit",
@@ -212,7 +220,8 @@ class SubmitView(MicroUiView):
         "`Message`, `New Lab Order Id` and `Last Activity` back to the sheet.",
         request=s.ReviewRequest,
     )
-    def post(self, request: Request) -> Response:
+    @_micro_ui_action("submit", "Submit", "bulkResubmission.submit", "post")
+    def submit(self, request: Request) -> Response:
         given = _resubmission_input(request)
         job = services.resubmission_submit(user=request.user, **given)
         count = job.rows.count()
@@ -225,8 +234,8 @@ class SubmitView(MicroUiView):
         )
 
 
-class SiteflowShippingUpdateView(MicroUiView):
-    audit_operation = "siteflowShipping.bulkUpdate"
+class SiteflowShippingViewSet(MicroUiViewSet):
+    # POST /v4.0/micro-ui/siteflow-shipping/bulk-update; administrators only.
     permission_classes = [IsStaff, IsAdministrator]
 
     @operation(
@@ -239,7 +248,10 @@ class SiteflowShippingUpdateView(MicroUiView):
         "Per-row results are answered and written back to `Message` and `Last Activity`.",
         request=s.SiteflowShippingUpdateRequest,
     )
-    def post(self, request: Request) -> Response:
+    @_micro_ui_action(
+        "bulk-update", "Siteflow Shipping Update", "siteflowShipping.bulkUpdate", "post"
+    )
+    def bulk_update(self, request: Request) -> Response:
         data = validated_input(s.SiteflowShippingUpdateRequest, request)
         job = services.shipping_bulk_update(
             user=request.user,
