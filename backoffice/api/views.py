@@ -6,6 +6,7 @@ from typing import Any, Literal
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.decorators import action
+from rest_framework.exceptions import ParseError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -88,7 +89,10 @@ class MicroUiViewSet(StaffApiViewSet):
         request = getattr(self, "request", None)
         if request is None:
             return ""
-        data = request.data if isinstance(request.data, dict) else {}
+        try:
+            data = request.data if isinstance(request.data, dict) else {}
+        except ParseError:  # a malformed body no handler read (wrong method, not allowed)
+            data = {}
         params = {k.lower(): v for k, v in request.query_params.items()}
         spreadsheet = data.get("spreadsheetId") or params.get("spreadsheetid") or ""
         worksheet = data.get("worksheetName") or params.get("worksheetname") or ""

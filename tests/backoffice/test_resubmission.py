@@ -316,6 +316,33 @@ def test_form_options_list_labs_cancel_options_and_methods(staff_session: APICli
     )
 
 
+def test_a_malformed_body_no_handler_reads_is_answered_and_audited_not_a_500(
+    staff_api: APIClient,
+) -> None:
+    # form-options takes no POST, and an operator may not bulk-update: neither reads the body,
+    # but the audit entry looks in it for the sheet (and finds it in the query).
+    wrong_method = staff_api.post(
+        f"{BASE}/form-options?spreadsheetId={SHEET}&worksheetName=Tab",
+        "{bad",
+        content_type="application/json",
+    )
+    not_administrator = staff_api.post(
+        "/v4.0/micro-ui/siteflow-shipping/bulk-update", "{bad", content_type="application/json"
+    )
+
+    assert (wrong_method.status_code, wrong_method.json()["outcome"]) == (405, "MethodNotAllowed")
+    assert (not_administrator.status_code, not_administrator.json()["outcome"]) == (
+        401,
+        "Unauthorized",
+    )
+    assert list(
+        AuditEntry.objects.order_by("id").values_list("operation", "target", "status_code")
+    ) == [
+        ("bulkResubmission.formOptions", f"{SHEET} / Tab", 405),
+        ("siteflowShipping.bulkUpdate", "", 401),
+    ]
+
+
 def test_bad_bodies_are_validation_failed(staff_api: APIClient, sheets: SheetsServer) -> None:
     missing = staff_api.post(f"{BASE}/submit", {"worksheetName": TAB}, format="json")
     unknown_lab = staff_api.post(f"{BASE}/submit", body(lab="zz9"), format="json")
