@@ -56,4 +56,3 @@ class StaffApiViewSet(ViewSetMixin, StaffApiView):
     # ``api.views.ApiViewSet``); ``audit_operation`` is set per route by its @action.
     # Operations are described by StaffApiView's docstring, as before.
     __doc__ = StaffApiView.__doc__
-    route_options: dict[str, dict[str, Any]] = {}
