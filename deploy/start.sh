@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 env_file=${1:-deploy/production.env}
 [ $# -gt 0 ] && shift
 [ -r "$env_file" ] || { echo "No environment file $env_file (see deploy/production.env.example)" >&2; exit 2; }
-PATH="$PWD/${VENV:-.venv}/bin:$PATH:/usr/sbin:/sbin"
+venv=${VENV:-.venv}
+case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
+PATH="$venv/bin:$PATH:/usr/sbin:/sbin"
 export PATH
 exec honcho --app-root . --env "$env_file" --procfile deploy/Procfile start "$@"
