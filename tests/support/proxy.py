@@ -99,3 +99,15 @@ def slow_clients(port: int, count: int, every: float = 1.0, part: str = "header"
         sender.join(timeout=10)
         for client in sockets:
             client.close()
+
+
+def environment_file(path: Path, overrides: dict[str, str]) -> Path:
+    """``deploy/production.env.example`` with ``overrides`` in place of its lines (or added)."""
+    template = (BASE_DIR / "deploy" / "production.env.example").read_text().splitlines()
+    lines, left = [], dict(overrides)
+    for line in template:
+        key = line.split("=", 1)[0] if "=" in line and not line.startswith("#") else None
+        lines.append(f"{key}={left.pop(key)}" if key in left else line)
+    lines += [f"{key}={value}" for key, value in left.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
