@@ -21,8 +21,8 @@ nothing leaves the machine).
 1. **Capacity**: ``--clients`` closed loops for ``--probe-seconds``: requests per second.
 2. **Soak**: the same mix for ``--seconds``, paced at that rate (open loop: a request is sent
    at its time whether or not earlier ones have been answered). Every status is counted;
-   the resident memory of every process of the topology is read from ``/proc`` at the start
-   and at the end.
+   the resident memory of every process of the topology is read from ``/proc`` at the start,
+   halfway and at the end (growth in the first half only is warming up; in both, a leak).
 
 Exits non-zero on any 5xx, on any failed request, or when a gunicorn worker grew by more
 than ``--max-growth-mb``.
@@ -339,8 +339,14 @@ def main() -> None:
         time.sleep(2)
         load_before = os.getloadavg()[0]
         before = process_memory(topology.pid)
+        middle: dict[int, tuple[str, int]] = {}
+        halfway = threading.Timer(
+            options.seconds / 2, lambda: middle.update(process_memory(topology.pid))
+        )
+        halfway.start()
         soak = Load(proxy_port, order_ids)
         achieved = soak.run(options.clients * 2, options.seconds, rate=capacity)
+        halfway.join()
         after = process_memory(topology.pid)
         print(
             f"soak: {options.seconds:.0f} s paced at {capacity:.1f} req/s: answered "
@@ -351,14 +357,20 @@ def main() -> None:
             f"mean {statistics.fmean(soak.latencies) * 1000:.0f} ms; load average "
             f"{load_before:.1f} -> {os.getloadavg()[0]:.1f}"
         )
-        print(f"{'process':<18} {'pid':>7} {'RSS start':>10} {'RSS end':>10} {'change':>8}")
+        print(
+            f"{'process':<18} {'pid':>7} {'RSS start':>10} {'halfway':>10} {'end':>10} "
+            f"{'1st half':>8} {'2nd half':>8}"
+        )
         growth = 0.0
         for pid, (name, rss) in sorted(before.items(), key=lambda item: item[1][0]):
+            half = middle.get(pid, (name, 0))[1]
             end = after.get(pid, (name, 0))[1]
-            change = (end - rss) / 1024
             if name == "gunicorn":
-                growth = max(growth, change)
-            print(f"{name:<18} {pid:>7} {rss / 1024:8.1f} MB {end / 1024:8.1f} MB {change:+7.1f}")
+                growth = max(growth, (end - rss) / 1024)
+            print(
+                f"{name:<18} {pid:>7} {rss / 1024:7.1f} MB {half / 1024:7.1f} MB "
+                f"{end / 1024:7.1f} MB {(half - rss) / 1024:+8.1f} {(end - half) / 1024:+8.1f}"
+            )
         restarted = sorted(set(after) - set(before))
         if restarted:
             print(f"processes started during the soak: {restarted}")
