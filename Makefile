@@ -28,6 +28,7 @@ $(STAMP): pyproject.toml $(LOCK) | $(PY)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet --require-hashes -r $(LOCK)
 	$(PIP) install --quiet --no-deps -e .
+	@$(PIP) check >/dev/null || { $(PIP) check; echo "$(LOCK) is behind pyproject.toml: run make lock"; exit 1; }
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
