@@ -3,7 +3,10 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# Installs come from the lock (exact versions, hashes checked); `make lock` regenerates it.
+LOCK := requirements/dev.lock
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCK) | cksum | cut -d' ' -f1)
+UV_LOCK := --generate-hashes --universal --python-version 3.11 --custom-compile-command "make lock" -q
 
 # The test suite talks to the machine's PostgreSQL and Redis unless told otherwise.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
@@ -12,15 +15,20 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # Browser tests drive Debian's Chromium (never a downloaded browser).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_CHROMIUM := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends chromium
+# The production topology's proxy (deploy/): Debian's nginx, and envsubst to render its config.
+APT_NGINX := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends nginx gettext-base
+HAVE_NGINX := (command -v nginx || test -x /usr/sbin/nginx) >/dev/null 2>&1 && command -v envsubst >/dev/null 2>&1
 
-.PHONY: install browser run test lint typecheck imports bench clean
+.PHONY: install browser nginx run test lint typecheck imports audit lock bench clean
 
 $(PY):
 	python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml $(LOCK) | $(PY)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e ".[dev]"
+	$(PIP) install --quiet --require-hashes -r $(LOCK)
+	$(PIP) install --quiet --no-deps -e .
+	@$(PIP) check >/dev/null || { $(PIP) check; echo "$(LOCK) is behind pyproject.toml: run make lock"; exit 1; }
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
@@ -29,10 +37,33 @@ install: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || $(APT_CHROMIUM) || ($(SUDO) apt-get update && $(APT_CHROMIUM))
 
+nginx:
+	@$(HAVE_NGINX) || $(APT_NGINX) || ($(SUDO) apt-get update && $(APT_NGINX))
+
+# The locks: dev.lock (everything `make install` puts in .venv) and production.lock (the
+# service and the deploy/ runner only, at the same versions), with every file's hash.
+lock: install
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --extra deploy $(UV_LOCK) -o requirements/dev.lock
+	$(VENV)/bin/uv pip compile pyproject.toml --extra deploy $(UV_LOCK) -c requirements/dev.lock \
+		-o requirements/production.lock
+
+# Known vulnerabilities in every locked package (pip-audit asks PyPI's per-release advisory
+# data). Where that data cannot be reached pip-audit skips each package ("could not be
+# audited"): then the packages with newer releases are listed instead. Fails on a finding.
+audit: install
+	@$(VENV)/bin/pip-audit --progress-spinner off --disable-pip --require-hashes \
+		-r requirements/dev.lock >$(VENV)/pip-audit.txt 2>&1; status=$$?; \
+	cat $(VENV)/pip-audit.txt; \
+	if grep -q "could not be audited" $(VENV)/pip-audit.txt; then \
+		echo "pip-audit could not reach advisory data for the packages above;" \
+			"packages with newer releases (pip list --outdated):"; \
+		$(PIP) list --outdated --exclude-editable; \
+	fi; exit $$status
+
 # `make run` is local development: the local settings, said explicitly (wsgi.py and the Celery
 # app default to production settings, which refuse to start without a secret key).
 run: export DJANGO_SETTINGS_MODULE := config.settings.local
-run: install
+run: install nginx
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py setup_demo
@@ -49,7 +80,7 @@ typecheck: install
 imports: install
 	$(VENV)/bin/lint-imports
 
-test: install browser lint typecheck imports
+test: install browser nginx lint typecheck imports
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(VENV)/bin/pytest -q
 
