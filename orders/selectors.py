@@ -6,8 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model, Prefetch, QuerySet
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 from common.errors import EntityNotFound
 from merchants.models import Environment
@@ -69,7 +72,7 @@ class _Columns:
             self._converters = found
         return self._converters
 
-    def instance(self, row: Sequence[Any], start: int) -> Any:
+    def instance(self, row: Sequence[Any], start: int, db: BaseDatabaseWrapper) -> Any:
         """The instance in ``row`` from column ``start``; None for a LEFT JOIN's missing row."""
         values = list(row[start : start + len(self.fields)])
         if values[0] is None:
@@ -77,9 +80,23 @@ class _Columns:
         for index, functions, expression in self.converters():
             value = values[index]
             for function in functions:
-                value = function(value, expression, connection)
+                value = function(value, expression, db)
             values[index] = value
-        return self.model.from_db(connection.alias, self.attnames, values)
+        return self.built(values, db.alias)
+
+    def built(self, values: Sequence[Any], db: str) -> Any:
+        """The instance of converted ``values`` (every concrete field, in order), as
+        ``Model.from_db`` builds it but without running ``__init__`` field by field (these
+        models have no ``pre_init``/``post_init`` receivers; with one, ``from_db`` it is)."""
+        model = self.model
+        if pre_init.has_listeners(model) or post_init.has_listeners(model):
+            return model.from_db(db, self.attnames, values)
+        instance = model.__new__(model)
+        instance.__dict__.update(zip(self.attnames, values, strict=True))
+        state = instance._state = ModelState()
+        state.adding = False
+        state.db = db
+        return instance
 
 
 class _Join:
@@ -111,24 +128,36 @@ class _Join:
         with connection.cursor() as cursor:
             cursor.execute(self._sql.format(ids=", ".join(["%s"] * len(ids))), list(ids))
             rows = cursor.fetchall()
+        db = connections[DEFAULT_DB_ALIAS]
         starts = []
         start = 0
         for table in self.tables:
             starts.append(start)
             start += len(table.fields)
-        return [
-            tuple(table.instance(row, at) for table, at in zip(self.tables, starts, strict=True))
-            for row in rows
-        ]
+        # A parent repeated on consecutive rows (an item with several assets) is one instance.
+        previous: list[Any] = [None] * len(self.tables)
+        found = []
+        for row in rows:
+            instances = []
+            for position, (table, at) in enumerate(zip(self.tables, starts, strict=True)):
+                last = previous[position]
+                if last is not None and row[at] == last.pk:
+                    instances.append(last)
+                    continue
+                previous[position] = instance = table.instance(row, at, db)
+                instances.append(instance)
+            found.append(tuple(instances))
+        return found
 
 
 _MODELS = (Order, OrderItem, Asset, Shipment, Charge, ChargeItem, OrderIssue)
+_ORDER_COLUMNS = _Columns(Order, "o")
 # An order with its items and their assets; items with their assets; charges with their lines.
 _ORDER_ITEMS_ASSETS = _Join(
     "SELECT {columns} FROM {order} o LEFT JOIN {orderitem} i ON i.order_id = o.id "
     "LEFT JOIN {asset} a ON a.item_id = i.id WHERE o.id IN ({ids}) "
     "ORDER BY o.id, i.position, a.position",
-    _Columns(Order, "o"),
+    _ORDER_COLUMNS,
     _Columns(OrderItem, "i"),
     _Columns(Asset, "a"),
 )
@@ -265,5 +294,10 @@ def order_list(*, environment: Environment, filters: OrderFilter) -> tuple[list[
         offset = 0
     else:
         offset = filters.skip
-    page = list(queryset.order_by("-id")[offset : offset + filters.top + 1])
+    page = [
+        _ORDER_COLUMNS.built(values, queryset.db)
+        for values in queryset.order_by("-id").values_list(*_ORDER_COLUMNS.attnames)[
+            offset : offset + filters.top + 1
+        ]
+    ]
     return page[: filters.top], len(page) > filters.top
