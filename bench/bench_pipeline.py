@@ -24,6 +24,7 @@ claims and the broker round trips between steps.
 
 import argparse
 import io
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -114,8 +115,12 @@ def render_once(args: tuple[str, str, int]) -> float:
 
 
 def printready_alone(source: Path, media: str, orders: int, concurrency: int) -> float:
-    """Seconds for ``orders`` renders in a pool of ``concurrency`` warmed-up processes."""
-    with ProcessPoolExecutor(max_workers=concurrency) as pool:
+    """Seconds for ``orders`` renders in a pool of ``concurrency`` warmed-up processes
+    (started fresh, not forked: a child forked from a process whose libvips threads ran can
+    hang)."""
+    with ProcessPoolExecutor(
+        max_workers=concurrency, mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
         list(pool.map(render_once, [(str(source), media, -n - 1) for n in range(concurrency)]))
         started = time.perf_counter()
         list(pool.map(render_once, [(str(source), media, n) for n in range(orders)]))
