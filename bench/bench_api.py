@@ -8,11 +8,13 @@ the queries of one request per path in-process, starts gunicorn (sync workers, a
 they beat threads) with ``bench.settings`` and drives each path for ``--seconds`` with
 ``--clients`` connections: the bare view (``SELECT 1`` -> JSON), ``GET /healthz``,
 ``POST /v4.0/orders`` (2 items), ``GET /v4.0/orders/{id}``, ``GET /v4.0/orders?top=100`` and
-``POST /v4.0/quotes`` (2 items, every method). Prints req/s, p50 and p99, queries per request
-and each path's ratio to the bare view.
+``POST /v4.0/quotes`` (2 items, every method), in ``--rounds`` interleaved rounds (each path
+``--seconds`` in all). Prints req/s, p50 and p99, queries per request and each path's ratio to
+the bare view (over all rounds, and the lowest and highest round).
 
     .venv/bin/python bench/bench_api.py [--database-url postgres://.../perf_api]
         [--redis-url redis://127.0.0.1:6379/14] [--seconds 5] [--clients 8] [--workers 2]
+        [--rounds 5]
 """
 
 import argparse
@@ -151,6 +153,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="above 1: gthread workers")
     parser.add_argument("--orders", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of all paths")
     args = parser.parse_args()
 
     var_dir = tempfile.mkdtemp(prefix="bench-api-")
@@ -201,21 +204,30 @@ def main() -> None:
         load = os.getloadavg()
         print(
             f"gunicorn {args.workers} {worker_class} workers x {args.threads}, "
-            f"{args.clients} clients, {args.seconds:g} s each, {database}, {broker}, "
+            f"{args.clients} clients, {args.seconds:g} s each in {args.rounds} rounds, "
+            f"{database}, {broker}, "
             f"{args.orders} orders; load average "
             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
         )
-        results = []
-        for name, request in cases:
-            rate, latencies = drive(port, request, args.seconds, args.clients)
-            results.append((name, rate, latencies))
-        bare = results[0][1]
-        for name, rate, latencies in results:
+        # Every path is driven in each of ``--rounds`` rounds (seconds / rounds each), so a
+        # change in the machine's load falls on all of them alike rather than on whichever
+        # path ran at the time; each ratio is its rate over the bare view's in the same round.
+        latencies: dict[str, list[float]] = {name: [] for name, _ in cases}
+        rates: dict[str, list[float]] = {name: [] for name, _ in cases}
+        for _ in range(args.rounds):
+            for name, request in cases:
+                rate, measured = drive(port, request, args.seconds / args.rounds, args.clients)
+                rates[name].append(rate)
+                latencies[name].extend(measured)
+        bare_rates = rates[cases[0][0]]
+        for name, _ in cases:
+            ratios = sorted(r / b for r, b in zip(rates[name], bare_rates, strict=True))
             report(
                 name,
-                rate,
-                latencies,
-                f"  {counts[name]:2d} queries  ratio {rate / bare:.3f}",
+                sum(rates[name]) / args.rounds,
+                latencies[name],
+                f"  {counts[name]:2d} queries  ratio {sum(rates[name]) / sum(bare_rates):.3f}"
+                f" (rounds {ratios[0]:.3f} to {ratios[-1]:.3f})",
             )
         load = os.getloadavg()
         print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

@@ -16,7 +16,7 @@ queues of the Redis database given. An asset server in its own process serves on
    runs until every one is ``Complete`` (download, md5 and format checks, allocation, charges,
    print file and thumbnail, submission, production, shipping, callback events).
 2. **Print-ready alone**: ``render_print_ready`` of the same file to the same size, once per
-   order, in a pool of as many processes.
+   order, in a pool of as many processes, before and after the pipeline (the mean counts).
 
 The ratio of the two rates is the cost of orchestration: HTTP download, database steps,
 claims and the broker round trips between steps.
@@ -24,6 +24,7 @@ claims and the broker round trips between steps.
 
 import argparse
 import io
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -114,8 +115,12 @@ def render_once(args: tuple[str, str, int]) -> float:
 
 
 def printready_alone(source: Path, media: str, orders: int, concurrency: int) -> float:
-    """Seconds for ``orders`` renders in a pool of ``concurrency`` warmed-up processes."""
-    with ProcessPoolExecutor(max_workers=concurrency) as pool:
+    """Seconds for ``orders`` renders in a pool of ``concurrency`` warmed-up processes
+    (started fresh, not forked: a child forked from a process whose libvips threads ran can
+    hang)."""
+    with ProcessPoolExecutor(
+        max_workers=concurrency, mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
         list(pool.map(render_once, [(str(source), media, -n - 1) for n in range(concurrency)]))
         started = time.perf_counter()
         list(pool.map(render_once, [(str(source), media, n) for n in range(orders)]))
@@ -202,6 +207,12 @@ def main() -> None:
         cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
+    # The print-ready work alone runs before and after the pipeline (their mean is compared),
+    # so a change in the machine's load during the run falls on both sides alike.
+    alone_before = printready_alone(
+        source, str(scratch / "media"), options.orders, options.concurrency
+    )
+    loads = [os.getloadavg()[0]]
     try:
         wait([order(-1)])  # warm-up: worker processes up, imports and connections made
         started = time.perf_counter()
@@ -212,9 +223,12 @@ def main() -> None:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=30)
         server.kill()
-    alone_seconds = printready_alone(
+    loads.append(os.getloadavg()[0])
+    alone_after = printready_alone(
         source, str(scratch / "media"), options.orders, options.concurrency
     )
+    loads.append(os.getloadavg()[0])
+    alone_seconds = (alone_before + alone_after) / 2
     from django.db import connections
 
     connections.close_all()
@@ -229,7 +243,13 @@ def main() -> None:
     print(
         f"pipeline:          {pipeline_seconds:7.2f} s  {pipeline_rate:8.1f} orders/min", file=out
     )
-    print(f"print-ready alone: {alone_seconds:7.2f} s  {alone_rate:8.1f} orders/min", file=out)
+    print(
+        f"print-ready alone: {alone_seconds:7.2f} s  {alone_rate:8.1f} orders/min "
+        f"(before {alone_before:.2f} s, after {alone_after:.2f} s)",
+        file=out,
+    )
+    shown_loads = ", ".join(f"{load:.1f}" for load in loads)
+    print(f"load average (1 min) at the start, middle and end: {shown_loads}", file=out)
     print(f"ratio (orchestration overhead): {alone_rate / pipeline_rate:.2f}x", file=out)
     print(out.getvalue(), end="")
 

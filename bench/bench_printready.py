@@ -7,9 +7,10 @@ Run from the project root::
 It writes a 6000x4000 (24-megapixel) JPEG with photo-like content (gradients and noise), then
 renders it to a 7200x4800 print area several times per case, each run in a fresh Python process
 so one run's memory cannot hide in another's. Wall time is measured inside the child around the
-work alone; peak memory is the child's ``ru_maxrss`` from ``os.wait4`` (whole process: the
-interpreter and its imports, listed separately, are part of it). It prints the median time and
-the highest peak per case, and the ratios of ``render_print_ready`` to the bare pipeline.
+work alone, with the CPU time of all its threads; peak memory is the child's ``ru_maxrss`` from
+``os.wait4`` (whole process: the interpreter and its imports, listed separately, are part of
+it). Runs are interleaved, every case once per round. It prints the median time and CPU time
+and the highest peak per case, and the ratios of ``render_print_ready`` to the bare pipeline.
 """
 
 import argparse
@@ -67,6 +68,7 @@ def child(case: str, source: str, scratch: str) -> None:
     imports_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     width, height = PRINT_AREA
     started = time.perf_counter()
+    cpu_started = time.process_time()
     if case == "bare":
         pyvips.Image.thumbnail(source, width, height=height).jpegsave(
             str(Path(scratch) / "bare.jpg"), Q=95
@@ -85,11 +87,13 @@ def child(case: str, source: str, scratch: str) -> None:
             storage_prefix="bench",
         )
     elapsed = time.perf_counter() - started
-    print(json.dumps({"seconds": elapsed, "imports_kb": imports_kb}))
+    cpu = time.process_time() - cpu_started
+    print(json.dumps({"seconds": elapsed, "cpu": cpu, "imports_kb": imports_kb}))
 
 
-def measure(case: str, source: Path, scratch: Path) -> tuple[float, float, float]:
-    """(seconds, peak RSS MB, RSS after imports MB) of one run in a fresh process."""
+def measure(case: str, source: Path, scratch: Path) -> tuple[float, float, float, float]:
+    """(seconds, peak RSS MB, RSS after imports MB, CPU seconds of every thread) of one run in
+    a fresh process."""
     process = subprocess.Popen(
         [sys.executable, __file__, "--child", case, str(source), str(scratch)],
         stdout=subprocess.PIPE,
@@ -103,7 +107,7 @@ def measure(case: str, source: Path, scratch: Path) -> tuple[float, float, float
     if process.returncode != 0:
         raise SystemExit(f"{case} failed with exit code {process.returncode}")
     report = json.loads(output)
-    return report["seconds"], usage.ru_maxrss / 1024, report["imports_kb"] / 1024
+    return report["seconds"], usage.ru_maxrss / 1024, report["imports_kb"] / 1024, report["cpu"]
 
 
 def main() -> None:
@@ -129,20 +133,26 @@ def main() -> None:
             f"{args.runs} runs per case, each in a fresh process; "
             f"cpus {os.cpu_count()}, VIPS_CONCURRENCY={concurrency}"
         )
-        print(f"{'case':58} {'time s':>8} {'peak MB':>8} {'imports MB':>11}")
-        results: dict[str, tuple[float, float]] = {}
+        print(f"{'case':58} {'time s':>8} {'cpu s':>7} {'peak MB':>8} {'imports MB':>11}")
+        # Runs interleaved (every case once per round), so a change in the machine's load falls
+        # on every case alike; CPU time (all threads) is steadier than wall time under load.
+        runs: dict[str, list[tuple[float, float, float, float]]] = {case: [] for case in CASES}
+        for _ in range(args.runs):
+            for case in CASES:
+                runs[case].append(measure(case, source, scratch))
+        results: dict[str, tuple[float, float, float]] = {}
         for case, label in CASES.items():
-            runs = [measure(case, source, scratch) for _ in range(args.runs)]
-            seconds = statistics.median(run[0] for run in runs)
-            peak = max(run[1] for run in runs)
-            imports = max(run[2] for run in runs)
-            results[case] = (seconds, peak)
-            print(f"{label:58} {seconds:8.2f} {peak:8.0f} {imports:11.0f}")
-        bare_s, bare_mb = results["bare"]
+            seconds = statistics.median(run[0] for run in runs[case])
+            peak = max(run[1] for run in runs[case])
+            imports = max(run[2] for run in runs[case])
+            cpu = statistics.median(run[3] for run in runs[case])
+            results[case] = (seconds, peak, cpu)
+            print(f"{label:58} {seconds:8.2f} {cpu:7.2f} {peak:8.0f} {imports:11.0f}")
+        bare_s, bare_mb, bare_cpu = results["bare"]
         for case in ("render", "render-rotated"):
-            seconds, peak = results[case]
+            seconds, peak, cpu = results[case]
             print(
-                f"ratio {case} / bare: time {seconds / bare_s:.2f}x, "
+                f"ratio {case} / bare: time {seconds / bare_s:.2f}x, cpu {cpu / bare_cpu:.2f}x, "
                 f"peak memory {peak / bare_mb:.2f}x"
             )
 

@@ -14,7 +14,8 @@ from django.utils import timezone
 from common.errors import ValidationFailed
 
 MIN_KEY_LENGTH = 24
-# ``last_used_at`` is written at most once a minute per key, not on every request.
+# ``last_used_at`` is written at most once a minute per key (and process that keeps it), not
+# on every request.
 LAST_USED_RESOLUTION_SECONDS = 60
 
 
@@ -71,8 +72,10 @@ def key_revoke(*, key: HashedKey) -> None:
 
 
 def key_use_record(*, key: HashedKey) -> None:
-    """Note that the key was used now (at most once per ``LAST_USED_RESOLUTION_SECONDS``)."""
+    """Note that the key was used now (at most once per ``LAST_USED_RESOLUTION_SECONDS`` after
+    ``key.last_used_at``, which is set to the time written)."""
     now = timezone.now()
     last = key.last_used_at
     if last is None or (now - last).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
         type(key)._default_manager.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now

@@ -124,3 +124,16 @@ class Registration(models.Model):
 
     def __str__(self) -> str:
         return f"{self.email} ({'completed' if self.completed_at else 'pending'})"
+
+
+class AccountsVersion(models.Model):
+    """One row whose ``number`` changes in the transaction of every write to merchants,
+    environments and API keys (except a key's last-used time): database triggers set it (see
+    ``common.versioning``). Processes keep the keys they have seen in memory and reuse them
+    while this number is the one they read them with, so a revoked key is refused by the very
+    next request of every process."""
+
+    number = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"accounts version {self.number}"

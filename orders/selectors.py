@@ -1,10 +1,16 @@
 """Reads of orders: one order, list pages, and the shape of their queries."""
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from django.db.models import Prefetch, QuerySet
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Model, Prefetch, QuerySet
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 from common.errors import EntityNotFound
 from merchants.models import Environment
@@ -34,49 +40,197 @@ def orders_with_parts(queryset: QuerySet[Order]) -> QuerySet[Order]:
     )
 
 
-def order_parts(*, orders: Sequence[Order]) -> dict[int, OrderParts]:
-    """The parts of each order by order id: one query per kind of part with ``IN`` whatever
-    the number of orders (none for assets without items or charge lines without charges),
-    grouped in dicts rather than through ``prefetch_related``, which costs a queryset per row.
-    """
-    parts = {order.id: OrderParts() for order in orders}
-    if not parts:
-        return parts
+_Converter = Callable[[Any, Any, Any], Any]
+
+
+class _Columns:
+    """Every column of ``model`` under the table alias ``alias`` in a SELECT, and how a row's
+    slice becomes a model instance with the ORM's own value converters (prepared once per
+    process, on first use, for the connection's database)."""
+
+    def __init__(self, model: type[Model], alias: str) -> None:
+        self.model = model
+        self.alias = alias
+        self.fields = model._meta.concrete_fields
+        self.attnames = [field.attname for field in self.fields]
+        self._converters: list[tuple[int, list[_Converter], Any]] | None = None
+
+    def sql(self) -> str:
+        quote = connection.ops.quote_name
+        return ", ".join(f"{self.alias}.{quote(str(field.column))}" for field in self.fields)
+
+    def converters(self) -> list[tuple[int, list[_Converter], Any]]:
+        if self._converters is None:
+            found = []
+            for index, field in enumerate(self.fields):
+                expression = field.get_col(self.alias)
+                functions = connection.ops.get_db_converters(
+                    expression
+                ) + expression.get_db_converters(connection)
+                if functions:
+                    found.append((index, functions, expression))
+            self._converters = found
+        return self._converters
+
+    def instance(self, row: Sequence[Any], start: int, db: BaseDatabaseWrapper) -> Any:
+        """The instance in ``row`` from column ``start``; None for a LEFT JOIN's missing row."""
+        values = list(row[start : start + len(self.fields)])
+        if values[0] is None:
+            return None
+        for index, functions, expression in self.converters():
+            value = values[index]
+            for function in functions:
+                value = function(value, expression, db)
+            values[index] = value
+        return self.built(values, db.alias)
+
+    def built(self, values: Sequence[Any], db: str) -> Any:
+        """The instance of converted ``values`` (every concrete field, in order), as
+        ``Model.from_db`` builds it but without running ``__init__`` field by field (these
+        models have no ``pre_init``/``post_init`` receivers; with one, ``from_db`` it is)."""
+        model = self.model
+        if pre_init.has_listeners(model) or post_init.has_listeners(model):
+            return model.from_db(db, self.attnames, values)
+        instance = model.__new__(model)
+        instance.__dict__.update(zip(self.attnames, values, strict=True))
+        state = instance._state = ModelState()
+        state.adding = False
+        state.db = db
+        return instance
+
+
+class _Join:
+    """A SELECT of whole rows of a few tables joined (``{columns}``, ``{ids}`` in ``sql``),
+    written once per process: reads without building querysets, whose compilation cost most
+    of a ``GET``. Each result row gives one instance per table (None where a LEFT JOIN found
+    nothing)."""
+
+    def __init__(self, sql: str, *tables: _Columns) -> None:
+        self.template = sql
+        self.tables = tables
+        self._sql: str | None = None
+        self._lock = threading.Lock()
+
+    def read(self, ids: Sequence[int]) -> list[tuple[Any, ...]]:
+        if not ids:
+            return []
+        if self._sql is None:
+            with self._lock:
+                quote = connection.ops.quote_name
+                self._sql = self.template.format(
+                    columns=", ".join(table.sql() for table in self.tables),
+                    ids="{ids}",
+                    **{
+                        str(model._meta.model_name): quote(model._meta.db_table)
+                        for model in _MODELS
+                    },
+                )
+        with connection.cursor() as cursor:
+            cursor.execute(self._sql.format(ids=", ".join(["%s"] * len(ids))), list(ids))
+            rows = cursor.fetchall()
+        db = connections[DEFAULT_DB_ALIAS]
+        starts = []
+        start = 0
+        for table in self.tables:
+            starts.append(start)
+            start += len(table.fields)
+        # A parent repeated on consecutive rows (an item with several assets) is one instance.
+        previous: list[Any] = [None] * len(self.tables)
+        found = []
+        for row in rows:
+            instances = []
+            for position, (table, at) in enumerate(zip(self.tables, starts, strict=True)):
+                last = previous[position]
+                if last is not None and row[at] == last.pk:
+                    instances.append(last)
+                    continue
+                previous[position] = instance = table.instance(row, at, db)
+                instances.append(instance)
+            found.append(tuple(instances))
+        return found
+
+
+_MODELS = (Order, OrderItem, Asset, Shipment, Charge, ChargeItem, OrderIssue)
+_ORDER_COLUMNS = _Columns(Order, "o")
+# An order with its items and their assets; items with their assets; charges with their lines.
+_ORDER_ITEMS_ASSETS = _Join(
+    "SELECT {columns} FROM {order} o LEFT JOIN {orderitem} i ON i.order_id = o.id "
+    "LEFT JOIN {asset} a ON a.item_id = i.id WHERE o.id IN ({ids}) "
+    "ORDER BY o.id, i.position, a.position",
+    _ORDER_COLUMNS,
+    _Columns(OrderItem, "i"),
+    _Columns(Asset, "a"),
+)
+_ITEMS_ASSETS = _Join(
+    "SELECT {columns} FROM {orderitem} i LEFT JOIN {asset} a ON a.item_id = i.id "
+    "WHERE i.order_id IN ({ids}) ORDER BY i.order_id, i.position, a.position",
+    _Columns(OrderItem, "i"),
+    _Columns(Asset, "a"),
+)
+_SHIPMENTS = _Join(
+    "SELECT {columns} FROM {shipment} s WHERE s.order_id IN ({ids}) ORDER BY s.created, s.id",
+    _Columns(Shipment, "s"),
+)
+_CHARGES_LINES = _Join(
+    "SELECT {columns} FROM {charge} c LEFT JOIN {chargeitem} l ON l.charge_id = c.id "
+    "WHERE c.order_id IN ({ids}) ORDER BY c.created, c.id, l.id",
+    _Columns(Charge, "c"),
+    _Columns(ChargeItem, "l"),
+)
+_ISSUES = _Join(
+    "SELECT {columns} FROM {orderissue} x WHERE x.order_id IN ({ids}) ORDER BY x.created, x.id",
+    _Columns(OrderIssue, "x"),
+)
+
+
+def _parts_fill(parts: dict[int, OrderParts], items_assets: list[tuple[Any, ...]]) -> None:
+    """The rest of ``parts`` (items and assets already in ``items_assets``, the end of each
+    joined row): shipments, charges with their lines, issues, one query each."""
+    for *_, item, asset in items_assets:
+        if item is None:
+            continue
+        shown = parts[item.order_id]
+        assets = shown.assets.get(item.id)
+        if assets is None:
+            shown.items.append(item)
+            assets = shown.assets[item.id] = []
+        if asset is not None:
+            assets.append(asset)
     ids = list(parts)
-    items = list(OrderItem.objects.filter(order_id__in=ids).order_by("order_id", "position"))
-    for item in items:
-        parts[item.order_id].items.append(item)
-    if items:
-        assets: dict[int, list[Asset]] = {}
-        item_order = {item.id: item.order_id for item in items}
-        for asset in Asset.objects.filter(item_id__in=list(item_order)).order_by(
-            "item_id", "position"
-        ):
-            assets.setdefault(asset.item_id, []).append(asset)
-        for item_id, order_id in item_order.items():
-            parts[order_id].assets[item_id] = assets.get(item_id, [])
-    for shipment in Shipment.objects.filter(order_id__in=ids).order_by("created", "id"):
+    for (shipment,) in _SHIPMENTS.read(ids):
         parts[shipment.order_id].shipments.append(shipment)
-    charges = list(Charge.objects.filter(order_id__in=ids).order_by("created", "id"))
-    for charge in charges:
-        parts[charge.order_id].charges.append(charge)
-    if charges:
-        charge_order = {charge.id: charge.order_id for charge in charges}
-        for line in ChargeItem.objects.filter(charge_id__in=list(charge_order)).order_by("id"):
-            parts[charge_order[line.charge_id]].charge_items.setdefault(line.charge_id, []).append(
-                line
-            )
-    for issue in OrderIssue.objects.filter(order_id__in=ids).order_by("created", "id"):
+    for charge, line in _CHARGES_LINES.read(ids):
+        charge_parts = parts[charge.order_id]
+        lines = charge_parts.charge_items.get(charge.id)
+        if lines is None:
+            charge_parts.charges.append(charge)
+            lines = charge_parts.charge_items[charge.id] = []
+        if line is not None:
+            lines.append(line)
+    for (issue,) in _ISSUES.read(ids):
         parts[issue.order_id].issues.append(issue)
+
+
+def order_parts(*, orders: Sequence[Order]) -> dict[int, OrderParts]:
+    """The parts of each order by order id: four queries whatever the number of orders (items
+    joined with their assets, shipments, charges joined with their lines, issues), grouped in
+    dicts rather than through ``prefetch_related``, which costs a queryset per row."""
+    parts = {order.id: OrderParts() for order in orders}
+    if parts:
+        _parts_fill(parts, _ITEMS_ASSETS.read(list(parts)))
     return parts
 
 
 def order_with_parts_get(*, environment: Environment, order_id: int) -> tuple[Order, OrderParts]:
-    """As ``order_get``, with its parts as ``order_representation`` takes them."""
-    order = Order.objects.filter(environment=environment, id=order_id).first()
-    if order is None:
+    """As ``order_get``, with its parts as ``order_representation`` takes them: the order read
+    with its items and assets, then three queries."""
+    rows = _ORDER_ITEMS_ASSETS.read([order_id])
+    if not rows or rows[0][0].environment_id != environment.id:
         raise EntityNotFound(f"No order {Order(id=order_id).public_id} in this environment.")
-    return order, order_parts(orders=[order])[order.id]
+    order = rows[0][0]
+    parts = {order.id: OrderParts()}
+    _parts_fill(parts, rows)
+    return order, parts[order.id]
 
 
 def order_get(*, environment: Environment, order_id: int) -> Order:
@@ -140,5 +294,10 @@ def order_list(*, environment: Environment, filters: OrderFilter) -> tuple[list[
         offset = 0
     else:
         offset = filters.skip
-    page = list(queryset.order_by("-id")[offset : offset + filters.top + 1])
+    page = [
+        _ORDER_COLUMNS.built(values, queryset.db)
+        for values in queryset.order_by("-id").values_list(*_ORDER_COLUMNS.attnames)[
+            offset : offset + filters.top + 1
+        ]
+    ]
     return page[: filters.top], len(page) > filters.top

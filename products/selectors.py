@@ -5,7 +5,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import Prefetch, QuerySet
 
-from products.models import CatalogueVersion, PrintArea, Product, ProductAttribute, Variant
+from common.versions import version_current
+from products.models import PrintArea, Product, ProductAttribute, Variant
 
 
 def _products() -> QuerySet[Product]:
@@ -22,8 +23,8 @@ def _products() -> QuerySet[Product]:
 
 def catalogue_version() -> int | None:
     """The current catalogue version (None only before the first catalogue write after a
-    flush): one indexed read of one row."""
-    return CatalogueVersion.objects.filter(pk=1).values_list("number", flat=True).first()
+    flush): read with the other versions, once per request (``common.versions``)."""
+    return version_current("catalogue")
 
 
 def products_all() -> dict[str, Product]:

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "api.trace.TraceParentMiddleware",
+    "api.versions.RequestVersionsMiddleware",
     "api.timeouts.RequestDeadlineMiddleware",
     "api.routing.CaseInsensitiveApiPathMiddleware",
     "django.middleware.security.SecurityMiddleware",

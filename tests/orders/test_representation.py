@@ -31,7 +31,7 @@ from orders.models import (
     OrderItem,
 )
 from orders.representation import order_representation
-from orders.selectors import order_get
+from orders.selectors import order_get, order_parts, order_with_parts_get
 from tests.orders.factories import (
     ALLOCATED,
     PREPARED,
@@ -321,6 +321,35 @@ def test_the_order_has_the_documented_shape(state: str) -> None:
     representation = shown(order)
 
     assert mismatches(representation, OrderOutput()) == []
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_the_api_reads_show_what_the_orm_prefetch_shows(state: str) -> None:
+    order = STATES[state]()
+    other = OrderFactory.create(environment=order.environment)  # a neighbour on the list page
+    AssetFactory.create(item=OrderItemFactory.create(order=other, position=1), position=1)
+
+    fetched, parts = order_with_parts_get(environment=order.environment, order_id=order.id)
+    listed = order_parts(orders=[other, fetched])
+
+    expected = shown(order)
+    assert order_representation(fetched, base_url=BASE_URL, parts=parts) == expected
+    assert order_representation(fetched, base_url=BASE_URL, parts=listed[order.id]) == expected
+    assert order_representation(other, base_url=BASE_URL, parts=listed[other.id]) == shown(other)
+
+
+def test_the_api_read_keeps_items_and_assets_in_position_order() -> None:
+    order = OrderFactory.create(item=None)
+    second = OrderItemFactory.create(order=order, position=1, asset=None)
+    first = OrderItemFactory.create(order=order, position=0, asset=None)
+    AssetFactory.create(item=second, position=1, print_area="back")
+    AssetFactory.create(item=second, position=0, print_area="front")
+
+    _, parts = order_with_parts_get(environment=order.environment, order_id=order.id)
+
+    assert [item.id for item in parts.items] == [first.id, second.id]
+    assert parts.assets[first.id] == []
+    assert [asset.print_area for asset in parts.assets[second.id]] == ["front", "back"]
 
 
 def test_the_states_show_every_stage_every_detail_state_and_every_part() -> None:

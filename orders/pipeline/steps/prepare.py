@@ -12,11 +12,11 @@ from pathlib import Path
 
 from django.core.files.storage import default_storage
 
+from labs.catalogue import catalogue_snapshot
 from orders.artwork.printready import PrintReadyError, render_print_ready
 from orders.issues import PRINT_READY_FAILED
 from orders.models import Asset, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
-from products.selectors import product_get
 from products.validation import DEFAULT_PRINT_AREA, resolve_attributes
 
 
@@ -38,7 +38,9 @@ def local_copy(name: str) -> Iterator[Path]:
 
 
 def target_size(item: OrderItem, print_area: str) -> tuple[int, int] | None:
-    product = product_get(sku=item.sku)
+    """The print area's recommended pixels on the item's variant, from this process's
+    catalogue snapshot (no query while the catalogue version stands)."""
+    product = catalogue_snapshot().products_by_sku([item.sku]).get(item.sku.strip().upper())
     if product is None:
         return None
     resolved = resolve_attributes(product=product, attributes=item.attributes)

@@ -1,0 +1,61 @@
+"""Version numbers of data that processes keep in memory (the catalogue, the API keys), read
+together: one query per request, whatever uses them.
+
+Each kept kind of data has a one-row table whose number triggers change in the transaction of
+every write to that data (``common.versioning``); its app registers the table here when Django
+starts (``version_register``). A process reuses what it keeps while the number is the one it
+loaded the data with.
+
+Inside ``versions_request_scope`` (one per web request) the numbers are read once, at the first
+``version_current``, and reused for the rest of the request; outside it (workers, commands)
+every call reads them afresh.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from django.db import connection, models
+
+_tables: dict[str, str] = {}  # name -> version table
+_request_versions: ContextVar[dict[str, int | None] | None] = ContextVar(
+    "request_versions", default=None
+)
+
+
+def version_register(name: str, model: type[models.Model]) -> None:
+    """Read ``model``'s row 1 ``number`` as the version called ``name``."""
+    _tables[name] = model._meta.db_table
+
+
+def versions_read() -> dict[str, int | None]:
+    """Every registered version, in one query (None for a row missing after a flush)."""
+    names = sorted(_tables)
+    quote = connection.ops.quote_name
+    sql = " UNION ALL ".join(
+        f"SELECT %s, number FROM {quote(_tables[name])} WHERE id = 1" for name in names
+    )
+    versions: dict[str, int | None] = dict.fromkeys(names)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, names)
+        versions.update(cursor.fetchall())
+    return versions
+
+
+def version_current(name: str) -> int | None:
+    """The version ``name`` as of this request's first read (or of now, outside a request)."""
+    memo = _request_versions.get()
+    if memo is None:
+        return versions_read()[name]
+    if not memo:
+        memo.update(versions_read())
+    return memo[name]
+
+
+@contextmanager
+def versions_request_scope() -> Iterator[None]:
+    token = _request_versions.set({})
+    try:
+        yield
+    finally:
+        _request_versions.reset(token)
