@@ -18,7 +18,7 @@ from orders.pipeline.steps.allocate import order_plan
 from products.models import Product
 from products.selectors import catalogue_version
 from tests.support.orders import order_create_via_api, pk
-from tests.support.web import gunicorn_serving
+from tests.support.web import gunicorn_serving, needs_shared_database
 
 pytestmark = pytest.mark.django_db
 
@@ -128,6 +128,7 @@ def test_a_catalogue_reload_is_seen_by_the_next_quote(
     assert unit_cost_quoted(sandbox_api) == before
 
 
+@needs_shared_database
 @pytest.mark.django_db(transaction=True)
 def test_a_price_changed_in_the_admin_is_quoted_at_once_by_a_running_server(
     catalogue: None, admin_client: Client, merchant: CreatedMerchant

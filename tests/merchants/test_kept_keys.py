@@ -16,7 +16,7 @@ from merchants.models import ApiKey, Environment, PauseMode
 from merchants.selectors import ApiKeyCache
 from merchants.services import CreatedMerchant, api_key_revoke, environment_settings_update
 from tests.support.orders import order_create_via_api
-from tests.support.web import gunicorn_serving
+from tests.support.web import gunicorn_serving, needs_shared_database
 
 pytestmark = pytest.mark.django_db
 
@@ -121,6 +121,7 @@ def test_each_request_gets_its_own_key_objects(merchant: CreatedMerchant) -> Non
     assert second.environment.merchant.name == "Acme Prints"
 
 
+@needs_shared_database
 @pytest.mark.django_db(transaction=True)
 def test_a_running_server_refuses_a_key_revoked_in_the_admin_at_once(
     merchant: CreatedMerchant, superuser_client: Client

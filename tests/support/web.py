@@ -15,12 +15,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 
 from config.env import BASE_DIR
 from tests.support.database import ON_POSTGRES, database_url
 
 WEB_APPLICATION = "web-test-gunicorn"
+# Another process sees the test database only on a server (pytest-django's SQLite one is in memory).
+needs_shared_database = pytest.mark.skipif(
+    not ON_POSTGRES, reason="a second process reaches the test database only on PostgreSQL"
+)
 
 
 def free_port() -> int:
