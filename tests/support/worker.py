@@ -204,8 +204,71 @@ def start_worker(folder: Path, base_url: str, **overrides: str) -> Worker:
     return worker
 
 
+@dataclass
+class Workers:
+    """The processes of a deployment: a worker per queue, as README "Queues and workers" runs
+    them, and beat (inside the images worker, or alone)."""
+
+    members: dict[str, Worker]
+
+    def __getitem__(self, name: str) -> Worker:
+        return self.members[name]
+
+    def start(self) -> None:
+        for worker in self.members.values():
+            worker.start()
+
+    def ready(self) -> bool:
+        return all(worker.ready() for worker in self.members.values())
+
+    def kill(self) -> None:
+        for worker in self.members.values():
+            worker.kill()
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(
+            f"--- {name} ---\n{worker.log_tail(lines)}" for name, worker in self.members.items()
+        )
+
+
+def start_queue_workers(
+    folder: Path,
+    base_url: str,
+    *,
+    images: int = 2,
+    download_threads: int = 4,
+    callback_threads: int = 2,
+    beat_alone: bool = False,
+    **overrides: str,
+) -> Workers:
+    """One worker per queue (images: prefork; downloads and callbacks: threads) and beat, on
+    the test database and broker; returns once every one of them consumes."""
+    purge_queues()
+    env = worker_environment(folder, base_url, **overrides)
+    members = {
+        "images": Worker(
+            env, folder, ("images",), "prefork", images, beat=not beat_alone, name="images"
+        ),
+        "downloads": Worker(
+            env, folder, ("downloads",), "threads", download_threads, beat=False, name="downloads"
+        ),
+        "callbacks": Worker(
+            env, folder, ("callbacks",), "threads", callback_threads, beat=False, name="callbacks"
+        ),
+    }
+    if beat_alone:
+        members["beat"] = Worker(env, folder, kind="beat", name="beat")
+    workers = Workers(members)
+    workers.start()
+    wait_for("the workers to consume", workers.ready, workers)
+    return workers
+
+
 def wait_for(
-    what: str, check: Callable[[], Any], worker: Worker | None, timeout: float = WAIT_SECONDS
+    what: str,
+    check: Callable[[], Any],
+    worker: Worker | Workers | None,
+    timeout: float = WAIT_SECONDS,
 ) -> Any:
     """Poll ``check`` until it returns something true, and return that; fail with the worker's
     log when ``timeout`` seconds pass first."""
