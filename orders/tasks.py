@@ -1,8 +1,9 @@
 """Celery tasks: doorbells that carry ids; the state lives in the rows.
 
 Where each goes (``CELERY_TASK_ROUTES``): ``order_advance_task`` to the queue of the step it
-rings for (``orders.pipeline.scheduling``: ``downloads`` for the Download step, ``images`` for
-every other); the sweeper and the purge to ``images``, the default queue.
+rings for (``orders.pipeline.routing``: ``downloads`` for the Download step, ``images`` for
+every other); the sweeper to ``callbacks`` (it must run on time, behind no long work); the
+purge to ``images``, the default queue.
 """
 
 from celery import shared_task

@@ -141,7 +141,8 @@ CELERY_TASK_IGNORE_RESULT = True
 # Three queues, each for its own kind of worker (README, "Queues and workers"): `downloads`
 # waits on merchants' asset hosts (a thread pool), `images` is the CPU-bound rest of the
 # pipeline and every other task (prefork, a process per CPU), `callbacks` waits on merchants'
-# receivers and never queues behind either. A plain `celery -A config worker` consumes all three.
+# receivers (and runs the sweepers) and never queues behind either. A plain
+# `celery -A config worker` consumes all three.
 CELERY_TASK_DEFAULT_QUEUE = "images"
 CELERY_TASK_QUEUES = (Queue("downloads"), Queue("images"), Queue("callbacks"))
 # Routers, first match wins; a task none of them names goes to the default queue (images).
@@ -214,8 +215,16 @@ DOWNLOADS_PER_MERCHANT = env.int("DOWNLOADS_PER_MERCHANT", default=4)
 if DOWNLOADS_PER_MERCHANT < 1:
     raise ImproperlyConfigured("DOWNLOADS_PER_MERCHANT must be 1 or more.")
 DOWNLOAD_DEFER_SECONDS = env.float("DOWNLOAD_DEFER_SECONDS", default=30.0)
-# An order's doorbell goes to the queue of the step it rings for (orders/pipeline/scheduling.py).
-CELERY_TASK_ROUTES.append("orders.pipeline.scheduling.pipeline_task_route")
+# An order's doorbell goes to the queue of the step it rings for (orders/pipeline/routing.py).
+CELERY_TASK_ROUTES.append("orders.pipeline.routing.pipeline_task_route")
+# The sweepers are a few queries each and must run on time whatever the backlog (they rescue
+# lost work): they go to the queue kept free of long work, with the callbacks' own sweeper.
+CELERY_TASK_ROUTES.append(
+    {
+        "orders.tasks.orders_sweep_task": {"queue": "callbacks"},
+        "backoffice.tasks.bulk_jobs_sweep_task": {"queue": "callbacks"},
+    }
+)
 IMAGE_RETENTION_DAYS = env.int("IMAGE_RETENTION_DAYS", default=30)
 # Stored files are served only through signed URLs valid this long: thumbnails in order bodies,
 # print files sent to labs (long enough for any production and reprint).

@@ -80,7 +80,7 @@ def downloads_wake(*, merchant_id: int) -> list[int]:
     waiting = list(
         deferred.filter(_has_due_download()).order_by("id").values_list("id", flat=True)[:free]
     )
-    deferred.filter(id__in=waiting).update(due_at=now)
+    deferred.filter(id__in=waiting).update(due_at=now, swept_at=now)  # rung for just below
     for order_id in waiting:  # a doorbell for one taken meanwhile finds it claimed: harmless
         order_enqueue(order_id=order_id, step=PipelineStep.DOWNLOAD)
     return waiting

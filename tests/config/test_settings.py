@@ -118,10 +118,10 @@ def test_a_plain_worker_consumes_the_three_queues() -> None:
         ("orders.tasks.order_advance_task", (1, "Submit"), "images"),
         ("orders.tasks.order_advance_task", (1, "Production"), "images"),
         ("orders.tasks.order_advance_task", (1,), "images"),  # queued by an earlier release
-        ("orders.tasks.orders_sweep_task", (), "images"),
+        ("orders.tasks.orders_sweep_task", (), "callbacks"),
         ("orders.tasks.images_purge_expired_task", (), "images"),
         ("backoffice.tasks.bulk_job_run_task", (1,), "images"),
-        ("backoffice.tasks.bulk_jobs_sweep_task", (), "images"),
+        ("backoffice.tasks.bulk_jobs_sweep_task", (), "callbacks"),
         ("webhooks.tasks.event_deliver_task", (1,), "callbacks"),
         ("webhooks.tasks.events_sweep_task", (), "callbacks"),
     ],
