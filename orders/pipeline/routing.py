@@ -40,5 +40,5 @@ def pipeline_task_route(
     """
     if name != ADVANCE_TASK:
         return None
-    step = kwargs.get("step") or (args[1] if len(args) > 1 else None)
+    step = (kwargs or {}).get("step") or (args[1] if len(args) > 1 else None)
     return {"queue": pipeline_queue(step)} if step else None

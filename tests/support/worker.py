@@ -1,4 +1,6 @@
-"""A real Celery worker (with its beat sweeper) in its own process, on the test database.
+"""Real Celery workers (with their beat sweeper) in their own processes, on the test database:
+one consuming every queue (``start_worker``), or one per queue with its own pool and a lone
+beat, as deployed (``start_queue_workers``).
 
 The worker runs with the settings of ``config.settings.local`` pointed at the database
 pytest-django created, so what the tests see is what production does: tasks carrying ids
