@@ -127,6 +127,8 @@ class DripHost:
 
     def stop(self) -> None:
         """Stop dripping (every download answered so far ends short) and stop listening."""
+        if self.stopped.is_set():
+            return
         self.stopped.set()
         self.server.shutdown()
         self.server.server_close()
