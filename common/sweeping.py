@@ -29,11 +29,22 @@ def unswept_since_due(due_field: str) -> Q:
 
 def sweep_batch_mark(queryset: QuerySet[Any], *, due_field: str, batch: int) -> list[int]:
     """The ids of up to ``batch`` due rows to queue, earliest first, marked as swept."""
-    ids = list(
+    rows = sweep_batch_mark_values(queryset, due_field=due_field, batch=batch, fields=("id",))
+    return [row_id for (row_id,) in rows]
+
+
+def sweep_batch_mark_values(
+    queryset: QuerySet[Any], *, due_field: str, batch: int, fields: tuple[str, ...]
+) -> list[tuple[Any, ...]]:
+    """``fields`` (``id`` first) of up to ``batch`` due rows to queue, earliest first, marked
+    as swept: what a doorbell needs besides the id (the queue may depend on it)."""
+    rows = list(
         queryset.filter(unswept_since_due(due_field))
         .order_by(due_field)
-        .values_list("id", flat=True)[:batch]
+        .values_list(*fields)[:batch]
     )
-    if ids:
-        queryset.model.objects.filter(id__in=ids).update(swept_at=timezone.now())
-    return ids
+    if rows:
+        queryset.model.objects.filter(id__in=[row[0] for row in rows]).update(
+            swept_at=timezone.now()
+        )
+    return rows

@@ -13,3 +13,10 @@ def task_enqueue_on_commit(name: str, *args: object) -> None:
     and the sweeper queues the work once the broker is back.
     """
     transaction.on_commit(lambda: signature(name, args=args).delay(), robust=True)
+
+
+def task_enqueue(name: str, *args: object, countdown: float = 0.0) -> None:
+    """Queue the task registered as ``name`` now (``countdown`` seconds from now), routed by
+    ``CELERY_TASK_ROUTES``: for tasks that ring for more work (a follow-up, a sweep), whose
+    changes have committed already."""
+    signature(name, args=args).apply_async(countdown=countdown if countdown > 0 else None)

@@ -163,6 +163,6 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     @admin.action(description="Run the due pipeline step now", permissions=["change"])
     def ring_pipeline(self, request: HttpRequest, queryset: QuerySet[Order]) -> None:
         """A doorbell only: the step runs if the order is due and not owned by a worker."""
-        for order_id in queryset.values_list("id", flat=True):
-            order_enqueue_on_commit(order_id=order_id)
+        for order_id, step in queryset.values_list("id", "pipeline_step"):
+            order_enqueue_on_commit(order_id=order_id, step=step)
         self.message_user(request, f"{queryset.count()} order(s) queued for their due step.")

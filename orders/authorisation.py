@@ -66,5 +66,5 @@ def order_payment_authorise(*, order: Order) -> PaymentResult:
     locked.save(update_fields=fields)
     if locked.pipeline_step == PipelineStep.DOWNLOAD:
         order_stage_changed(order=locked)
-        order_enqueue_on_commit(order_id=locked.id)
+        order_enqueue_on_commit(order_id=locked.id, step=PipelineStep.DOWNLOAD)
     return result

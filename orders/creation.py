@@ -326,7 +326,7 @@ def _store(
             currency=order.currency,
         )
     if step == PipelineStep.DOWNLOAD:
-        order_enqueue_on_commit(order_id=order.id)
+        order_enqueue_on_commit(order_id=order.id, step=step)
     by_item: dict[int, list[Asset]] = {item.id: [] for item in items}
     for asset in assets:
         by_item[asset.item.id].append(asset)

@@ -1,48 +1,49 @@
-"""Celery tasks: doorbells that carry ids; the state lives in the rows."""
+"""Celery tasks: doorbells that carry ids; the state lives in the rows.
 
-from datetime import timedelta
+Where each goes (``CELERY_TASK_ROUTES``): ``order_advance_task`` to the queue of the step it
+rings for (``orders.pipeline.routing``: ``downloads`` for the Download step, ``images`` for
+every other); the sweeper to ``callbacks`` (it must run on time, behind no long work); the
+purge to ``images``, the default queue.
+"""
 
 from celery import shared_task
-from django.utils import timezone
 
-from common.sweeping import sweep_batch_mark
+from common.sweeping import sweep_batch_mark_values
 from orders.models import Order
 from orders.pipeline.claims import orders_due_unclaimed
 from orders.pipeline.retention import images_purge_expired
+from orders.pipeline.scheduling import order_enqueue
 from orders.pipeline.state_machine import order_advance
 
 SWEEP_BATCH = 500
-# A follow-up due this soon is queued directly; later ones wait for the sweeper.
-DIRECT_FOLLOW_UP = timedelta(seconds=120)
 
 
 @shared_task(name="orders.tasks.order_advance_task", ignore_result=True)
-def order_advance_task(order_id: int) -> None:
-    """Run the order's due step and queue again for a follow-up due soon.
+def order_advance_task(order_id: int, step: str | None = None) -> None:
+    """Run the order's due step (if it is still ``step``) and ring for a next one due soon.
 
     No Celery retries: a step that fails leaves the order due later in its row (and a failure
     here, say the database being away, leaves it due as it was), and the sweeper queues it.
     """
-    due_at = order_advance(order_id=order_id)
-    if due_at is None:
-        return
-    delay = (due_at - timezone.now()).total_seconds()
-    if delay <= DIRECT_FOLLOW_UP.total_seconds():
-        order_advance_task.apply_async((order_id,), countdown=max(0.0, delay))
+    order_advance(order_id=order_id, step=step, follow_up=True)
 
 
 @shared_task(name="orders.tasks.orders_sweep_task", ignore_result=True)
 def orders_sweep_task() -> int:
-    """Queue every order that is due and unclaimed (or whose claim expired).
+    """Queue every order that is due and unclaimed (or whose claim expired), each on the queue
+    of its step.
 
     This is what makes a lost message, a killed worker or a restarted broker harmless.
     """
-    ids = sweep_batch_mark(
-        Order.objects.filter(orders_due_unclaimed()), due_field="due_at", batch=SWEEP_BATCH
+    rows = sweep_batch_mark_values(
+        Order.objects.filter(orders_due_unclaimed()),
+        due_field="due_at",
+        batch=SWEEP_BATCH,
+        fields=("id", "pipeline_step"),
     )
-    for order_id in ids:
-        order_advance_task.delay(order_id)
-    return len(ids)
+    for order_id, step in rows:
+        order_enqueue(order_id=order_id, step=step)
+    return len(rows)
 
 
 @shared_task(name="orders.tasks.images_purge_expired_task", ignore_result=True)

@@ -1,6 +1,11 @@
-"""Run web (gunicorn), Celery worker and Celery beat together in the foreground.
+"""Run web (gunicorn), the Celery workers and Celery beat together in the foreground.
 
-Ctrl-C (or SIGTERM) stops all three; if one exits, the others are stopped too.
+Two workers share the three queues: a prefork one for `images` (CPU-bound: a process per
+`CELERY_CONCURRENCY`) and a thread-pool one for `downloads` and `callbacks` (both wait on other
+hosts: `CELERY_THREADS` threads), so a slow asset host never holds the rendering processes.
+`CELERY_THREADS=0` runs one prefork worker consuming all three queues instead.
+
+Ctrl-C (or SIGTERM) stops them all; if one exits, the others are stopped too.
 """
 
 import os
@@ -16,8 +21,17 @@ def _command(name: str) -> list[str]:
     return [os.path.join(PYTHON_BIN, name)]
 
 
+def _worker(name: str, queues: str, *pool: str) -> list[str]:
+    return [
+        *_command("celery"), "-A", "config", "worker", "--loglevel", "INFO",
+        "--hostname", f"{name}@%h", "--queues", queues, *pool,
+    ]  # fmt: skip
+
+
 def main() -> int:
     port = os.environ.get("PORT", "8000")
+    concurrency = os.environ.get("CELERY_CONCURRENCY", "2")
+    threads = os.environ.get("CELERY_THREADS", "8")
     processes = {
         "web": [
             *_command("gunicorn"),
@@ -27,18 +41,22 @@ def main() -> int:
             "--timeout", "75",
             "--access-logfile", "-",
         ],
-        "worker": [
-            *_command("celery"),
-            "-A", "config", "worker", "--loglevel", "INFO",
-            "--queues", os.environ.get("CELERY_QUEUES", "default,callbacks"),
-            "--concurrency", os.environ.get("CELERY_CONCURRENCY", "2"),
-        ],
         "beat": [*_command("celery"), "-A", "config", "beat", "--loglevel", "INFO"],
     }  # fmt: skip
+    if threads == "0":
+        processes["worker"] = _worker(
+            "worker", "downloads,images,callbacks", "--concurrency", concurrency
+        )
+    else:
+        processes["images"] = _worker("images", "images", "--concurrency", concurrency)
+        processes["io"] = _worker(
+            "io", "downloads,callbacks", "--pool", "threads", "--concurrency", threads
+        )
     running = {
         name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in processes.items()
     }
-    print(f"Serving on http://127.0.0.1:{port} (web, worker, beat); Ctrl-C stops all.", flush=True)
+    names = ", ".join(processes)
+    print(f"Serving on http://127.0.0.1:{port} ({names}); Ctrl-C stops all.", flush=True)
 
     stopping = False
 

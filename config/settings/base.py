@@ -139,11 +139,15 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_TASK_DEFAULT_QUEUE = "default"
-# Declared so that a plain `celery -A config worker` consumes both; callbacks have their own
-# queue so deliveries never wait behind image work (run a worker with `-Q callbacks` for them).
-CELERY_TASK_QUEUES = (Queue("default"), Queue("callbacks"))
-CELERY_TASK_ROUTES: dict = {}
+# Three queues, each for its own kind of worker (README, "Queues and workers"): `downloads`
+# waits on merchants' asset hosts (a thread pool), `images` is the CPU-bound rest of the
+# pipeline and every other task (prefork, a process per CPU), `callbacks` waits on merchants'
+# receivers (and runs the sweepers) and never queues behind either. A plain
+# `celery -A config worker` consumes all three.
+CELERY_TASK_DEFAULT_QUEUE = "images"
+CELERY_TASK_QUEUES = (Queue("downloads"), Queue("images"), Queue("callbacks"))
+# Routers, first match wins; a task none of them names goes to the default queue (images).
+CELERY_TASK_ROUTES: list = []
 CELERY_BEAT_SCHEDULE: dict = {}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -204,6 +208,24 @@ if PIPELINE_CLAIM_SECONDS <= ASSET_DOWNLOAD_DEADLINE_SECONDS:
         "outlasts its claim would be started again by a second worker."
     )
 PIPELINE_SWEEP_SECONDS = env.float("PIPELINE_SWEEP_SECONDS", default=10.0)
+# Fairness between merchants on the downloads queue: at most this many of one merchant's orders
+# download at once. A further one is not run (it holds no download thread): it waits with a due
+# time in its row, made due again as one of the merchant's downloads ends, or after
+# DOWNLOAD_DEFER_SECONDS at the latest. Keep it well below the download threads of all workers.
+DOWNLOADS_PER_MERCHANT = env.int("DOWNLOADS_PER_MERCHANT", default=4)
+if DOWNLOADS_PER_MERCHANT < 1:
+    raise ImproperlyConfigured("DOWNLOADS_PER_MERCHANT must be 1 or more.")
+DOWNLOAD_DEFER_SECONDS = env.float("DOWNLOAD_DEFER_SECONDS", default=30.0)
+# An order's doorbell goes to the queue of the step it rings for (orders/pipeline/routing.py).
+CELERY_TASK_ROUTES.append("orders.pipeline.routing.pipeline_task_route")
+# The sweepers are a few queries each and must run on time whatever the backlog (they rescue
+# lost work): they go to the queue kept free of long work, with the callbacks' own sweeper.
+CELERY_TASK_ROUTES.append(
+    {
+        "orders.tasks.orders_sweep_task": {"queue": "callbacks"},
+        "backoffice.tasks.bulk_jobs_sweep_task": {"queue": "callbacks"},
+    }
+)
 IMAGE_RETENTION_DAYS = env.int("IMAGE_RETENTION_DAYS", default=30)
 # Stored files are served only through signed URLs valid this long: thumbnails in order bodies,
 # print files sent to labs (long enough for any production and reprint).
@@ -225,7 +247,7 @@ CELERY_BEAT_SCHEDULE["images-purge-expired"] = {
 # --- Webhooks (callbacks to merchants) ------------------------------------------------------
 CALLBACK_TIMEOUT_SECONDS = env.float("CALLBACK_TIMEOUT_SECONDS", default=10.0)
 CALLBACK_EVENT_TYPE_PREFIX = env.str("CALLBACK_EVENT_TYPE_PREFIX", default="com.service.order")
-CELERY_TASK_ROUTES["webhooks.*"] = {"queue": "callbacks"}
+CELERY_TASK_ROUTES.append({"webhooks.*": {"queue": "callbacks"}})
 CELERY_BEAT_SCHEDULE["events-sweep"] = {
     "task": "webhooks.tasks.events_sweep_task",
     "schedule": PIPELINE_SWEEP_SECONDS,

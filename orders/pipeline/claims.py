@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from orders.models import Order, PipelineStep
+from orders.pipeline.fairness import download_claim
 
 ACTIVE_STEPS = (
     PipelineStep.HELD,
@@ -36,10 +37,18 @@ def orders_due_unclaimed() -> Q:
     )
 
 
-def order_claim(*, order_id: int) -> Order | None:
-    """The order, claimed for its current step, or None if it is not due or owned elsewhere."""
+def order_claim(*, order_id: int, step: str | None = None) -> Order | None:
+    """The order, claimed for its current step (only if that is ``step``, when given), or None
+    if it is not due, owned elsewhere, or deferred because its merchant has its share of
+    downloads running (``orders.pipeline.fairness``)."""
     until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
-    if not Order.objects.filter(orders_due_unclaimed(), id=order_id).update(claimed_until=until):
+    due = Order.objects.filter(orders_due_unclaimed(), id=order_id)
+    if step is not None:
+        due = due.filter(pipeline_step=step)
+    claimed = due.exclude(pipeline_step=PipelineStep.DOWNLOAD).update(claimed_until=until)
+    if not claimed and not download_claim(
+        due=due.filter(pipeline_step=PipelineStep.DOWNLOAD), until=until
+    ):
         return None
     return Order.objects.select_related("environment__merchant").get(id=order_id)
 

@@ -1,9 +1,39 @@
-"""Handing orders to the pipeline: only after the transaction that made them due commits."""
+"""Handing orders to the pipeline: a doorbell per order and step, on the step's queue
+(``orders.pipeline.routing``), only once the change that made the step due has committed."""
 
-from common.tasks import task_enqueue_on_commit
+from datetime import datetime, timedelta
 
-ADVANCE_TASK = "orders.tasks.order_advance_task"
+from django.utils import timezone
+
+from common.tasks import task_enqueue, task_enqueue_on_commit
+from orders.models import Order
+from orders.pipeline.routing import ADVANCE_TASK
+
+# A next step due this soon is queued directly with a countdown; later ones wait for the sweeper.
+DIRECT_FOLLOW_UP = timedelta(seconds=120)
 
 
-def order_enqueue_on_commit(*, order_id: int) -> None:
-    task_enqueue_on_commit(ADVANCE_TASK, order_id)
+def order_enqueue_on_commit(*, order_id: int, step: str) -> None:
+    """Ring for the order's ``step`` once the transaction that made it due commits."""
+    task_enqueue_on_commit(ADVANCE_TASK, order_id, step)
+
+
+def order_enqueue(*, order_id: int, step: str, countdown: float = 0.0) -> None:
+    """Ring for the order's ``step`` now (its changes have committed): the sweeper, a wake-up."""
+    task_enqueue(ADVANCE_TASK, order_id, step, countdown=countdown)
+
+
+def order_follow_up(*, order_id: int, step: str, due_at: datetime) -> None:
+    """After a step: ring for the next one if it is due soon; a later one waits for the sweeper
+    (a countdown held by a worker for hours would be lost with it anyway).
+
+    The row is marked as rung for this due time, as the sweeper marks what it queues: behind a
+    backlog the sweeper would otherwise queue every waiting step a second time. It still rings
+    again once a claim period has passed without the step being run (the message was lost).
+    """
+    delay = (due_at - timezone.now()).total_seconds()
+    if delay <= DIRECT_FOLLOW_UP.total_seconds():
+        Order.objects.filter(id=order_id, pipeline_step=step, due_at=due_at).update(
+            swept_at=max(due_at, timezone.now())
+        )
+        order_enqueue(order_id=order_id, step=step, countdown=max(0.0, delay))

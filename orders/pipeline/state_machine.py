@@ -38,7 +38,8 @@ from orders.events import downloads_complete, order_stage_changed, shipment_chan
 from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import ClaimLost, order_claim, order_claim_renew, order_move_on
-from orders.pipeline.scheduling import order_enqueue_on_commit
+from orders.pipeline.fairness import downloads_wake
+from orders.pipeline.scheduling import order_enqueue_on_commit, order_follow_up
 from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate
 from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.prepare import order_assets_prepare
@@ -224,25 +225,38 @@ STEPS: dict[str, Callable[[Order], None]] = {
 }
 
 
-def order_advance(*, order_id: int) -> datetime | None:
-    """Run the order's due step; return when it is due next (None: not ours, or finished)."""
-    order = order_claim(order_id=order_id)
+def order_advance(
+    *, order_id: int, step: str | None = None, follow_up: bool = False
+) -> datetime | None:
+    """Run the order's due step (only if it is ``step``, when given); return when it is due
+    next (None: not ours, not due, or finished).
+
+    ``follow_up`` (the task's run): ring at once for a next step due soon, on its own queue.
+    A download step, however it ends, frees a download slot of the merchant: its deferred
+    orders are woken (``orders.pipeline.fairness``).
+    """
+    order = order_claim(order_id=order_id, step=step)
     if order is None:
         return None
-    step = order.pipeline_step
+    ran = order.pipeline_step
     try:
-        STEPS[step](order)
+        STEPS[ran](order)
     except ClaimLost:
         logger.warning(
-            "Order %s: claim lost during %s; another worker carries on", order.public_id, step
+            "Order %s: claim lost during %s; another worker carries on", order.public_id, ran
         )
         return None
     except Exception:
-        logger.exception("Order %s: step %s failed; retrying later", order.public_id, step)
+        logger.exception("Order %s: step %s failed; retrying later", order.public_id, ran)
         Order.objects.filter(id=order.id, claimed_until=order.claimed_until).update(
             claimed_until=None, due_at=timezone.now() + ERROR_RETRY
         )
         return None
+    finally:
+        if ran == PipelineStep.DOWNLOAD:
+            downloads_wake(merchant_id=order.environment.merchant_id)
+    if follow_up and order.due_at is not None:
+        order_follow_up(order_id=order.id, step=order.pipeline_step, due_at=order.due_at)
     return order.due_at
 
 
@@ -260,5 +274,5 @@ def order_submit_now(*, order: Order) -> bool:
         .update(due_at=now)
     )
     if changed:
-        order_enqueue_on_commit(order_id=order.id)
+        order_enqueue_on_commit(order_id=order.id, step=PipelineStep.HELD)
     return bool(changed)

@@ -101,13 +101,37 @@ def test_production_settings_refuse_a_missing_or_plain_http_base_url(name: str) 
     assert result.returncode != 0 and name in result.stderr
 
 
-def test_a_plain_worker_consumes_the_callback_queue_too() -> None:
+def test_a_plain_worker_consumes_the_three_queues() -> None:
     from config.celery_app import app
 
-    assert set(app.amqp.queues) == {"default", "callbacks"}
-    route = app.amqp.router.route
-    assert route({}, "webhooks.tasks.event_deliver_task")["queue"].name == "callbacks"
-    assert route({}, "orders.tasks.order_advance_task")["queue"].name == "default"
+    assert set(app.amqp.queues) == {"downloads", "images", "callbacks"}
+
+
+@pytest.mark.parametrize(
+    ("task", "args", "queue"),
+    [
+        ("orders.tasks.order_advance_task", (1, "Download"), "downloads"),
+        ("orders.tasks.order_advance_task", (1, "Held"), "images"),
+        ("orders.tasks.order_advance_task", (1, "AwaitingPayment"), "images"),
+        ("orders.tasks.order_advance_task", (1, "Allocate"), "images"),
+        ("orders.tasks.order_advance_task", (1, "Prepare"), "images"),
+        ("orders.tasks.order_advance_task", (1, "Submit"), "images"),
+        ("orders.tasks.order_advance_task", (1, "Production"), "images"),
+        ("orders.tasks.order_advance_task", (1,), "images"),  # queued by an earlier release
+        ("orders.tasks.orders_sweep_task", (), "callbacks"),
+        ("orders.tasks.images_purge_expired_task", (), "images"),
+        ("backoffice.tasks.bulk_job_run_task", (1,), "images"),
+        ("backoffice.tasks.bulk_jobs_sweep_task", (), "callbacks"),
+        ("webhooks.tasks.event_deliver_task", (1,), "callbacks"),
+        ("webhooks.tasks.events_sweep_task", (), "callbacks"),
+    ],
+)
+def test_each_task_goes_to_its_queue_an_orders_doorbell_to_the_queue_of_its_step(
+    task: str, args: tuple[object, ...], queue: str
+) -> None:
+    from config.celery_app import app
+
+    assert app.amqp.router.route({}, task, args)["queue"].name == queue
 
 
 def test_embedded_default_uses_sqlite_and_the_filesystem_broker(tmp_path: Path) -> None:

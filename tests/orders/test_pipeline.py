@@ -738,6 +738,7 @@ def test_a_file_that_cannot_succeed_fails_after_one_attempt(
     assert reason.lower() in issue["description"].lower()
 
 
+@pytest.mark.django_db  # in-process: its doorbell must not reach the module's running worker
 def test_a_step_ending_in_error_sends_its_error_callback_with_the_order(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:

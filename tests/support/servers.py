@@ -10,6 +10,8 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
 from typing import Any
 
 from pytest_httpserver import HTTPServer
@@ -23,12 +25,22 @@ class Receiver:
     """The merchant's callback endpoint: records every delivery and answers 204."""
 
     deliveries: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+    arrived: list[float] = field(default_factory=list)  # each delivery's time.time()
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handle(self, request: Request) -> Response:
         with self.lock:
             self.deliveries.append((dict(request.headers), request.get_data()))
+            self.arrived.append(time.time())
         return Response(status=204)
+
+    def first_arrivals(self) -> dict[str, float]:
+        """When each event (by id) first arrived."""
+        with self.lock:
+            found: dict[str, float] = {}
+            for (_, body), at in zip(self.deliveries, self.arrived, strict=True):
+                found.setdefault(json.loads(body)["id"], at)
+            return found
 
     def events(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -63,6 +75,74 @@ class SlowAssets:
         finally:
             with self.lock:
                 self.in_flight -= 1
+
+
+class DripHost:
+    """A merchant's asset host that answers every GET with a 200 and then one byte a second
+    (``interval``) of a body it never finishes, until ``stop``: each download it answers holds
+    its downloader for the whole download deadline. Tells how many it is answering now, and
+    the most at once."""
+
+    def __init__(self, interval: float = 1.0, size: int = 1_000_000) -> None:
+        self.interval, self.size = interval, size
+        self.in_flight = self.most_in_flight = 0
+        self.served: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        host = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                host.drip(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def drip(self, request: BaseHTTPRequestHandler) -> None:
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            self.served[request.path] += 1
+        try:
+            request.send_response(200)
+            request.send_header("Content-Type", "image/jpeg")
+            request.send_header("Content-Length", str(self.size))
+            request.end_headers()
+            while not self.stopped.wait(self.interval):
+                request.wfile.write(b"\xff")
+                request.wfile.flush()
+        except OSError:
+            pass  # the downloader gave up (its deadline)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def stop(self) -> None:
+        """Stop dripping (every download answered so far ends short) and stop listening."""
+        if self.stopped.is_set():
+            return
+        self.stopped.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> "DripHost":
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
 
 
 def serve(httpserver: HTTPServer, path: str, data: bytes, content_type: str) -> str:

@@ -1,11 +1,15 @@
-"""A real Celery worker (with its beat sweeper) in its own process, on the test database.
+"""Real Celery workers (with their beat sweeper) in their own processes, on the test database:
+one consuming every queue (``start_worker``), or one per queue with its own pool and a lone
+beat, as deployed (``start_queue_workers``).
 
 The worker runs with the settings of ``config.settings.local`` pointed at the database
 pytest-django created, so what the tests see is what production does: tasks carrying ids
 through the broker, claims by conditional update, due times in rows.
 """
 
+import base64
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -26,20 +30,23 @@ from tests.support.database import ON_POSTGRES, database_url
 
 WORKER_APPLICATION = "pipeline-test-worker"
 WAIT_SECONDS = 60.0
+# The queues of config/settings/base.py: a worker here consumes all three unless told otherwise.
+QUEUES = ("downloads", "images", "callbacks")
 NO_WORKER = "a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)"
 CAN_RUN_WORKER = bool(ON_POSTGRES and settings.REDIS_URL)
 needs_worker = pytest.mark.skipif(not CAN_RUN_WORKER, reason=NO_WORKER)
 
 
-def worker_sessions() -> int:
-    """Database sessions of the test workers (their connections carry WORKER_APPLICATION)."""
+def worker_sessions(application: str = WORKER_APPLICATION) -> int:
+    """Database sessions of the test workers (their connections carry WORKER_APPLICATION), or
+    of one of them (``Worker.application``)."""
     if not ON_POSTGRES:
         return 0
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND application_name = %s",
-            [WORKER_APPLICATION],
+            "WHERE datname = current_database() AND application_name LIKE %s",
+            [f"{application}%"],
         )
         (count,) = cursor.fetchone()
     return int(count)
@@ -48,57 +55,94 @@ def worker_sessions() -> int:
 def purge_queues() -> None:
     """Drop queued and unacknowledged messages left by other tests on this broker."""
     client = redis.Redis.from_url(settings.REDIS_URL)
-    client.delete("default", "callbacks", "unacked", "unacked_index")
-    for key in client.scan_iter("default\x06\x16*"):
-        client.delete(key)
+    client.delete(*QUEUES, "default", "unacked", "unacked_index")
+    for queue in (*QUEUES, "default"):
+        for key in client.scan_iter(f"{queue}\x06\x16*"):
+            client.delete(key)
     client.close()
+
+
+def queued(queue: str) -> list[tuple[str, list[Any]]]:
+    """The messages waiting in ``queue`` on this broker, oldest first: (task name, arguments)."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    raw = client.lrange(queue, 0, -1)
+    client.close()
+    found = []
+    for message in reversed(raw):  # kombu pushes on the left and pops on the right
+        envelope = json.loads(message)
+        args, _kwargs, _embed = json.loads(base64.b64decode(envelope["body"]))
+        found.append((envelope["headers"]["task"], args))
+    return found
 
 
 @dataclass
 class Worker:
-    """A ``celery -A config worker -B`` subprocess; ``kill`` is SIGKILL, ``start`` starts anew."""
+    """A ``celery -A config worker`` subprocess consuming ``queues`` with ``pool`` and
+    ``concurrency`` (with its beat unless ``beat`` is False), or with ``kind="beat"`` a lone
+    ``celery -A config beat``; ``kill`` is SIGKILL, ``start`` starts anew."""
 
     env: dict[str, str]
     folder: Path
+    queues: tuple[str, ...] = QUEUES
+    pool: str = "prefork"
+    concurrency: int = 2
+    beat: bool = True
+    kind: str = "worker"
+    name: str = "pipeline-test"
     process: subprocess.Popen[bytes] | None = None
     runs: int = 0
     logs: list[Path] = field(default_factory=list)
 
+    @property
+    def application(self) -> str:
+        """The ``application_name`` of this process's database sessions."""
+        return f"{WORKER_APPLICATION}-{self.name}"
+
+    def arguments(self) -> list[str]:
+        schedule = ["-s", str(self.folder / f"{self.name}-beat-schedule")]
+        if self.kind == "beat":
+            return ["beat", "-l", "info", *schedule]
+        return [
+            "worker",
+            *(["-B", *schedule] if self.beat else []),
+            "-Q",
+            ",".join(self.queues),
+            "-P",
+            self.pool,
+            "-c",
+            str(self.concurrency),
+            "-l",
+            "info",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"{self.name}-{self.runs}@%h",
+        ]
+
     def start(self) -> None:
         self.runs += 1
-        log = self.folder / f"worker-{self.runs}.log"
+        log = self.folder / f"{self.name}-{self.runs}.log"
         self.logs.append(log)
+        env = dict(self.env)
+        env["DATABASE_URL"] = env["DATABASE_URL"].replace(
+            f"application_name={WORKER_APPLICATION}", f"application_name={self.application}"
+        )
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "-B",
-                "-Q",
-                "default,callbacks",
-                "-P",
-                "prefork",
-                "-c",
-                "2",
-                "-l",
-                "info",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-s",
-                str(self.folder / "beat-schedule"),
-                "-n",
-                f"pipeline-test-{self.runs}@%h",
-            ],
+            [sys.executable, "-m", "celery", "-A", "config", *self.arguments()],
             cwd=BASE_DIR,
-            env=self.env,
+            env=env,
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+    def ready(self) -> bool:
+        """The worker consumes (its banner's "ready." line), or beat has started."""
+        if not self.logs or not self.logs[-1].exists():
+            return False
+        text = self.logs[-1].read_text(errors="replace")
+        return ("beat: Starting" in text) if self.kind == "beat" else (" ready." in text)
 
     def kill(self) -> None:
         """SIGKILL the whole process group: the main process, its pool children and beat.
@@ -121,7 +165,7 @@ class Worker:
             except ProcessLookupError:
                 break
             time.sleep(0.05)
-        while time.monotonic() < deadline and worker_sessions():
+        while time.monotonic() < deadline and worker_sessions(self.application):
             time.sleep(0.05)
 
     def log_tail(self, lines: int = 60) -> str:
@@ -162,8 +206,71 @@ def start_worker(folder: Path, base_url: str, **overrides: str) -> Worker:
     return worker
 
 
+@dataclass
+class Workers:
+    """The processes of a deployment: a worker per queue, as README "Queues and workers" runs
+    them, and beat (inside the images worker, or alone)."""
+
+    members: dict[str, Worker]
+
+    def __getitem__(self, name: str) -> Worker:
+        return self.members[name]
+
+    def start(self) -> None:
+        for worker in self.members.values():
+            worker.start()
+
+    def ready(self) -> bool:
+        return all(worker.ready() for worker in self.members.values())
+
+    def kill(self) -> None:
+        for worker in self.members.values():
+            worker.kill()
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(
+            f"--- {name} ---\n{worker.log_tail(lines)}" for name, worker in self.members.items()
+        )
+
+
+def start_queue_workers(
+    folder: Path,
+    base_url: str,
+    *,
+    images: int = 2,
+    download_threads: int = 4,
+    callback_threads: int = 2,
+    beat_alone: bool = False,
+    **overrides: str,
+) -> Workers:
+    """One worker per queue (images: prefork; downloads and callbacks: threads) and beat, on
+    the test database and broker; returns once every one of them consumes."""
+    purge_queues()
+    env = worker_environment(folder, base_url, **overrides)
+    members = {
+        "images": Worker(
+            env, folder, ("images",), "prefork", images, beat=not beat_alone, name="images"
+        ),
+        "downloads": Worker(
+            env, folder, ("downloads",), "threads", download_threads, beat=False, name="downloads"
+        ),
+        "callbacks": Worker(
+            env, folder, ("callbacks",), "threads", callback_threads, beat=False, name="callbacks"
+        ),
+    }
+    if beat_alone:
+        members["beat"] = Worker(env, folder, kind="beat", name="beat")
+    workers = Workers(members)
+    workers.start()
+    wait_for("the workers to consume", workers.ready, workers)
+    return workers
+
+
 def wait_for(
-    what: str, check: Callable[[], Any], worker: Worker | None, timeout: float = WAIT_SECONDS
+    what: str,
+    check: Callable[[], Any],
+    worker: Worker | Workers | None,
+    timeout: float = WAIT_SECONDS,
 ) -> Any:
     """Poll ``check`` until it returns something true, and return that; fail with the worker's
     log when ``timeout`` seconds pass first."""

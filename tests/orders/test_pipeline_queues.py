@@ -1,0 +1,161 @@
+"""Each step on its own queue, and fairness between merchants at the download step.
+
+These run the state machine in the test's process and read what it queued on the real broker
+(Redis): the doorbells a worker of each queue would take. ``test_pipeline_isolation.py`` shows
+the same with real workers on the three queues.
+"""
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from pytest_httpserver import HTTPServer
+from rest_framework.test import APIClient
+
+from merchants.services import CreatedMerchant
+from orders.models import Asset, Order, PipelineStep
+from orders.pipeline.claims import order_claim
+from orders.pipeline.state_machine import order_advance
+from orders.tasks import orders_sweep_task
+from tests.support.images import jpeg_bytes
+from tests.support.orders import order_create_via_api, photo_order, pk
+from tests.support.pipeline import advance_to
+from tests.support.servers import requests_to, serve
+from tests.support.worker import needs_worker, purge_queues, queued
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("catalogue"),
+    needs_worker,
+]
+ADVANCE = "orders.tasks.order_advance_task"
+
+
+@pytest.fixture(autouse=True)
+def empty_queues() -> Any:
+    purge_queues()
+    yield
+    purge_queues()
+
+
+def test_an_orders_doorbells_go_to_the_queue_of_the_step_they_ring_for(
+    sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    callback_url = httpserver.url_for("/callbacks")
+    order_id = photo_order(sandbox_api, httpserver, "routed", callbackUrl=callback_url)
+
+    # Created: its downloads are rung for on the downloads queue, nothing else is.
+    assert queued("downloads") == [(ADVANCE, [pk(order_id), "Download"])]
+    assert queued("images") == []
+    assert queued("callbacks") == []
+
+    # The download step, run as the task runs it, rings for allocation on the images queue;
+    # its callback goes to the callbacks queue.
+    purge_queues()
+    order_advance(order_id=pk(order_id), step=PipelineStep.DOWNLOAD, follow_up=True)
+    assert queued("images") == [(ADVANCE, [pk(order_id), "Allocate"])]
+    assert queued("downloads") == []
+    [(task, _)] = queued("callbacks")
+    assert task == "webhooks.tasks.event_deliver_task"
+
+    # The sweeper rings for each due order on the queue of its step.
+    order = Order.objects.get(id=pk(order_id))
+    other_id = photo_order(sandbox_api, httpserver, "swept")
+    purge_queues()
+    Order.objects.filter(id__in=[order.id, pk(other_id)]).update(swept_at=None)
+    assert orders_sweep_task() == 2
+    assert queued("images") == [(ADVANCE, [order.id, "Allocate"])]
+    assert queued("downloads") == [(ADVANCE, [pk(other_id), "Download"])]
+
+
+def test_a_doorbell_for_a_step_the_order_has_left_runs_nothing(
+    sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
+) -> None:
+    """A stale or duplicated download doorbell never makes a download worker allocate or
+    render: the claim takes only the step the doorbell rang for."""
+    settings.ALLOW_PRIVATE_URLS = True
+    order_id = photo_order(sandbox_api, httpserver, "stale")
+    advance_to(order_id, PipelineStep.ALLOCATE)
+    before = Order.objects.get(id=pk(order_id))
+
+    assert order_advance(order_id=pk(order_id), step=PipelineStep.DOWNLOAD) is None
+
+    after = Order.objects.get(id=pk(order_id))
+    assert (after.pipeline_step, after.due_at, after.claimed_until, after.last_updated) == (
+        PipelineStep.ALLOCATE, before.due_at, None, before.last_updated,
+    )  # fmt: skip
+    order_advance(order_id=pk(order_id), step=PipelineStep.ALLOCATE)
+    assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.PREPARE
+
+
+def _photo(api: APIClient, httpserver: HTTPServer, name: str) -> str:
+    url = serve(httpserver, f"/{name}.jpg", jpeg_bytes(), "image/jpeg")
+    items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
+    return order_create_via_api(api, items=items)
+
+
+def test_a_merchant_downloads_at_most_its_share_and_the_rest_wait_in_their_rows(
+    merchant: CreatedMerchant,
+    other_merchant: CreatedMerchant,
+    httpserver: HTTPServer,
+    settings: Any,
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.DOWNLOADS_PER_MERCHANT = 2
+    settings.DOWNLOAD_DEFER_SECONDS = 30
+    acme, acme_live = APIClient(), APIClient()
+    acme.credentials(HTTP_X_API_KEY=merchant.sandbox_api_key)
+    acme_live.credentials(HTTP_X_API_KEY=merchant.live_api_key)  # the same merchant, Live
+    first, second, third = (_photo(acme, httpserver, f"acme-{n}") for n in range(3))
+    live = _photo(acme_live, httpserver, "acme-live")
+    waiting = _photo(acme, httpserver, "acme-backoff")  # waits for its retry, not for a slot
+    Order.objects.filter(id=pk(waiting)).update(due_at=timezone.now() + timedelta(hours=1))
+    Asset.objects.filter(item__order_id=pk(waiting)).update(
+        next_attempt_at=timezone.now() + timedelta(hours=1)
+    )
+    others = APIClient()
+    others.credentials(HTTP_X_API_KEY=other_merchant.sandbox_api_key)
+    neighbour = _photo(others, httpserver, "neighbour")
+
+    # Two of Acme's orders are downloading (two workers hold them).
+    assert order_claim(order_id=pk(first), step=PipelineStep.DOWNLOAD) is not None
+    assert order_claim(order_id=pk(second), step=PipelineStep.DOWNLOAD) is not None
+
+    # A third, and one of its Live environment, are not run: deferred in their rows.
+    before = timezone.now()
+    assert order_advance(order_id=pk(third), step=PipelineStep.DOWNLOAD) is None
+    assert order_advance(order_id=pk(live), step=PipelineStep.DOWNLOAD) is None
+    for deferred in (third, live):
+        row = Order.objects.get(id=pk(deferred))
+        assert (row.pipeline_step, row.claimed_until) == (PipelineStep.DOWNLOAD, None)
+        assert row.due_at is not None
+        assert timedelta(seconds=29) < row.due_at - before < timedelta(seconds=31)
+    assert requests_to(httpserver, "/acme-2.jpg") == requests_to(httpserver, "/acme-live.jpg") == 0
+    assert set(Asset.objects.filter(item__order_id=pk(third)).values_list("download_attempts")) == {
+        (0,)
+    }
+
+    # Another merchant's order downloads at once.
+    order_advance(order_id=pk(neighbour), step=PipelineStep.DOWNLOAD)
+    assert Order.objects.get(id=pk(neighbour)).pipeline_step == PipelineStep.ALLOCATE
+
+    # The first download ends (its worker's claim expired and this run took it over): the
+    # longest-deferred order is made due now and rung for; the one in backoff is left alone.
+    Order.objects.filter(id=pk(first)).update(claimed_until=timezone.now() - timedelta(seconds=1))
+    purge_queues()
+    order_advance(order_id=pk(first), step=PipelineStep.DOWNLOAD)
+
+    assert Order.objects.get(id=pk(first)).pipeline_step == PipelineStep.ALLOCATE
+    woken = Order.objects.get(id=pk(third))
+    assert woken.due_at is not None and woken.due_at <= timezone.now()
+    still_deferred, in_backoff = (Order.objects.get(id=pk(o)).due_at for o in (live, waiting))
+    assert still_deferred is not None and in_backoff is not None
+    assert still_deferred > timezone.now() + timedelta(seconds=25)
+    assert in_backoff > timezone.now() + timedelta(minutes=59)
+    assert queued("downloads") == [(ADVANCE, [pk(third), "Download"])]
+
+    order_advance(order_id=pk(third), step=PipelineStep.DOWNLOAD)
+    assert Order.objects.get(id=pk(third)).pipeline_step == PipelineStep.ALLOCATE
+    assert requests_to(httpserver, "/acme-2.jpg") == 1
