@@ -103,7 +103,7 @@ class _Join:
     """A SELECT of whole rows of a few tables joined (``{columns}``, ``{ids}`` in ``sql``),
     written once per process: reads without building querysets, whose compilation cost most
     of a ``GET``. Each result row gives one instance per table (None where a LEFT JOIN found
-    nothing)."""
+    nothing). Run by ``_reads_together``."""
 
     def __init__(self, sql: str, *tables: _Columns) -> None:
         self.template = sql
@@ -111,9 +111,8 @@ class _Join:
         self._sql: str | None = None
         self._lock = threading.Lock()
 
-    def read(self, ids: Sequence[int]) -> list[tuple[Any, ...]]:
-        if not ids:
-            return []
+    def statement(self, ids: Sequence[int]) -> tuple[str, list[int]]:
+        """The SELECT of the rows of ``ids`` and its parameters."""
         if self._sql is None:
             with self._lock:
                 quote = connection.ops.quote_name
@@ -125,9 +124,10 @@ class _Join:
                         for model in _MODELS
                     },
                 )
-        with connection.cursor() as cursor:
-            cursor.execute(self._sql.format(ids=", ".join(["%s"] * len(ids))), list(ids))
-            rows = cursor.fetchall()
+        return self._sql.format(ids=", ".join(["%s"] * len(ids))), list(ids)
+
+    def instances(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+        """One tuple of instances per row, one instance per table."""
         db = connections[DEFAULT_DB_ALIAS]
         starts = []
         start = 0
@@ -148,6 +148,26 @@ class _Join:
                 instances.append(instance)
             found.append(tuple(instances))
         return found
+
+
+def _reads_together(statements: Sequence[tuple[str, list[int]]]) -> list[list[Any]]:
+    """The rows of each SELECT. On PostgreSQL in one round trip (the statements sent as one
+    query, their results read one after the other); elsewhere one query each."""
+    results: list[list[Any]] = []
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and len(statements) > 1:
+            cursor.execute(
+                ";\n".join(sql for sql, _ in statements),
+                [param for _, params in statements for param in params],
+            )
+            results.append(list(cursor.fetchall()))
+            while cursor.nextset():
+                results.append(list(cursor.fetchall()))
+            return results
+        for sql, params in statements:
+            cursor.execute(sql, params)
+            results.append(list(cursor.fetchall()))
+    return results
 
 
 _MODELS = (Order, OrderItem, Asset, Shipment, Charge, ChargeItem, OrderIssue)
@@ -183,9 +203,15 @@ _ISSUES = _Join(
 )
 
 
-def _parts_fill(parts: dict[int, OrderParts], items_assets: list[tuple[Any, ...]]) -> None:
-    """The rest of ``parts`` (items and assets already in ``items_assets``, the end of each
-    joined row): shipments, charges with their lines, issues, one query each."""
+_PART_JOINS = (_SHIPMENTS, _CHARGES_LINES, _ISSUES)
+
+
+def _parts_fill(
+    parts: dict[int, OrderParts], items_assets: list[tuple[Any, ...]], rest: Sequence[Any]
+) -> None:
+    """``parts`` from the rows read: items and assets (the end of each ``items_assets``
+    row), then shipments, charges with their lines and issues (``rest``: the rows of
+    ``_PART_JOINS``, in their order)."""
     for *_, item, asset in items_assets:
         if item is None:
             continue
@@ -196,10 +222,10 @@ def _parts_fill(parts: dict[int, OrderParts], items_assets: list[tuple[Any, ...]
             assets = shown.assets[item.id] = []
         if asset is not None:
             assets.append(asset)
-    ids = list(parts)
-    for (shipment,) in _SHIPMENTS.read(ids):
+    shipments, charges, issues = rest
+    for (shipment,) in _SHIPMENTS.instances(shipments):
         parts[shipment.order_id].shipments.append(shipment)
-    for charge, line in _CHARGES_LINES.read(ids):
+    for charge, line in _CHARGES_LINES.instances(charges):
         charge_parts = parts[charge.order_id]
         lines = charge_parts.charge_items.get(charge.id)
         if lines is None:
@@ -207,29 +233,35 @@ def _parts_fill(parts: dict[int, OrderParts], items_assets: list[tuple[Any, ...]
             lines = charge_parts.charge_items[charge.id] = []
         if line is not None:
             lines.append(line)
-    for (issue,) in _ISSUES.read(ids):
+    for (issue,) in _ISSUES.instances(issues):
         parts[issue.order_id].issues.append(issue)
 
 
 def order_parts(*, orders: Sequence[Order]) -> dict[int, OrderParts]:
-    """The parts of each order by order id: four queries whatever the number of orders (items
-    joined with their assets, shipments, charges joined with their lines, issues), grouped in
+    """The parts of each order by order id, read in one round trip whatever the number of
+    orders (items joined with their assets, shipments, charges joined with their lines, issues:
+    four SELECTs, one query each where the database cannot take them together), grouped in
     dicts rather than through ``prefetch_related``, which costs a queryset per row."""
     parts = {order.id: OrderParts() for order in orders}
     if parts:
-        _parts_fill(parts, _ITEMS_ASSETS.read(list(parts)))
+        ids = list(parts)
+        joins = (_ITEMS_ASSETS, *_PART_JOINS)
+        items_assets, *rest = _reads_together([join.statement(ids) for join in joins])
+        _parts_fill(parts, _ITEMS_ASSETS.instances(items_assets), rest)
     return parts
 
 
 def order_with_parts_get(*, environment: Environment, order_id: int) -> tuple[Order, OrderParts]:
-    """As ``order_get``, with its parts as ``order_representation`` takes them: the order read
-    with its items and assets, then three queries."""
-    rows = _ORDER_ITEMS_ASSETS.read([order_id])
+    """As ``order_get``, with its parts as ``order_representation`` takes them: the order
+    joined with its items and assets, and its other parts, in one round trip."""
+    joins = (_ORDER_ITEMS_ASSETS, *_PART_JOINS)
+    order_rows, *rest = _reads_together([join.statement([order_id]) for join in joins])
+    rows = _ORDER_ITEMS_ASSETS.instances(order_rows)
     if not rows or rows[0][0].environment_id != environment.id:
         raise EntityNotFound(f"No order {Order(id=order_id).public_id} in this environment.")
     order = rows[0][0]
     parts = {order.id: OrderParts()}
-    _parts_fill(parts, rows)
+    _parts_fill(parts, rows, rest)
     return order, parts[order.id]
 
 
