@@ -20,6 +20,7 @@ from typing import Any
 
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
+from redis.commands.core import Script
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -48,16 +49,24 @@ return {0, tonumber(oldest[2]) + window - now}
 """
 
 
+def _window_script(cache: RedisCache) -> Script:
+    """The script bound to a client of the cache's own connection pool (Django's Redis cache
+    has no public API for it), made once per cache connection: building a client per request
+    cost as much as the round trip."""
+    backend = cache._cache
+    script: Script | None = getattr(backend, "_window_script", None)
+    if script is None:
+        script = backend.get_client(None, write=True).register_script(SLIDING_WINDOW_SCRIPT)
+        setattr(backend, "_window_script", script)  # noqa: B010 (not an attribute Django declares)
+    return script
+
+
 def redis_count_request(cache: RedisCache, key: str, limit: int, seconds: int) -> float | None:
     """Count one request under ``key`` if fewer than ``limit`` were counted in the last
     ``seconds``: ``None`` when counted, else the seconds until the oldest leaves the window."""
-    # Django's Redis cache hands out clients of its own connection pools (no public API).
-    client = cache._cache.get_client(key, write=True)
-    script = client.register_script(SLIDING_WINDOW_SCRIPT)
-    counted, wait_ms = script(
+    counted, wait_ms = _window_script(cache)(
         keys=[cache.make_and_validate_key(f"{key}:window")],
         args=[limit, seconds * 1000, os.urandom(8).hex()],
-        client=client,
     )
     return None if counted else max(int(wait_ms), 1) / 1000
 
