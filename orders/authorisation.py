@@ -31,7 +31,9 @@ def order_payment_authorise(*, order: Order) -> PaymentResult:
     Raises ``ValidationFailed`` when the order has nothing to pay.
     """
     locked = (
-        Order.objects.select_for_update().select_related("environment__merchant").get(pk=order.pk)
+        Order.objects.select_for_update(of=("self",))
+        .select_related("environment__merchant")
+        .get(pk=order.pk)
     )
     issue = payment_issue(locked)
     if issue is None or locked.stage not in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT):

@@ -51,7 +51,9 @@ def order_held_update(
     Raises ``ValidationFailed`` (paths as in the create request) and leaves the order as it was.
     """
     locked = (
-        Order.objects.select_for_update().select_related("environment__merchant").get(pk=order.pk)
+        Order.objects.select_for_update(of=("self",))
+        .select_related("environment__merchant")
+        .get(pk=order.pk)
     )
     if locked.pipeline_step != PipelineStep.HELD:
         raise ValidationFailed.single(

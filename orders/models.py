@@ -139,6 +139,12 @@ class Order(PublicIdModel):
     swept_at = models.DateTimeField(
         null=True, blank=True, help_text="When the sweeper last queued the order."
     )
+    download_deferred_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the merchant's download share last deferred the order (cleared when a "
+        "worker claims its download).",
+    )
     submitted_at = models.DateTimeField(null=True, blank=True, help_text="Sent to fulfilment.")
     # Card billing: the provider's reference of the authorised payment.
     payment_reference = models.CharField(max_length=100, blank=True)

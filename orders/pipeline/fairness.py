@@ -6,7 +6,8 @@ cannot fill every download thread, at most ``DOWNLOADS_PER_MERCHANT`` of a merch
 download at once (claimed at the Download step). A further order of that merchant is not run
 and holds no thread: it is deferred by a due time in its row (``DOWNLOAD_DEFER_SECONDS``), and
 made due again, oldest first, as soon as one of the merchant's downloads ends. Other merchants'
-orders never wait for it.
+orders never wait for it. Only orders the share deferred (``download_deferred_at``) are woken:
+an order waiting for its retry after a failed step keeps its wait.
 """
 
 from datetime import datetime, timedelta
@@ -39,17 +40,17 @@ def download_claim(*, due: QuerySet[Order], until: datetime) -> bool:
     The merchant's row is locked while its downloads are counted and the claim is taken, so two
     workers cannot both take the last slot.
     """
-    now = timezone.now()
     with transaction.atomic():
         merchant_id = due.values_list("environment__merchant_id", flat=True).first()
         if merchant_id is None:
             return False
         Merchant.objects.select_for_update(no_key=True).filter(id=merchant_id).exists()
+        now = timezone.now()  # after the lock: claims taken while this waited are counted
         if _downloading(merchant_id, now) >= settings.DOWNLOADS_PER_MERCHANT:
             deferred_to = now + timedelta(seconds=settings.DOWNLOAD_DEFER_SECONDS)
-            due.update(due_at=deferred_to)
+            due.update(due_at=deferred_to, download_deferred_at=now)
             return False
-        return bool(due.update(claimed_until=until))
+        return bool(due.update(claimed_until=until, download_deferred_at=None))
 
 
 def _has_due_download() -> Q:
@@ -76,6 +77,7 @@ def downloads_wake(*, merchant_id: int) -> list[int]:
         environment__merchant_id=merchant_id,
         pipeline_step=PipelineStep.DOWNLOAD,
         due_at__gt=now,
+        download_deferred_at__isnull=False,
     )
     waiting = list(
         deferred.filter(_has_due_download()).order_by("id").values_list("id", flat=True)[:free]

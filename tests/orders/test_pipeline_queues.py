@@ -108,6 +108,10 @@ def test_a_merchant_downloads_at_most_its_share_and_the_rest_wait_in_their_rows(
     acme, acme_live = APIClient(), APIClient()
     acme.credentials(HTTP_X_API_KEY=merchant.sandbox_api_key)
     acme_live.credentials(HTTP_X_API_KEY=merchant.live_api_key)  # the same merchant, Live
+    # The oldest waits a minute after its step failed (say the storage refused the file): its
+    # asset is due, but the share did not defer it, so a free slot does not cut its wait short.
+    failed = _photo(acme, httpserver, "acme-failed")
+    Order.objects.filter(id=pk(failed)).update(due_at=timezone.now() + timedelta(minutes=1))
     first, second, third = (_photo(acme, httpserver, f"acme-{n}") for n in range(3))
     live = _photo(acme_live, httpserver, "acme-live")
     waiting = _photo(acme, httpserver, "acme-backoff")  # waits for its retry, not for a slot
@@ -132,6 +136,7 @@ def test_a_merchant_downloads_at_most_its_share_and_the_rest_wait_in_their_rows(
         assert (row.pipeline_step, row.claimed_until) == (PipelineStep.DOWNLOAD, None)
         assert row.due_at is not None
         assert timedelta(seconds=29) < row.due_at - before < timedelta(seconds=31)
+        assert row.download_deferred_at is not None
     assert requests_to(httpserver, "/acme-2.jpg") == requests_to(httpserver, "/acme-live.jpg") == 0
     assert set(Asset.objects.filter(item__order_id=pk(third)).values_list("download_attempts")) == {
         (0,)
@@ -154,8 +159,11 @@ def test_a_merchant_downloads_at_most_its_share_and_the_rest_wait_in_their_rows(
     assert still_deferred is not None and in_backoff is not None
     assert still_deferred > timezone.now() + timedelta(seconds=25)
     assert in_backoff > timezone.now() + timedelta(minutes=59)
+    failed_due = Order.objects.get(id=pk(failed)).due_at
+    assert failed_due is not None and failed_due > timezone.now() + timedelta(seconds=50)
     assert queued("downloads") == [(ADVANCE, [pk(third), "Download"])]
 
     order_advance(order_id=pk(third), step=PipelineStep.DOWNLOAD)
     assert Order.objects.get(id=pk(third)).pipeline_step == PipelineStep.ALLOCATE
+    assert Order.objects.get(id=pk(third)).download_deferred_at is None  # cleared by its claim
     assert requests_to(httpserver, "/acme-2.jpg") == 1
