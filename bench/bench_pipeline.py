@@ -175,7 +175,7 @@ def main() -> None:
     client = APIClient()
     client.credentials(HTTP_X_API_KEY=merchant_create(name="Bench").sandbox_api_key)
     queues = redis.Redis.from_url(redis_url)
-    queues.delete("downloads", "images", "callbacks", "unacked", "unacked_index")
+    queues.delete("downloads", "images", "callbacks", "sweeps", "unacked", "unacked_index")
 
     def order(n: int) -> int:
         body = {
@@ -202,7 +202,7 @@ def main() -> None:
     log = (scratch / "worker.log").open("wb")
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "-B", "-Q",
-         "downloads,images,callbacks",
+         "downloads,images,callbacks,sweeps",
          "-P", "prefork", "-c", str(options.concurrency), "-l", "warning", "--without-gossip",
          "--without-mingle", "--without-heartbeat", "-s", str(scratch / "beat-schedule")],
         cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,

@@ -45,12 +45,12 @@ def main() -> int:
     }  # fmt: skip
     if threads == "0":
         processes["worker"] = _worker(
-            "worker", "downloads,images,callbacks", "--concurrency", concurrency
+            "worker", "downloads,images,callbacks,sweeps", "--concurrency", concurrency
         )
     else:
         processes["images"] = _worker("images", "images", "--concurrency", concurrency)
         processes["io"] = _worker(
-            "io", "downloads,callbacks", "--pool", "threads", "--concurrency", threads
+            "io", "downloads,callbacks,sweeps", "--pool", "threads", "--concurrency", threads
         )
     running = {
         name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in processes.items()

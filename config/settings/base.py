@@ -142,10 +142,12 @@ CELERY_TASK_IGNORE_RESULT = True
 # Three queues, each for its own kind of worker (README, "Queues and workers"): `downloads`
 # waits on merchants' asset hosts (a thread pool), `images` is the CPU-bound rest of the
 # pipeline and every other task (prefork, a process per CPU), `callbacks` waits on merchants'
-# receivers (and runs the sweepers) and never queues behind either. A plain
-# `celery -A config worker` consumes all three.
+# receivers and never queues behind either. The sweepers have a small queue of their own,
+# `sweeps`, consumed by the callbacks worker: a worker takes from its queues in turn, so a
+# sweep never waits behind a backlog of deliveries. A plain `celery -A config worker`
+# consumes all four.
 CELERY_TASK_DEFAULT_QUEUE = "images"
-CELERY_TASK_QUEUES = (Queue("downloads"), Queue("images"), Queue("callbacks"))
+CELERY_TASK_QUEUES = (Queue("downloads"), Queue("images"), Queue("callbacks"), Queue("sweeps"))
 # Routers, first match wins; a task none of them names goes to the default queue (images).
 CELERY_TASK_ROUTES: list = []
 CELERY_BEAT_SCHEDULE: dict = {}
@@ -219,11 +221,12 @@ DOWNLOAD_DEFER_SECONDS = env.float("DOWNLOAD_DEFER_SECONDS", default=30.0)
 # An order's doorbell goes to the queue of the step it rings for (orders/pipeline/routing.py).
 CELERY_TASK_ROUTES.append("orders.pipeline.routing.pipeline_task_route")
 # The sweepers are a few queries each and must run on time whatever the backlog (they rescue
-# lost work): they go to the queue kept free of long work, with the callbacks' own sweeper.
+# lost work): their own queue, with the callbacks' sweeper.
 CELERY_TASK_ROUTES.append(
     {
-        "orders.tasks.orders_sweep_task": {"queue": "callbacks"},
-        "backoffice.tasks.bulk_jobs_sweep_task": {"queue": "callbacks"},
+        "orders.tasks.orders_sweep_task": {"queue": "sweeps"},
+        "backoffice.tasks.bulk_jobs_sweep_task": {"queue": "sweeps"},
+        "webhooks.tasks.events_sweep_task": {"queue": "sweeps"},
     }
 )
 IMAGE_RETENTION_DAYS = env.int("IMAGE_RETENTION_DAYS", default=30)

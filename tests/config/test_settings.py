@@ -101,10 +101,10 @@ def test_production_settings_refuse_a_missing_or_plain_http_base_url(name: str) 
     assert result.returncode != 0 and name in result.stderr
 
 
-def test_a_plain_worker_consumes_the_three_queues() -> None:
+def test_a_plain_worker_consumes_every_queue() -> None:
     from config.celery_app import app
 
-    assert set(app.amqp.queues) == {"downloads", "images", "callbacks"}
+    assert set(app.amqp.queues) == {"downloads", "images", "callbacks", "sweeps"}
 
 
 @pytest.mark.parametrize(
@@ -118,12 +118,12 @@ def test_a_plain_worker_consumes_the_three_queues() -> None:
         ("orders.tasks.order_advance_task", (1, "Submit"), "images"),
         ("orders.tasks.order_advance_task", (1, "Production"), "images"),
         ("orders.tasks.order_advance_task", (1,), "images"),  # queued by an earlier release
-        ("orders.tasks.orders_sweep_task", (), "callbacks"),
+        ("orders.tasks.orders_sweep_task", (), "sweeps"),
         ("orders.tasks.images_purge_expired_task", (), "images"),
         ("backoffice.tasks.bulk_job_run_task", (1,), "images"),
-        ("backoffice.tasks.bulk_jobs_sweep_task", (), "callbacks"),
+        ("backoffice.tasks.bulk_jobs_sweep_task", (), "sweeps"),
         ("webhooks.tasks.event_deliver_task", (1,), "callbacks"),
-        ("webhooks.tasks.events_sweep_task", (), "callbacks"),
+        ("webhooks.tasks.events_sweep_task", (), "sweeps"),
     ],
 )
 def test_each_task_goes_to_its_queue_an_orders_doorbell_to_the_queue_of_its_step(

@@ -39,8 +39,10 @@ READY = {
     "callbacks": re.compile(r"callbacks\.1 .*callbacks\.\d+@\S+ ready\."),
     "beat": re.compile(r"beat\.1 .*beat: Starting\.\.\."),
 }
-# Each worker consumes its own queue and only that one (its start-up banner lists them).
-QUEUES = {"downloads", "images", "callbacks"}
+# Each worker consumes its own queue and only that one, the callbacks worker also the sweeps
+# (its start-up banner lists them).
+QUEUES = {("downloads", "downloads"), ("images", "images"), ("callbacks", "callbacks")}
+QUEUES.add(("callbacks", "sweeps"))
 QUEUE_LINE = re.compile(r"^\S+ (\w+)\.1 +\| +\.> (\w+) +exchange=", re.MULTILINE)
 
 
@@ -82,7 +84,7 @@ def test_start_runs_every_process_of_the_procfile_behind_nginx(tmp_path: Path) -
                 break
             time.sleep(0.5)
         assert waiting == [], text[-3000:]
-        assert sorted(QUEUE_LINE.findall(text)) == sorted((q, q) for q in QUEUES), text[-3000:]
+        assert sorted(QUEUE_LINE.findall(text)) == sorted(QUEUES), text[-3000:]
 
         health = requests.get(f"http://127.0.0.1:{proxy_port}/healthz", timeout=10)
         assert (health.status_code, health.json()["status"]) == (200, "ok")

@@ -30,8 +30,8 @@ from tests.support.database import ON_POSTGRES, database_url
 
 WORKER_APPLICATION = "pipeline-test-worker"
 WAIT_SECONDS = 60.0
-# The queues of config/settings/base.py: a worker here consumes all three unless told otherwise.
-QUEUES = ("downloads", "images", "callbacks")
+# The queues of config/settings/base.py: a worker here consumes all of them unless told otherwise.
+QUEUES = ("downloads", "images", "callbacks", "sweeps")
 NO_WORKER = "a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)"
 CAN_RUN_WORKER = bool(ON_POSTGRES and settings.REDIS_URL)
 needs_worker = pytest.mark.skipif(not CAN_RUN_WORKER, reason=NO_WORKER)
@@ -255,7 +255,13 @@ def start_queue_workers(
             env, folder, ("downloads",), "threads", download_threads, beat=False, name="downloads"
         ),
         "callbacks": Worker(
-            env, folder, ("callbacks",), "threads", callback_threads, beat=False, name="callbacks"
+            env,
+            folder,
+            ("callbacks", "sweeps"),
+            "threads",
+            callback_threads,
+            beat=False,
+            name="callbacks",
         ),
     }
     if beat_alone:
