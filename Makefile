@@ -42,7 +42,10 @@ nginx:
 
 # The locks: dev.lock (everything `make install` puts in .venv) and production.lock (the
 # service and the deploy/ runner only, at the same versions), with every file's hash.
-lock: install
+# Not after `install`: that stops when pyproject.toml asks for what the lock lacks, which is
+# when a new lock is wanted; the old lock's tools (uv among them) are enough to make one.
+lock: | $(PY)
+	$(PIP) install --quiet --require-hashes -r $(LOCK)
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --extra deploy $(UV_LOCK) -o requirements/dev.lock
 	$(VENV)/bin/uv pip compile pyproject.toml --extra deploy $(UV_LOCK) -c requirements/dev.lock \
 		-o requirements/production.lock

@@ -33,7 +33,8 @@ def order_follow_up(*, order_id: int, step: str, due_at: datetime) -> None:
     """
     delay = (due_at - timezone.now()).total_seconds()
     if delay <= DIRECT_FOLLOW_UP.total_seconds():
+        order_enqueue(order_id=order_id, step=step, countdown=max(0.0, delay))
+        # Marked once sent: a doorbell the broker refused leaves the row to the sweeper.
         Order.objects.filter(id=order_id, pipeline_step=step, due_at=due_at).update(
             swept_at=max(due_at, timezone.now())
         )
-        order_enqueue(order_id=order_id, step=step, countdown=max(0.0, delay))
