@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from config.env import BASE_DIR
-from tests.support.web import free_port
+from tests.support.web import free_port, wait_until_listening
 
 NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
 needs_nginx = pytest.mark.skipif(
@@ -46,15 +46,7 @@ def nginx_serving(web_port: int, prefix: Path) -> Iterator[int]:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("nginx did not start") from None
-                time.sleep(0.1)
+        wait_until_listening(port, process, "nginx", seconds=15)
         yield port
     finally:
         with contextlib.suppress(ProcessLookupError):

@@ -34,6 +34,22 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def wait_until_listening(
+    port: int, process: subprocess.Popen[bytes], name: str, *, seconds: float
+) -> None:
+    """Return once ``process`` accepts connections on ``port``; RuntimeError if it exits or
+    ``seconds`` pass first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(f"{name} did not start") from None
+            time.sleep(0.1)
+
+
 @dataclass(frozen=True)
 class Web:
     port: int
@@ -66,15 +82,7 @@ def gunicorn_serving(workers: int = 1, **overrides: str) -> Iterator[Web]:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("gunicorn did not start") from None
-                time.sleep(0.1)
+        wait_until_listening(port, process, "gunicorn", seconds=30)
         yield Web(port=port, process=process)
     finally:
         with contextlib.suppress(ProcessLookupError):
