@@ -11,7 +11,7 @@ from django.db.models import F
 from merchants.models import Environment
 from orders.models import Order, Shipment
 from orders.representation import order_representation
-from orders.selectors import order_get
+from orders.selectors import order_with_parts_get
 from webhooks.models import CallbackEvent
 from webhooks.services import event_create
 
@@ -69,8 +69,8 @@ def order_event_create(*, order: Order, event_type: str) -> CallbackEvent:
     Order.objects.filter(id=order.id).update(callback_sequence=F("callback_sequence") + 1)
     sequence = Order.objects.values_list("callback_sequence", flat=True).get(id=order.id)
     environment = order.environment
-    current = order_get(environment=environment, order_id=order.id)
-    representation = order_representation(current, base_url=environment.base_url)
+    current, parts = order_with_parts_get(environment=environment, order_id=order.id)
+    representation = order_representation(current, base_url=environment.base_url, parts=parts)
     return event_create(
         environment=environment,
         subject=order.public_id,
