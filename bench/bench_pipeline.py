@@ -4,14 +4,16 @@ work alone for the same assets, in the same run.
 Run from the project root with PostgreSQL and Redis::
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mydb REDIS_URL=redis://127.0.0.1:6379/6 \\
-        .venv/bin/python bench/bench_pipeline.py [--orders 40] [--concurrency 2]
+        .venv/bin/python bench/bench_pipeline.py [--orders 40] [--concurrency 2] [--one-worker]
 
 It creates a scratch database ``<name>_bench`` beside the one in ``DATABASE_URL`` (dropped at
 the end), migrates it, loads the demo catalogue and empties the ``default`` and ``callbacks``
 queues of the Redis database given. An asset server in its own process serves one photo-like
 12-megapixel JPEG (3000x4000); each order is one 8x10" photo print (a 2400x3000 print area).
 
-1. **Pipeline**: a ``celery worker -B`` with ``--concurrency`` processes and the lab simulator
+1. **Pipeline**: the workers as deployed, a prefork ``images`` worker of ``--concurrency``
+   processes (with beat) and a thread-pool worker for ``downloads``, ``callbacks`` and
+   ``sweeps`` (``--one-worker``: one prefork worker for every queue), and the lab simulator
    at ``LAB_SIMULATOR_SECONDS=0``; the orders are created through the API at once and the clock
    runs until every one is ``Complete`` (download, md5 and format checks, allocation, charges,
    print file and thumbnail, submission, production, shipping, callback events).
@@ -131,6 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--orders", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--one-worker", action="store_true")
     options = parser.parse_args()
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not database_url.startswith("postgres") or not redis_url:
@@ -200,14 +203,46 @@ def main() -> None:
             time.sleep(0.05)
 
     log = (scratch / "worker.log").open("wb")
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-B", "-Q",
-         "downloads,images,callbacks,sweeps",
-         "-P", "prefork", "-c", str(options.concurrency), "-l", "warning", "--without-gossip",
-         "--without-mingle", "--without-heartbeat", "-s", str(scratch / "beat-schedule")],
-        cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )  # fmt: skip
+    common = ["-l", "warning", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    # As deployed (README, "Queues and workers"): rendering and the other steps in a prefork
+    # worker of --concurrency processes (with beat here), downloads, callbacks and sweeps in a
+    # thread-pool worker; --one-worker: one prefork worker takes every queue.
+    if options.one_worker:
+        workers = [
+            [
+                "-Q",
+                "downloads,images,callbacks,sweeps",
+                "-P",
+                "prefork",
+                "-c",
+                str(options.concurrency),
+                "-B",
+            ]
+        ]
+    else:
+        workers = [
+            [
+                "-Q",
+                "images",
+                "-P",
+                "prefork",
+                "-c",
+                str(options.concurrency),
+                "-B",
+                "-n",
+                "images@%h",
+            ],
+            ["-Q", "downloads,callbacks,sweeps", "-P", "threads", "-c", "8", "-n", "io@%h"],
+        ]
+    started_workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", *queues, *common,
+             "-s", str(scratch / "beat-schedule")],
+            cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        for queues in workers
+    ]  # fmt: skip
     # The print-ready work alone runs before and after the pipeline (their mean is compared),
     # so a change in the machine's load during the run falls on both sides alike.
     alone_before = printready_alone(
@@ -221,8 +256,10 @@ def main() -> None:
         wait(ids)
         pipeline_seconds = time.perf_counter() - started
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(timeout=30)
+        for worker in started_workers:
+            os.killpg(worker.pid, signal.SIGTERM)
+        for worker in started_workers:
+            worker.wait(timeout=30)
         server.kill()
     loads.append(os.getloadavg()[0])
     alone_after = printready_alone(
