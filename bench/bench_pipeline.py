@@ -37,9 +37,12 @@ from concurrent.futures import ProcessPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing import Process, Queue
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import recreate, scratch_database  # noqa: E402
+
 SOURCE_SIZE = (3000, 4000)
 SKU = "GLOBAL-PHO-8X10"
 PRINT_AREA = (2400, 3000)
@@ -77,24 +80,6 @@ def serve(photo: bytes, ports: "Queue[int]") -> None:
     server.daemon_threads = True
     ports.put(server.server_address[1])
     server.serve_forever()
-
-
-def scratch_database(url: str) -> tuple[str, str]:
-    """(URL of a fresh ``<name>_bench`` database, URL of the server's maintenance database)."""
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/") or "postgres"
-    bench = urlunsplit(parts._replace(path=f"/{name}_bench"))
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    return bench, admin
-
-
-def recreate(admin_url: str, name: str, *, drop_only: bool = False) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if not drop_only:
-            connection.execute(f'CREATE DATABASE "{name}"')
 
 
 def render_once(args: tuple[str, str, int]) -> float:
@@ -139,8 +124,7 @@ def main() -> None:
     if not database_url.startswith("postgres") or not redis_url:
         sys.exit("Set DATABASE_URL (PostgreSQL) and REDIS_URL: the workers need both.")
 
-    bench_url, admin_url = scratch_database(database_url)
-    bench_name = urlsplit(bench_url).path.lstrip("/")
+    bench_url, bench_name, admin_url = scratch_database(database_url, "bench")
     recreate(admin_url, bench_name)
     scratch = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     os.environ.update(
@@ -153,7 +137,6 @@ def main() -> None:
         PIPELINE_SWEEP_SECONDS="2",
         LOG_LEVEL="WARNING",
     )
-    sys.path.insert(0, str(ROOT))
     photo = make_photo()
     source = scratch / "photo.jpg"
     source.write_bytes(photo)

@@ -42,12 +42,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import free_port  # noqa: E402
+from bench.harness import free_port, recreate, scratch_database, wait_until_up  # noqa: E402
 
 MERCHANT_KEY = "sk_sandbox_soak_" + "0" * 24
 UNREACHABLE_ASSET = "http://127.0.0.1:9/soak.jpg"  # refused by the guarded client: never fetched
@@ -91,26 +90,6 @@ HEADERS = {
     "X-API-Key": MERCHANT_KEY,
     "Content-Type": "application/json",
 }
-
-
-def scratch_database(url: str) -> tuple[str, str, str]:
-    """(URL of ``<name>_soak``, its name, URL of the server's maintenance database)."""
-    parts = urlsplit(url)
-    name = f"{parts.path.lstrip('/') or 'postgres'}_soak"
-    return (
-        urlunsplit(parts._replace(path=f"/{name}")),
-        name,
-        urlunsplit(parts._replace(path="/postgres")),
-    )
-
-
-def recreate(admin_url: str, name: str, *, drop_only: bool = False) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if not drop_only:
-            connection.execute(f'CREATE DATABASE "{name}"')
 
 
 def environment_file(path: Path, overrides: dict[str, str]) -> None:
@@ -284,7 +263,7 @@ def main() -> None:
     if not database_url.startswith("postgres") or not redis_url:
         sys.exit("Set DATABASE_URL (PostgreSQL) and REDIS_URL: the topology needs both.")
 
-    soak_url, soak_name, admin_url = scratch_database(database_url)
+    soak_url, soak_name, admin_url = scratch_database(database_url, "soak")
     recreate(admin_url, soak_name)
     scratch = Path(tempfile.mkdtemp(prefix="bench-soak-"))
     proxy_port, web_port = free_port(), free_port()
@@ -326,7 +305,7 @@ def main() -> None:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        wait_until_healthy(proxy_port)
+        wait_until_up(proxy_port, 90, HEADERS, "the topology did not become healthy")
         order_ids = create_orders(proxy_port, 20)
 
         probe = Load(proxy_port, order_ids)
@@ -391,20 +370,6 @@ def main() -> None:
                 os.killpg(topology.pid, signal.SIGKILL)
         recreate(admin_url, soak_name, drop_only=True)
         print(f"topology log: {scratch / 'topology.log'}")
-
-
-def wait_until_healthy(port: int, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            connection.request("GET", "/healthz", headers=HEADERS)
-            if connection.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit("the topology did not become healthy")
 
 
 def create_orders(port: int, count: int) -> list[str]:

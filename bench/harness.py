@@ -1,4 +1,5 @@
-"""Shared pieces of the HTTP benchmarks: a free port, a gunicorn server, keep-alive load loops."""
+"""Shared pieces of the benchmarks: a free port, a scratch PostgreSQL database, a gunicorn
+server and the wait for a healthy /healthz, keep-alive load loops."""
 
 import http.client
 import os
@@ -8,8 +9,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,17 +22,47 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until_up(port: int, timeout: float = 30) -> None:
+def scratch_database(url: str, suffix: str) -> tuple[str, str, str]:
+    """(URL of the database ``<name>_<suffix>`` beside the one of ``url``, its name, URL of
+    the server's maintenance database)."""
+    parts = urlsplit(url)
+    name = f"{parts.path.lstrip('/') or 'postgres'}_{suffix}"
+    return (
+        urlunsplit(parts._replace(path=f"/{name}")),
+        name,
+        urlunsplit(parts._replace(path="/postgres")),
+    )
+
+
+def recreate(admin_url: str, name: str, *, drop_only: bool = False) -> None:
+    """Drop the database ``name`` (whoever is connected) and, unless ``drop_only``, create it
+    empty."""
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if not drop_only:
+            connection.execute(f'CREATE DATABASE "{name}"')
+
+
+def wait_until_up(
+    port: int,
+    timeout: float = 30,
+    headers: Mapping[str, str] | None = None,
+    what: str = "gunicorn did not start",
+) -> None:
+    """Return once ``GET /healthz`` on ``port`` answers 200 (sent with ``headers``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/healthz", headers=dict(headers or {}))
             if conn.getresponse().status == 200:
                 return
         except OSError:
-            time.sleep(0.2)
-    raise SystemExit("gunicorn did not start")
+            pass
+        time.sleep(0.2)
+    raise SystemExit(what)
 
 
 def start_gunicorn(
