@@ -45,10 +45,13 @@ def order_claim(*, order_id: int, step: str | None = None) -> Order | None:
     due = Order.objects.filter(orders_due_unclaimed(), id=order_id)
     if step is not None:
         due = due.filter(pipeline_step=step)
-    claimed = due.exclude(pipeline_step=PipelineStep.DOWNLOAD).update(claimed_until=until)
-    if not claimed and not download_claim(
-        due=due.filter(pipeline_step=PipelineStep.DOWNLOAD), until=until
-    ):
+    # A doorbell that names its step takes only that step's way to its claim.
+    claimed = step != PipelineStep.DOWNLOAD and bool(
+        due.exclude(pipeline_step=PipelineStep.DOWNLOAD).update(claimed_until=until)
+    )
+    if not claimed and step in (None, PipelineStep.DOWNLOAD):
+        claimed = download_claim(due=due.filter(pipeline_step=PipelineStep.DOWNLOAD), until=until)
+    if not claimed:
         return None
     return Order.objects.select_related("environment__merchant").get(id=order_id)
 
