@@ -206,6 +206,17 @@ _ISSUES = _Join(
 _PART_JOINS = (_SHIPMENTS, _CHARGES_LINES, _ISSUES)
 
 
+def _grouped(parents: list[Any], children: dict[int, list[Any]], parent: Any, child: Any) -> None:
+    """A joined row's parent (once, in row order) and its child (None: a parent without
+    children) added to ``parents`` and ``children`` by parent id."""
+    siblings = children.get(parent.id)
+    if siblings is None:
+        parents.append(parent)
+        siblings = children[parent.id] = []
+    if child is not None:
+        siblings.append(child)
+
+
 def _parts_fill(
     parts: dict[int, OrderParts], items_assets: list[tuple[Any, ...]], rest: Sequence[Any]
 ) -> None:
@@ -213,26 +224,15 @@ def _parts_fill(
     row), then shipments, charges with their lines and issues (``rest``: the rows of
     ``_PART_JOINS``, in their order)."""
     for *_, item, asset in items_assets:
-        if item is None:
-            continue
-        shown = parts[item.order_id]
-        assets = shown.assets.get(item.id)
-        if assets is None:
-            shown.items.append(item)
-            assets = shown.assets[item.id] = []
-        if asset is not None:
-            assets.append(asset)
+        if item is not None:
+            shown = parts[item.order_id]
+            _grouped(shown.items, shown.assets, item, asset)
     shipments, charges, issues = rest
     for (shipment,) in _SHIPMENTS.instances(shipments):
         parts[shipment.order_id].shipments.append(shipment)
     for charge, line in _CHARGES_LINES.instances(charges):
-        charge_parts = parts[charge.order_id]
-        lines = charge_parts.charge_items.get(charge.id)
-        if lines is None:
-            charge_parts.charges.append(charge)
-            lines = charge_parts.charge_items[charge.id] = []
-        if line is not None:
-            lines.append(line)
+        charged = parts[charge.order_id]
+        _grouped(charged.charges, charged.charge_items, charge, line)
     for (issue,) in _ISSUES.instances(issues):
         parts[issue.order_id].issues.append(issue)
 
