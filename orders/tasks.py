@@ -2,7 +2,7 @@
 
 Where each goes (``CELERY_TASK_ROUTES``): ``order_advance_task`` to the queue of the step it
 rings for (``orders.pipeline.routing``: ``downloads`` for the Download step, ``images`` for
-every other); the sweeper to ``callbacks`` (it must run on time, behind no long work); the
+every other); the sweeper to ``sweeps`` (it must run on time, behind no long work); the
 purge to ``images``, the default queue.
 """
 
