@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import recreate, scratch_database  # noqa: E402
+from bench.harness import CpuMeter, recreate, scratch_database  # noqa: E402
 
 SOURCE_SIZE = (3000, 4000)
 SKU = "GLOBAL-PHO-8X10"
@@ -83,6 +83,7 @@ def serve(photo: bytes, ports: "Queue[int]") -> None:
 
 
 def render_once(args: tuple[str, str, int]) -> float:
+    """CPU seconds of one render (the process's every thread: libvips works in several)."""
     source, media, n = args
     os.environ["MEDIA_ROOT"] = media
     import django
@@ -90,7 +91,7 @@ def render_once(args: tuple[str, str, int]) -> float:
     django.setup()
     from orders.artwork.printready import render_print_ready
 
-    started = time.perf_counter()
+    started = time.process_time()
     render_print_ready(
         source=Path(source),
         target_width=PRINT_AREA[0],
@@ -98,20 +99,22 @@ def render_once(args: tuple[str, str, int]) -> float:
         sizing="fillPrintArea",
         storage_prefix=f"bench/{n}",
     )
-    return time.perf_counter() - started
+    return time.process_time() - started
 
 
-def printready_alone(source: Path, media: str, orders: int, concurrency: int) -> float:
-    """Seconds for ``orders`` renders in a pool of ``concurrency`` warmed-up processes
-    (started fresh, not forked: a child forked from a process whose libvips threads ran can
-    hang)."""
+def printready_alone(
+    source: Path, media: str, orders: int, concurrency: int
+) -> tuple[float, float]:
+    """Seconds (wall, and CPU summed over the processes) for ``orders`` renders in a pool of
+    ``concurrency`` warmed-up processes (started fresh, not forked: a child forked from a
+    process whose libvips threads ran can hang)."""
     with ProcessPoolExecutor(
         max_workers=concurrency, mp_context=multiprocessing.get_context("spawn")
     ) as pool:
         list(pool.map(render_once, [(str(source), media, -n - 1) for n in range(concurrency)]))
         started = time.perf_counter()
-        list(pool.map(render_once, [(str(source), media, n) for n in range(orders)]))
-        return time.perf_counter() - started
+        cpu = sum(pool.map(render_once, [(str(source), media, n) for n in range(orders)]))
+        return time.perf_counter() - started, cpu
 
 
 def main() -> None:
@@ -228,16 +231,30 @@ def main() -> None:
     ]  # fmt: skip
     # The print-ready work alone runs before and after the pipeline (their mean is compared),
     # so a change in the machine's load during the run falls on both sides alike.
-    alone_before = printready_alone(
+    alone_before, cpu_before = printready_alone(
         source, str(scratch / "media"), options.orders, options.concurrency
     )
     loads = [os.getloadavg()[0]]
+    names = ["images worker", "downloads worker"] if not options.one_worker else ["worker"]
+    groups = {
+        label: (lambda session: lambda pid, name, sid: sid == session)(worker.pid)
+        for label, worker in zip(names, started_workers, strict=True)
+    }
+    groups.update({
+        "asset server": lambda pid, name, sid: pid == server.pid,
+        "this bench (API posts, polling)": lambda pid, name, sid: pid == os.getpid(),
+        "postgres": lambda pid, name, sid: name.startswith("postgres"),
+        "redis": lambda pid, name, sid: name.startswith("redis"),
+    })  # fmt: skip
+    meter = CpuMeter(groups)
     try:
         wait([order(-1)])  # warm-up: worker processes up, imports and connections made
+        meter.start()
         started = time.perf_counter()
         ids = [order(n) for n in range(options.orders)]
         wait(ids)
         pipeline_seconds = time.perf_counter() - started
+        cpu = meter.stop()
     finally:
         for worker in started_workers:
             os.killpg(worker.pid, signal.SIGTERM)
@@ -245,7 +262,7 @@ def main() -> None:
             worker.wait(timeout=30)
         server.kill()
     loads.append(os.getloadavg()[0])
-    alone_after = printready_alone(
+    alone_after, cpu_after = printready_alone(
         source, str(scratch / "media"), options.orders, options.concurrency
     )
     loads.append(os.getloadavg()[0])
@@ -272,6 +289,16 @@ def main() -> None:
     shown_loads = ", ".join(f"{load:.1f}" for load in loads)
     print(f"load average (1 min) at the start, middle and end: {shown_loads}", file=out)
     print(f"ratio (orchestration overhead): {alone_rate / pipeline_rate:.2f}x", file=out)
+    print("CPU during the pipeline, per order:", file=out)
+    for label, seconds in cpu.items():
+        print(f"  {label:<34} {seconds / options.orders * 1000:7.1f} ms", file=out)
+    biggest = sorted(meter.others.items(), key=lambda kv: -kv[1])[:4]
+    shown = ", ".join(f"{name} {seconds / options.orders * 1000:.1f}" for name, seconds in biggest)
+    print(f"  (other, by command: {shown})", file=out)
+    total = sum(cpu.values())
+    print(f"  {'all':<34} {total / options.orders * 1000:7.1f} ms", file=out)
+    render_cpu = (cpu_before + cpu_after) / 2 / options.orders
+    print(f"CPU of one render alone: {render_cpu * 1000:.1f} ms", file=out)
     print(out.getvalue(), end="")
 
 

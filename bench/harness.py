@@ -138,3 +138,56 @@ def report(name: str, rate: float, latencies: list[float], suffix: str = "") -> 
         f"{name:<36} {rate:9.1f} req/s   median {statistics.median(ordered) * 1000:7.2f} ms"
         f"   p99 {p99 * 1000:7.2f} ms   ({len(ordered)} requests){suffix}"
     )
+
+
+def _process_times() -> dict[int, tuple[str, int, int, float]]:
+    """Every process's (command name, session id, parent, CPU seconds: user + system)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    seen = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parent, session = int(fields[1]), int(fields[3])
+        seen[int(entry)] = (name, session, parent, (int(fields[11]) + int(fields[12])) / tick)
+    return seen
+
+
+class CpuMeter:
+    """CPU seconds spent between ``start()`` and ``stop()``, by group of processes.
+
+    ``groups`` maps a label to a test of (pid, command name, session id); a process counts in
+    the first group whose test holds, else in "other". Processes that end in between are not
+    counted (their time is lost), so the groups measured should be long-lived.
+    """
+
+    def __init__(self, groups: Mapping[str, Callable[[int, str, int], bool]]) -> None:
+        self.groups = groups
+        self.before: dict[int, tuple[str, int, int, float]] = {}
+        self.spent: dict[str, float] = {}
+        self.others: dict[str, float] = {}  # "other" by command name
+
+    def start(self) -> None:
+        self.before = _process_times()
+
+    def stop(self) -> dict[str, float]:
+        after = _process_times()
+        spent: dict[str, float] = {label: 0.0 for label in [*self.groups, "other"]}
+        for pid, (name, session, _parent, seconds) in after.items():
+            was = self.before.get(pid)
+            used = seconds - (was[3] if was and was[0] == name else 0.0)
+            label = next(
+                (label for label, test in self.groups.items() if test(pid, name, session)),
+                "other",
+            )
+            spent[label] += used
+            if label == "other":
+                self.others[name] = self.others.get(name, 0.0) + used
+        self.spent = spent
+        return spent
