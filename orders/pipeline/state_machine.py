@@ -39,6 +39,7 @@ from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import ClaimLost, order_claim, order_claim_renew, order_move_on
 from orders.pipeline.fairness import downloads_wake
+from orders.pipeline.routing import pipeline_queue
 from orders.pipeline.scheduling import order_enqueue_on_commit, order_follow_up
 from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate
 from orders.pipeline.steps.download import order_assets_download
@@ -52,6 +53,9 @@ from orders.pipeline.steps.produce import (
 
 logger = logging.getLogger(__name__)
 ERROR_RETRY = timedelta(seconds=60)
+# The most steps one run of the task takes an order through (Allocate, Prepare, Submit and
+# Production run on the same queue).
+INLINE_STEPS = 4
 
 
 def _mark(order: Order, **fields: str) -> None:
@@ -231,10 +235,37 @@ def order_advance(
     """Run the order's due step (only if it is ``step``, when given); return when it is due
     next (None: not ours, not due, or finished).
 
-    ``follow_up`` (the task's run): ring at once for a next step due soon, on its own queue.
+    ``follow_up`` (the task's run): a next step due at once on the same queue runs here, claimed
+    as a doorbell's run would claim it (``INLINE_STEPS`` at most in one run: an order goes from
+    allocation to the lab without a broker round trip between steps); a next step on another
+    queue, or due soon, is rung for on its own queue.
     A download step, however it ends, frees a download slot of the merchant: its deferred
     orders are woken (``orders.pipeline.fairness``).
     """
+    runs_left = INLINE_STEPS if follow_up else 1
+    while True:
+        ran = _advance_once(order_id=order_id, step=step)
+        if ran is None:
+            return None
+        ran_step, order = ran
+        runs_left -= 1
+        if order.due_at is None or not follow_up:
+            return order.due_at
+        step = order.pipeline_step
+        inline = (
+            runs_left > 0
+            and step != ran_step
+            and pipeline_queue(step) == pipeline_queue(ran_step)
+            and order.due_at <= timezone.now()
+        )
+        if not inline:
+            order_follow_up(order_id=order.id, step=step, due_at=order.due_at)
+            return order.due_at
+
+
+def _advance_once(*, order_id: int, step: str | None) -> tuple[str, Order] | None:
+    """Claim and run one step; the step run and the order as it left it, or None when nothing
+    ran to its end (not ours, not due, claim lost, or the step failed and is due again later)."""
     order = order_claim(order_id=order_id, step=step)
     if order is None:
         return None
@@ -255,9 +286,7 @@ def order_advance(
     finally:
         if ran == PipelineStep.DOWNLOAD:
             downloads_wake(merchant_id=order.environment.merchant_id)
-    if follow_up and order.due_at is not None:
-        order_follow_up(order_id=order.id, step=order.pipeline_step, due_at=order.due_at)
-    return order.due_at
+    return ran, order
 
 
 @transaction.atomic

@@ -13,10 +13,11 @@ from django.utils import timezone
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
+from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import Asset, Order, PipelineStep
 from orders.pipeline.claims import order_claim
-from orders.pipeline.state_machine import order_advance
+from orders.pipeline.state_machine import order_advance, order_submit_now
 from orders.tasks import orders_sweep_task
 from tests.support.images import jpeg_bytes
 from tests.support.orders import order_create_via_api, photo_order, pk
@@ -88,6 +89,51 @@ def test_a_doorbell_for_a_step_the_order_has_left_runs_nothing(
     )  # fmt: skip
     order_advance(order_id=pk(order_id), step=PipelineStep.ALLOCATE)
     assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.PREPARE
+
+
+def test_one_run_takes_an_order_through_the_steps_of_its_queue_that_are_due_at_once(
+    sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
+) -> None:
+    """The task's run of Allocate goes on to the print-ready files, the submission and the first
+    production check itself, with no doorbell between them; the next check, due later, is
+    rung for on the images queue. Run without ``follow_up`` (a test's step), one step runs."""
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SIMULATOR_SECONDS = 60
+    order_id = photo_order(sandbox_api, httpserver, "inline")
+    advance_to(order_id, PipelineStep.ALLOCATE)
+    purge_queues()
+
+    due = order_advance(order_id=pk(order_id), step=PipelineStep.ALLOCATE, follow_up=True)
+
+    order = Order.objects.get(id=pk(order_id))
+    assert order.pipeline_step == PipelineStep.PRODUCTION
+    assert order.submitted_at is not None and order.claimed_until is None
+    assert due is not None and order.due_at == due > timezone.now()
+    assert queued("images") == [(ADVANCE, [order.id, "Production"])]
+    assert queued("downloads") == []
+
+
+def test_a_run_does_not_go_on_to_a_step_of_another_queue(
+    sandbox_api: APIClient, httpserver: HTTPServer, merchant: CreatedMerchant, settings: Any
+) -> None:
+    """A hold released on the images queue rings for the download on the downloads queue."""
+    settings.ALLOW_PRIVATE_URLS = True
+    environment = merchant.merchant.environments.get(kind="Sandbox")
+    environment.pause_mode = PauseMode.INDEFINITE
+    environment.save(update_fields=["pause_mode"])
+    url = serve(httpserver, "/held.jpg", jpeg_bytes(), "image/jpeg")
+    items = [{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
+    order_id = order_create_via_api(sandbox_api, items=items, outcome="OnHold")
+    assert order_submit_now(order=Order.objects.get(id=pk(order_id))) is True
+    purge_queues()
+
+    order_advance(order_id=pk(order_id), step=PipelineStep.HELD, follow_up=True)
+
+    order = Order.objects.get(id=pk(order_id))
+    assert (order.pipeline_step, order.claimed_until) == (PipelineStep.DOWNLOAD, None)
+    assert not Asset.objects.filter(item__order=order).exclude(source_file="").exists()
+    assert queued("downloads") == [(ADVANCE, [order.id, "Download"])]
+    assert queued("images") == []
 
 
 def _photo(api: APIClient, httpserver: HTTPServer, name: str) -> str:
