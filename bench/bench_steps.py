@@ -1,0 +1,141 @@
+"""Each pipeline step of one order, in this process: CPU, wall time and queries per step.
+
+Where ``bench_pipeline`` measures the whole pipeline through real workers, this one says which
+step the time goes to. Run from the project root with PostgreSQL and Redis::
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/mydb REDIS_URL=redis://127.0.0.1:6379/6 \\
+        .venv/bin/python bench/bench_steps.py [--orders 6] [--profile Download,Allocate]
+
+In a scratch database ``<name>_steps`` (dropped at the end) with the demo catalogue, it creates
+``--orders`` orders through the API, each one 8x10" photo print of the same 7.6 MB JPEG as
+``bench_pipeline`` (served by a local asset server), and runs every step of each order in turn
+with ``order_advance`` (the lab simulator at 0 s: shipped on the first check). The first order
+warms up and is not counted; the means of the others are printed per step. ``--profile`` adds
+a cProfile (cumulative, top 40) of the steps named, over all counted orders.
+"""
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import tempfile
+import time
+from multiprocessing import Process, Queue
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_pipeline import SKU, make_photo, serve  # noqa: E402
+from bench.harness import recreate, scratch_database  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--orders", type=int, default=6)
+    parser.add_argument("--profile", default="", help="steps to profile, comma-separated")
+    options = parser.parse_args()
+    database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
+    if not database_url.startswith("postgres") or not redis_url:
+        sys.exit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
+    bench_url, bench_name, admin_url = scratch_database(database_url, "steps")
+    recreate(admin_url, bench_name)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-steps-"))
+    os.environ.update(
+        DATABASE_URL=bench_url,
+        DJANGO_SETTINGS_MODULE="config.settings.local",
+        VAR_DIR=str(scratch / "var"),
+        MEDIA_ROOT=str(scratch / "media"),
+        ALLOW_PRIVATE_URLS="1",
+        LAB_SIMULATOR_SECONDS="0",
+        LOG_LEVEL="WARNING",
+    )
+    ports: Queue[int] = Queue()
+    server = Process(target=serve, args=(make_photo(), ports), daemon=True)
+    server.start()
+    asset_url = f"http://127.0.0.1:{ports.get()}/photo.jpg"
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection, connections
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.test import APIClient
+
+    from labs.services import demo_catalogue_load
+    from merchants.services import merchant_create
+    from orders.models import Order, PipelineStep
+    from orders.pipeline.state_machine import order_advance
+
+    call_command("migrate", verbosity=0)
+    demo_catalogue_load()
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=merchant_create(name="Steps").sandbox_api_key)
+    body = {
+        "shippingMethod": "Standard",
+        "recipient": {
+            "name": "Ada Lovelace",
+            "address": {"line1": "1 Analytical Row", "postalOrZipCode": "SW1A 1AA",
+                        "countryCode": "GB", "townOrCity": "London"},
+        },
+        "items": [{"sku": SKU, "copies": 1, "assets": [{"url": asset_url}]}],
+    }  # fmt: skip
+    wanted = {step for step in options.profile.split(",") if step}
+    measured: dict[str, list[tuple[float, float, int]]] = {}
+    profiles: dict[str, pstats.Stats] = {}
+    try:
+        for n in range(options.orders + 1):
+            response = client.post("/v4.0/orders", body, format="json")
+            assert response.status_code == 200, response.content
+            order_id = int(response.json()["order"]["id"].removeprefix("ord_"))
+            for _ in range(12):
+                step = Order.objects.values_list("pipeline_step", flat=True).get(id=order_id)
+                if step in (PipelineStep.DONE, PipelineStep.FAILED):
+                    break
+                profile = cProfile.Profile() if step in wanted and n else None
+                with CaptureQueriesContext(connection) as queries:
+                    cpu, wall = time.process_time(), time.perf_counter()
+                    if profile:
+                        profile.enable()
+                    order_advance(order_id=order_id, step=step)
+                    if profile:
+                        profile.disable()
+                    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                if n:  # the first order warms up
+                    measured.setdefault(step, []).append((cpu, wall, len(queries)))
+                if profile:
+                    if step in profiles:
+                        profiles[step].add(profile)
+                    else:
+                        profiles[step] = pstats.Stats(profile)
+            else:
+                raise SystemExit(f"order {order_id} did not finish: see {scratch}")
+    finally:
+        server.kill()
+        connections.close_all()
+        recreate(admin_url, bench_name, drop_only=True)
+
+    print(f"{options.orders} orders, one {SKU} print each, steps run in this process (means)")
+    total_cpu = total_wall = 0.0
+    for step, runs in measured.items():
+        cpu = sum(run[0] for run in runs) / options.orders
+        wall = sum(run[1] for run in runs) / options.orders
+        queries = sum(run[2] for run in runs) / options.orders
+        total_cpu, total_wall = total_cpu + cpu, total_wall + wall
+        print(
+            f"  {step:<12} CPU {cpu * 1000:7.1f} ms   wall {wall * 1000:7.1f} ms   "
+            f"{queries:5.1f} queries   ({len(runs) / options.orders:.0f} run per order)"
+        )
+    print(f"  {'all':<12} CPU {total_cpu * 1000:7.1f} ms   wall {total_wall * 1000:7.1f} ms")
+    for step, stats in profiles.items():
+        out = io.StringIO()
+        stats.stream = out  # type: ignore[attr-defined]
+        stats.sort_stats("cumulative").print_stats(40)
+        print(f"\n--- {step} ---\n{out.getvalue()}")
+
+
+if __name__ == "__main__":
+    main()
