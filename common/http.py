@@ -70,7 +70,7 @@ class OutboundError(Exception):
 class DownloadedFile:
     path: Path
     size: int
-    md5: str
+    md5: str | None  # None when the download was asked not to hash (``md5=False``)
     content_type: str | None
 
 
@@ -161,8 +161,12 @@ def download_to_file(
     deadline_seconds: float,
     session: requests.Session | None = None,
     max_redirects: int = 3,
+    md5: bool = True,
 ) -> DownloadedFile:
     """Stream ``url`` into ``destination``, hashing as it goes, within a size cap and a deadline.
+
+    Without ``md5`` nothing is hashed and ``DownloadedFile.md5`` is None: hashing every byte
+    costs CPU that a caller with no hash to compare against has no use for.
 
     The deadline covers the whole download (connects, redirects and every byte), so a server
     that dribbles a byte a second is cut off like one that stalls. Redirects are followed by
@@ -197,6 +201,7 @@ def download_to_file(
                     deadline=deadline,
                     deadline_seconds=deadline_seconds,
                     max_bytes=max_bytes,
+                    md5=md5,
                 )
             finally:
                 response.close()
@@ -292,6 +297,7 @@ def _save_body(
     deadline: float,
     deadline_seconds: float,
     max_bytes: int,
+    md5: bool,
 ) -> DownloadedFile:
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > max_bytes:
@@ -303,7 +309,7 @@ def _save_body(
     try:
         with partial.open("wb") as out:
 
-            def write(chunk: bytes) -> None:
+            def write_hashed(chunk: bytes) -> None:
                 digest.update(chunk)
                 out.write(chunk)
 
@@ -312,7 +318,7 @@ def _save_body(
                 deadline=deadline,
                 deadline_seconds=deadline_seconds,
                 max_bytes=max_bytes,
-                sink=write,
+                sink=write_hashed if md5 else out.write,
                 on_too_large=lambda: _too_large(max_bytes, "the body is longer"),
             )
         os.replace(partial, destination)
@@ -322,7 +328,7 @@ def _save_body(
     return DownloadedFile(
         path=destination,
         size=size,
-        md5=digest.hexdigest(),
+        md5=digest.hexdigest() if md5 else None,
         content_type=response.headers.get("Content-Type"),
     )
 
@@ -333,7 +339,7 @@ def _read_body(
     deadline: float,
     deadline_seconds: float,
     max_bytes: int,
-    sink: Callable[[bytes], None],
+    sink: Callable[[bytes], object],
     on_too_large: Callable[[], Exception] | None,
 ) -> int:
     """Pass the body to ``sink`` chunk by chunk; the number of bytes passed.

@@ -467,6 +467,21 @@ def test_download_md5_is_computed_over_the_streamed_bytes(
     assert hashlib.md5(downloaded.path.read_bytes()).hexdigest() == downloaded.md5
 
 
+def test_download_without_md5_saves_the_same_bytes_and_no_hash(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    httpserver.expect_request("/a").respond_with_data(PAYLOAD, content_type="image/jpeg")
+
+    downloaded = download_to_file(
+        httpserver.url_for("/a"), tmp_path / "a", max_bytes=10**6, deadline_seconds=5, md5=False
+    )
+
+    assert downloaded == DownloadedFile(
+        path=tmp_path / "a", size=len(PAYLOAD), md5=None, content_type="image/jpeg"
+    )
+    assert (tmp_path / "a").read_bytes() == PAYLOAD
+
+
 # --- callbacks ------------------------------------------------------------------------------
 
 

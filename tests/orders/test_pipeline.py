@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 from PIL import Image
@@ -276,6 +277,61 @@ def test_an_md5_mismatch_fails_the_asset_after_ten_attempts(
     assert_failed_download(fetch(sandbox_api, order_id), 10, f"MD5 hash is {md5(photo)}")
     assert requests_to(httpserver, "/changed.jpg") == 10
     assert Asset.objects.get(item__order_id=pk(order_id)).download_attempts == 10
+
+
+@pytest.mark.django_db  # in-process: its doorbell must not reach the module's running worker
+def test_an_asset_is_checked_against_an_md5_hash_only_when_the_order_gives_one(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    photo, art = jpeg_bytes(), png_bytes()
+    order_id = order_create_via_api(
+        sandbox_api,
+        items=[
+            {
+                "sku": "GLOBAL-PHO-4X6",
+                "copies": 1,
+                "assets": [
+                    {
+                        "url": serve(httpserver, "/photo.jpg", photo, "image/jpeg"),
+                        "md5Hash": md5(photo),
+                    }
+                ],
+            },
+            {
+                "sku": "GLOBAL-PHO-4X6",
+                "copies": 1,
+                "assets": [{"url": serve(httpserver, "/art.png", art, "image/png")}],
+            },
+            {
+                "sku": "GLOBAL-PHO-4X6",
+                "copies": 1,
+                "assets": [
+                    {
+                        "url": serve(httpserver, "/changed.jpg", photo, "image/jpeg"),
+                        "md5Hash": "0" * 32,
+                    }
+                ],
+            },
+        ],
+    )
+
+    order_advance(order_id=pk(order_id))
+
+    matching, unhashed, changed = Asset.objects.filter(item__order_id=pk(order_id)).order_by(
+        "item__position"
+    )
+    assert (matching.status, matching.download_attempts) == ("Complete", 1)
+    assert (unhashed.status, unhashed.download_attempts) == ("Complete", 1)
+    assert (changed.status, changed.download_attempts) == ("InProgress", 1)
+    with default_storage.open(matching.source_file) as stored:
+        assert stored.read() == photo
+    with default_storage.open(unhashed.source_file) as stored:
+        assert stored.read() == art
+    assert changed.source_file == ""
+    [issue] = fetch(sandbox_api, order_id)["status"]["issues"]
+    assert issue["errorCode"] == "order.items.assets.NotDownloaded"
+    assert f"MD5 hash is {md5(photo)}, but the order gives {'0' * 32}" in issue["description"]
 
 
 @needs_worker

@@ -77,14 +77,22 @@ def _fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
     """Runs in a worker thread: network and file checks only, no database access."""
 
     def check(downloaded: DownloadedFile) -> AssetFileInfo:
-        check_md5(expected=asset.md5_hash or None, actual=downloaded.md5)
+        if downloaded.md5 is not None:
+            check_md5(expected=asset.md5_hash, actual=downloaded.md5)
         return inspect_asset_file(
             path=downloaded.path,
             priced_by_page=priced_by_page,
             declared_page_count=asset.page_count,
         )
 
-    return _fetch_checked(asset.id, asset.url, folder / f"{asset.id}.part", check, asset.public_id)
+    return _fetch_checked(
+        asset.id,
+        asset.url,
+        folder / f"{asset.id}.part",
+        check,
+        asset.public_id,
+        md5=bool(asset.md5_hash),  # hashed only to compare with the merchant's hash
+    )
 
 
 def _fetch_checked(
@@ -93,6 +101,8 @@ def _fetch_checked(
     destination: Path,
     check: Callable[[DownloadedFile], AssetFileInfo],
     label: str,
+    *,
+    md5: bool = False,
 ) -> Fetched:
     """Download ``url`` through the guarded client and ``check`` the file: one attempt."""
     try:
@@ -101,6 +111,7 @@ def _fetch_checked(
             destination,
             max_bytes=settings.ASSET_MAX_BYTES,
             deadline_seconds=settings.ASSET_DOWNLOAD_DEADLINE_SECONDS,
+            md5=md5,
         )
         return Fetched(row_id, downloaded, check(downloaded))
     except OutboundRefused as exc:
