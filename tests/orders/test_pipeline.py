@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
@@ -332,6 +333,29 @@ def test_an_asset_is_checked_against_an_md5_hash_only_when_the_order_gives_one(
     [issue] = fetch(sandbox_api, order_id)["status"]["issues"]
     assert issue["errorCode"] == "order.items.assets.NotDownloaded"
     assert f"MD5 hash is {md5(photo)}, but the order gives {'0' * 32}" in issue["description"]
+
+
+@pytest.mark.django_db  # in-process: its doorbell must not reach the module's running worker
+def test_a_download_replaces_the_file_an_earlier_unrecorded_attempt_left_in_storage(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    order_id = photo_order(sandbox_api, httpserver, "photo")
+    asset = Asset.objects.get(item__order_id=pk(order_id))
+    # Stored by an attempt whose worker died before its transaction committed.
+    name = f"orders/{asset.item.order_id}/assets/{asset.id}/source.jpeg"
+    default_storage.save(name, ContentFile(b"an earlier copy"))
+
+    order_advance(order_id=pk(order_id))
+
+    asset.refresh_from_db()
+    assert (asset.status, asset.source_file, asset.source_size) == (
+        "Complete",
+        name,
+        len(jpeg_bytes()),
+    )
+    with default_storage.open(name) as stored:
+        assert stored.read() == jpeg_bytes()
 
 
 @needs_worker

@@ -154,13 +154,28 @@ def _fetch_order_file(order_file: OrderFile, folder: Path) -> Fetched:
     )
 
 
+class _DownloadedContent(File):
+    """A downloaded file handed to the storage. ``FileSystemStorage`` moves content that has a
+    ``temporary_file_path`` into place (a rename on the same file system, else a copy) instead
+    of reading and writing its bytes again; other storages read it like any file."""
+
+    def temporary_file_path(self) -> str:
+        return str(self.name)
+
+
+def _stored(name: str, downloaded: DownloadedFile) -> str:
+    """Put the downloaded file in the storage at ``name``, replacing an earlier download; the
+    name it is stored under. The downloaded file is gone afterwards on a file system storage."""
+    if default_storage.exists(name):
+        default_storage.delete(name)
+    with downloaded.path.open("rb") as source:
+        return default_storage.save(name, _DownloadedContent(source))
+
+
 def _store(asset: Asset, fetched: Fetched) -> None:
     assert fetched.downloaded is not None and fetched.info is not None
     name = f"orders/{asset.item.order_id}/assets/{asset.id}/source.{fetched.info.format.value}"
-    if default_storage.exists(name):
-        default_storage.delete(name)
-    with fetched.downloaded.path.open("rb") as source:
-        asset.source_file = default_storage.save(name, File(source))
+    asset.source_file = _stored(name, fetched.downloaded)
     asset.source_size = fetched.downloaded.size
     if fetched.info.page_count is not None:
         asset.page_count = fetched.info.page_count
@@ -265,10 +280,7 @@ def _record_file_attempt(
     if failed is None:
         assert fetched.downloaded is not None and fetched.info is not None
         name = f"orders/{order.id}/files/{order_file.id}/source.{fetched.info.format.value}"
-        if default_storage.exists(name):
-            default_storage.delete(name)
-        with fetched.downloaded.path.open("rb") as source:
-            order_file.source_file = default_storage.save(name, File(source))
+        order_file.source_file = _stored(name, fetched.downloaded)
         order_file.source_size = fetched.downloaded.size
         OrderIssue.objects.filter(order=order, order_file=order_file).delete()
     else:
