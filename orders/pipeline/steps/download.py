@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.http import DownloadedFile, OutboundError, OutboundRefused, download_to_file
+from labs.catalogue import catalogue_snapshot
 from orders.artwork.files import (
     AssetFileError,
     AssetFileInfo,
@@ -53,7 +54,6 @@ from orders.models import (
     OrderItem,
 )
 from orders.pipeline.claims import order_claim_renew
-from products.selectors import product_get
 
 logger = logging.getLogger(__name__)
 
@@ -217,14 +217,15 @@ def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
     now = timezone.now()
     assets = _pending(order, now)
     files = _pending_files(order, now)
-    products = {a.item.sku: product_get(sku=a.item.sku) for a in assets}
+    # This process's catalogue snapshot: one version query, not four per product.
+    products = catalogue_snapshot().products_by_sku([a.item.sku for a in assets]) if assets else {}
     with (
         tempfile.TemporaryDirectory(prefix="assets-") as folder,
         ThreadPoolExecutor(max_workers=max(1, settings.ASSET_DOWNLOAD_PARALLELISM)) as pool,
     ):
         futures = {}
         for asset in assets:
-            product = products[asset.item.sku]
+            product = products.get(asset.item.sku.strip().upper())
             by_page = bool(product and product.priced_by_page and asset.print_area == "default")
             futures[asset.id] = pool.submit(_fetch, asset, by_page, Path(folder))
         file_futures = {f.id: pool.submit(_fetch_order_file, f, Path(folder)) for f in files}
