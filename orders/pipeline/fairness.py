@@ -41,10 +41,14 @@ def download_claim(*, due: QuerySet[Order], until: datetime) -> bool:
     workers cannot both take the last slot.
     """
     with transaction.atomic():
-        merchant_id = due.values_list("environment__merchant_id", flat=True).first()
+        merchant_id = (
+            Merchant.objects.select_for_update(no_key=True)
+            .filter(id__in=due.values("environment__merchant_id"))
+            .values_list("id", flat=True)
+            .first()
+        )
         if merchant_id is None:
             return False
-        Merchant.objects.select_for_update(no_key=True).filter(id=merchant_id).exists()
         now = timezone.now()  # after the lock: claims taken while this waited are counted
         if _downloading(merchant_id, now) >= settings.DOWNLOADS_PER_MERCHANT:
             deferred_to = now + timedelta(seconds=settings.DOWNLOAD_DEFER_SECONDS)
@@ -69,9 +73,6 @@ def downloads_wake(*, merchant_id: int) -> list[int]:
     """After one of the merchant's downloads ended: make its longest-deferred orders due now,
     as many as it has free download slots, and ring for them; their ids."""
     now = timezone.now()
-    free = settings.DOWNLOADS_PER_MERCHANT - _downloading(merchant_id, now)
-    if free <= 0:
-        return []
     deferred = Order.objects.filter(
         Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
         environment__merchant_id=merchant_id,
@@ -79,9 +80,16 @@ def downloads_wake(*, merchant_id: int) -> list[int]:
         due_at__gt=now,
         download_deferred_at__isnull=False,
     )
+    # The longest-deferred first, as many as could be woken at most: most often none, and then
+    # the merchant's running downloads need no count.
     waiting = list(
-        deferred.filter(_has_due_download()).order_by("id").values_list("id", flat=True)[:free]
+        deferred.filter(_has_due_download())
+        .order_by("id")
+        .values_list("id", flat=True)[: settings.DOWNLOADS_PER_MERCHANT]
     )
+    if waiting:
+        free = settings.DOWNLOADS_PER_MERCHANT - _downloading(merchant_id, now)
+        waiting = waiting[: max(free, 0)]
     deferred.filter(id__in=waiting).update(due_at=now, swept_at=now)  # rung for just below
     for order_id in waiting:  # a doorbell for one taken meanwhile finds it claimed: harmless
         order_enqueue(order_id=order_id, step=PipelineStep.DOWNLOAD)
