@@ -192,6 +192,13 @@ def _issue(order: Order, asset: Asset, code: str, description: str) -> None:
 
 
 def _pending_files(order: Order, now: datetime) -> list[OrderFile]:
+    # Each file's status is also on the order row: an order with none in progress (most have
+    # no packing slip or branding at all) needs no query.
+    in_progress = order.packing_slip_status == AssetStatus.IN_PROGRESS or any(
+        shown["status"] == AssetStatus.IN_PROGRESS for shown in order.branding.values()
+    )
+    if not in_progress:
+        return []
     return list(
         OrderFile.objects.filter(order=order, status=AssetStatus.IN_PROGRESS).exclude(
             next_attempt_at__gt=now
@@ -283,7 +290,8 @@ def _record_file_attempt(
         name = f"orders/{order.id}/files/{order_file.id}/source.{fetched.info.format.value}"
         order_file.source_file = _stored(name, fetched.downloaded)
         order_file.source_size = fetched.downloaded.size
-        OrderIssue.objects.filter(order=order, order_file=order_file).delete()
+        if attempts > 1:  # only a failed attempt leaves an issue on the file
+            OrderIssue.objects.filter(order=order, order_file=order_file).delete()
     else:
         if failed:
             code = PACKING_SLIP_FAILED_TO_DOWNLOAD if packing_slip else BRANDING_FAILED_TO_DOWNLOAD
@@ -335,7 +343,8 @@ def _record_attempt(order: Order, asset: Asset, fetched: Fetched, now: datetime)
     attempts = asset.download_attempts
     if failed is None:
         _store(asset, fetched)
-        OrderIssue.objects.filter(order=order, asset=asset).delete()
+        if attempts > 1:  # only a failed attempt leaves an issue on the asset
+            OrderIssue.objects.filter(order=order, asset=asset).delete()
     elif failed:
         _issue(
             order, asset, ASSET_FAILED_TO_DOWNLOAD,
@@ -364,17 +373,22 @@ def _item_status(item: OrderItem) -> None:
 
 
 def _state(order: Order) -> tuple[str, datetime | None]:
-    assets = Asset.objects.filter(item__order=order)
-    files = OrderFile.objects.filter(order=order)
-    if (
-        assets.filter(status=AssetStatus.ERROR).exists()
-        or files.filter(status=AssetStatus.ERROR).exists()
-    ):
+    unfinished = [AssetStatus.ERROR, AssetStatus.IN_PROGRESS]
+    # The assets and files not yet Complete, in one query.
+    rows = list(
+        Asset.objects.filter(item__order=order, status__in=unfinished)
+        .order_by()
+        .values_list("status", "next_attempt_at")
+        .union(
+            OrderFile.objects.filter(order=order, status__in=unfinished)
+            .order_by()
+            .values_list("status", "next_attempt_at"),
+            all=True,
+        )
+    )
+    if any(status == AssetStatus.ERROR for status, _ in rows):
         return DetailState.ERROR, None
-    pending = [
-        *assets.filter(status=AssetStatus.IN_PROGRESS).values_list("next_attempt_at", flat=True),
-        *files.filter(status=AssetStatus.IN_PROGRESS).values_list("next_attempt_at", flat=True),
-    ]
+    pending = [at for status, at in rows if status == AssetStatus.IN_PROGRESS]
     if not pending:
         return DetailState.COMPLETE, None
     next_at = min(at or timezone.now() for at in pending)
