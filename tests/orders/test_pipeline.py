@@ -578,6 +578,22 @@ def test_an_item_shows_its_default_print_area_not_the_one_rendered_after_it(
 
 
 @pytest.mark.django_db
+def test_downloading_a_one_asset_order_without_files_takes_a_query_for_each_read_and_write(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer, django_assert_num_queries: Any
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    order = order_claim(order_id=pk(photo_order(sandbox_api, httpserver, "photo")))
+    assert order is not None
+
+    # The due assets, the catalogue version; the attempt (savepoint, claim renewed, asset,
+    # item statuses read and written, release); the outcome.
+    with django_assert_num_queries(9):
+        state = order_assets_download(order=order)
+
+    assert state == ("Complete", None)
+
+
+@pytest.mark.django_db
 def test_a_worker_whose_claim_was_taken_over_records_nothing(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
