@@ -236,10 +236,15 @@ def main() -> None:
     )
     loads = [os.getloadavg()[0]]
     names = ["images worker", "downloads worker"] if not options.one_worker else ["worker"]
-    groups = {
-        label: (lambda session: lambda pid, name, sid: sid == session)(worker.pid)
-        for label, worker in zip(names, started_workers, strict=True)
-    }
+    groups = {}
+    for label, worker in zip(names, started_workers, strict=True):
+        # The worker's main process (broker, pool, beat) apart from its pool's processes.
+        groups[f"{label}: main process"] = (lambda main: lambda pid, name, sid: pid == main)(
+            worker.pid
+        )
+        groups[f"{label}: pool"] = (lambda session: lambda pid, name, sid: sid == session)(
+            worker.pid
+        )
     groups.update({
         "asset server": lambda pid, name, sid: pid == server.pid,
         "this bench (API posts, polling)": lambda pid, name, sid: pid == os.getpid(),
@@ -291,6 +296,8 @@ def main() -> None:
     print(f"ratio (orchestration overhead): {alone_rate / pipeline_rate:.2f}x", file=out)
     print("CPU during the pipeline, per order:", file=out)
     for label, seconds in cpu.items():
+        if not seconds:  # a thread-pool worker has no pool processes
+            continue
         print(f"  {label:<34} {seconds / options.orders * 1000:7.1f} ms", file=out)
     biggest = sorted(meter.others.items(), key=lambda kv: -kv[1])[:4]
     shown = ", ".join(f"{name} {seconds / options.orders * 1000:.1f}" for name, seconds in biggest)
