@@ -16,7 +16,6 @@ from labs.allocation import AllocationPlan
 from orders.models import Charge, ChargeItem, ChargeType, Order, OrderItem, Shipment
 
 
-@transaction.atomic
 def charges_write(
     *,
     order: Order,
@@ -24,14 +23,10 @@ def charges_write(
     items: dict[str, OrderItem],
     shipments: dict[str, Shipment],
 ) -> None:
-    """Write the Item and Shipping charges once (``totalCost`` is the sum of the lines, tax apart).
-
-    ``items`` and ``shipments`` are keyed as in the plan
-    (item key, lab code). Running it again for an order that has them does nothing."""
-    if Charge.objects.filter(
-        order=order, charge_type__in=[ChargeType.ITEM, ChargeType.SHIPPING]
-    ).exists():
-        return
+    """Write the Item and Shipping charges of an order allocated just now (inside the
+    allocation's transaction: an order has them exactly when it has shipments); ``totalCost`` is
+    the sum of the lines, tax apart. ``items`` and ``shipments`` are keyed as in the plan (item
+    key, lab code)."""
     item_lines = [
         ChargeItem(item=items[line.key], cost=line.total_cost, tax=line.tax)
         for line in plan.item_lines
@@ -40,28 +35,41 @@ def charges_write(
         ChargeItem(shipment=shipments[p.lab_code], cost=p.shipping_cost, tax=p.shipping_tax)
         for p in plan.shipments
     ]
-    for charge_type, lines in [
-        (ChargeType.ITEM, item_lines),
-        (ChargeType.SHIPPING, shipping_lines),
-    ]:
-        _charge_create(order=order, charge_type=charge_type, currency=plan.currency, lines=lines)
+    _charges_create(
+        order=order,
+        currency=plan.currency,
+        charges=[(ChargeType.ITEM, item_lines), (ChargeType.SHIPPING, shipping_lines)],
+    )
+
+
+def _charges_create(
+    *, order: Order, currency: str, charges: list[tuple[str, list[ChargeItem]]]
+) -> list[Charge]:
+    """Charges (of each type, with its lines) whose totals are the sums of their lines (the
+    plan's totals are such sums too): one INSERT for the charges, one for all their lines, the
+    charges made in the order given (their ``created`` follows it)."""
+    made = []
+    for charge_type, lines in charges:
+        charge = Charge(
+            order=order,
+            charge_type=charge_type,
+            currency=currency,
+            total_cost=sum((line.cost for line in lines), Decimal(0)),
+            total_tax=sum((line.tax for line in lines), Decimal(0)),
+        )
+        for line in lines:
+            line.charge = charge
+            line.charge_type = charge_type
+        made.append(charge)
+    Charge.objects.bulk_create(made)
+    ChargeItem.objects.bulk_create([line for _, lines in charges for line in lines])
+    return made
 
 
 def _charge_create(
     *, order: Order, charge_type: str, currency: str, lines: list[ChargeItem]
 ) -> Charge:
-    """A charge whose totals are the sums of its lines (the plan's totals are such sums too)."""
-    charge = Charge.objects.create(
-        order=order,
-        charge_type=charge_type,
-        currency=currency,
-        total_cost=sum((line.cost for line in lines), Decimal(0)),
-        total_tax=sum((line.tax for line in lines), Decimal(0)),
-    )
-    for line in lines:
-        line.charge = charge
-        line.charge_type = charge_type
-    ChargeItem.objects.bulk_create(lines)
+    (charge,) = _charges_create(order=order, currency=currency, charges=[(charge_type, lines)])
     return charge
 
 
@@ -135,20 +143,22 @@ def shipment_charges_write(
     """Item and Shipping charges for one shipment made anew elsewhere (a resubmission whose
     price changed; what was charged before is refunded by ``refund_write``): ``item_lines``
     maps item ids to (cost, tax), ``shipping`` is (cost, tax)."""
-    _charge_create(
+    _charges_create(
         order=order,
-        charge_type=ChargeType.ITEM,
         currency=currency,
-        lines=[
-            ChargeItem(item_id=item_id, cost=cost, tax=tax)
-            for item_id, (cost, tax) in item_lines.items()
+        charges=[
+            (
+                ChargeType.ITEM,
+                [
+                    ChargeItem(item_id=item_id, cost=cost, tax=tax)
+                    for item_id, (cost, tax) in item_lines.items()
+                ],
+            ),
+            (
+                ChargeType.SHIPPING,
+                [ChargeItem(shipment=shipment, cost=shipping[0], tax=shipping[1])],
+            ),
         ],
-    )
-    _charge_create(
-        order=order,
-        charge_type=ChargeType.SHIPPING,
-        currency=currency,
-        lines=[ChargeItem(shipment=shipment, cost=shipping[0], tax=shipping[1])],
     )
 
 

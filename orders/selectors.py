@@ -265,6 +265,17 @@ def order_with_parts_get(*, environment: Environment, order_id: int) -> tuple[Or
     return order, parts[order.id]
 
 
+def order_items_get(*, order: Order) -> tuple[list[OrderItem], dict[int, list[Asset]]]:
+    """The order's items by position and their assets by item id (in position order), in
+    one query."""
+    (rows,) = _reads_together([_ITEMS_ASSETS.statement([order.id])])
+    items: list[OrderItem] = []
+    assets: dict[int, list[Asset]] = {}
+    for item, asset in _ITEMS_ASSETS.instances(rows):
+        _grouped(items, assets, item, asset)
+    return items, assets
+
+
 def order_get(*, environment: Environment, order_id: int) -> Order:
     """The order with all its parts, or ``EntityNotFound`` (also for other environments')."""
     order = orders_with_parts(Order.objects.filter(environment=environment, id=order_id)).first()

@@ -1,5 +1,6 @@
 """Step 3: allocate the order with the labs engine, create its shipments, write its charges."""
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -8,35 +9,39 @@ from django.db import transaction
 from labs.allocation import AllocationPlan, BasketItem, Infeasible, plan_basket
 from orders.charges import charges_write
 from orders.issues import ITEM_UNAVAILABLE
-from orders.models import ItemAvailability, Order, OrderIssue, OrderItem, Shipment
+from orders.models import Asset, ItemAvailability, Order, OrderIssue, OrderItem, Shipment
+from orders.selectors import order_items_get
 from products.validation import item_page_count
 
 
+def basket_item(item: OrderItem, assets: Iterable[Asset]) -> BasketItem:
+    """The item as the engine takes it (its pages from its ``assets``)."""
+    return BasketItem(
+        key=str(item.id),
+        sku=item.sku,
+        attributes=item.attributes,
+        copies=item.copies,
+        pages=item_page_count((a.print_area, a.page_count) for a in assets),
+    )
+
+
 def order_basket(order: Order, items: list[OrderItem]) -> list[BasketItem]:
-    basket = []
-    for item in items:
-        pages = item_page_count((a.print_area, a.page_count) for a in item.assets.all())
-        basket.append(
-            BasketItem(
-                key=str(item.id),
-                sku=item.sku,
-                attributes=item.attributes,
-                copies=item.copies,
-                pages=pages,
-            )
-        )
-    return basket
+    return [basket_item(item, item.assets.all()) for item in items]
 
 
-def order_plan(order: Order) -> AllocationPlan:
-    """The cheapest plan for the order as it stands (as a quote gives); may raise Infeasible."""
-    items = list(order.items.prefetch_related("assets").order_by("position"))
+def _plan(order: Order, basket: list[BasketItem]) -> AllocationPlan:
     return plan_basket(
-        items=order_basket(order, items),
+        items=basket,
         country_code=order.address_country_code,
         shipping_method=order.shipping_method,
         currency=order.currency,
     )
+
+
+def order_plan(order: Order) -> AllocationPlan:
+    """The cheapest plan for the order as it stands (as a quote gives); may raise Infeasible."""
+    items, assets = order_items_get(order=order)
+    return _plan(order, [basket_item(item, assets[item.id]) for item in items])
 
 
 TEMPORARILY_UNAVAILABLE = "TemporarilyUnavailable"
@@ -50,11 +55,12 @@ def order_allocate(*, order: Order) -> bool | None:
     ever exist. Each item that cannot be placed has one ``order.items.ItemUnavailable`` issue,
     updated at each attempt (not appended) and removed once the order is allocated.
     """
-    items = {str(i.id): i for i in order.items.prefetch_related("assets").order_by("position")}
     if Shipment.objects.filter(order=order).exists():
         return True  # allocated by an earlier run whose claim release was lost
+    rows, assets = order_items_get(order=order)
+    items = {str(item.id): item for item in rows}
     try:
-        plan = order_plan(order)
+        plan = _plan(order, [basket_item(item, assets[item.id]) for item in rows])
     except Infeasible as infeasible:
         temporary = True
         for key, failures in infeasible.failures_by_item_key.items():
@@ -71,11 +77,9 @@ def order_allocate(*, order: Order) -> bool | None:
             )
         return None if temporary and infeasible.failures_by_item_key else False
     OrderIssue.objects.filter(order=order, error_code=ITEM_UNAVAILABLE).delete()
-    OrderItem.objects.filter(order=order).update(availability=ItemAvailability.AVAILABLE)
     assert transaction.get_connection().in_atomic_block
-    shipments: dict[str, Shipment] = {}
-    for planned in plan.shipments:
-        shipment = Shipment.objects.create(
+    shipments = {
+        planned.lab_code: Shipment(
             order=order,
             lab_code=planned.lab_code,
             lab_country_code=planned.lab_country_code,
@@ -83,10 +87,16 @@ def order_allocate(*, order: Order) -> bool | None:
             carrier_name=planned.carrier_name,
             carrier_service=planned.carrier_service,
         )
-        shipments[planned.lab_code] = shipment
+        for planned in plan.shipments
+    }
+    Shipment.objects.bulk_create(shipments.values())
+    # A plan places every item: each is available again, in its lab's shipment.
+    for planned in plan.shipments:
         OrderItem.objects.filter(id__in=[int(k) for k in planned.item_keys]).update(
-            shipment=shipment
+            shipment=shipments[planned.lab_code], availability=ItemAvailability.AVAILABLE
         )
+    # No shipment, so no charges of an earlier allocation either: both are written together
+    # (and ``orders.actions`` deletes both to allocate again).
     charges_write(order=order, plan=plan, items=items, shipments=shipments)
     return True
 
