@@ -2,7 +2,17 @@
 
 from dataclasses import dataclass, field
 
-from orders.models import Asset, Charge, ChargeItem, Order, OrderIssue, OrderItem, Shipment
+from labs.models import Lab
+from orders.models import (
+    Asset,
+    Charge,
+    ChargeItem,
+    Order,
+    OrderFile,
+    OrderIssue,
+    OrderItem,
+    Shipment,
+)
 
 
 @dataclass
@@ -29,3 +39,14 @@ class OrderParts:
             charge_items={charge.id: list(charge.items.all()) for charge in charges},
             issues=list(order.issues.all()),
         )
+
+
+@dataclass
+class ShipmentParts:
+    """An order's shipments that are not cancelled, with what their lab orders are made of."""
+
+    shipments: list[Shipment] = field(default_factory=list)  # in created order
+    items: dict[int, list[OrderItem]] = field(default_factory=dict)  # by shipment id
+    assets: dict[int, list[Asset]] = field(default_factory=dict)  # by item id
+    files: list[OrderFile] = field(default_factory=list)  # the order's own, by id
+    labs: dict[str, Lab] = field(default_factory=dict)  # the shipments' labs, by code

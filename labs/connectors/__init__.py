@@ -8,7 +8,7 @@ from labs.connectors.base import (
     LabProgress,
     LabResult,
 )
-from labs.connectors.registry import connector_for
+from labs.connectors.registry import connector_for, lab_connector
 
 __all__ = [
     "CAPABILITIES",
@@ -18,4 +18,5 @@ __all__ = [
     "LabProgress",
     "LabResult",
     "connector_for",
+    "lab_connector",
 ]

@@ -48,7 +48,13 @@ class UnavailableConnector(LabConnector):
 
 
 def connector_for(*, lab_code: str, sandbox: bool) -> LabConnector:
-    lab = Lab.objects.filter(code=lab_code).first()
+    return lab_connector(
+        lab_code=lab_code, lab=Lab.objects.filter(code=lab_code).first(), sandbox=sandbox
+    )
+
+
+def lab_connector(*, lab_code: str, lab: Lab | None, sandbox: bool) -> LabConnector:
+    """As ``connector_for``, from the lab row already read (None: no lab has that code)."""
     capabilities = frozenset(lab.capabilities if lab is not None else CAPABILITIES)
     failure_share = Decimal(lab.simulator_failure_share) if lab is not None else Decimal(0)
     if sandbox or lab is None or lab.connector == Connector.SIMULATOR:

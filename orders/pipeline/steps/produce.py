@@ -7,22 +7,20 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from labs.connectors import LabConnector, connector_for
+from labs.connectors import LabConnector, lab_connector
 from orders.charges import refund_write
 from orders.events import shipment_changed
 from orders.issues import SUBMISSION_FAILED
 from orders.lab_orders import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
+from orders.parts import ShipmentParts
 from orders.pipeline.claims import ClaimLost, order_claim_renew
+from orders.selectors import order_shipment_parts
 
 
-def _active(order: Order) -> list[Shipment]:
-    return list(
-        Shipment.objects.filter(order=order)
-        .exclude(status=ShipmentStatus.CANCELLED)
-        .select_related("order__environment")
-        .prefetch_related("items__assets")
-    )
+def _connector(parts: ShipmentParts, shipment: Shipment, *, sandbox: bool) -> LabConnector:
+    code = shipment.lab_code
+    return lab_connector(lab_code=code, lab=parts.labs.get(code), sandbox=sandbox)
 
 
 def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | None]:
@@ -38,11 +36,12 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
     now = timezone.now()
     retry_at: datetime | None = None
     sandbox = order.environment.is_sandbox
-    for shipment in _active(order):
+    parts = order_shipment_parts(order=order)
+    for shipment in parts.shipments:
         if shipment.submitted_at is not None:
             continue
-        connector = connector_for(lab_code=shipment.lab_code, sandbox=sandbox)
-        result = connector.submit(lab_order(shipment))
+        connector = _connector(parts, shipment, sandbox=sandbox)
+        result = connector.submit(lab_order(shipment, parts))
         if result.successful:
             shipment_submission_record(
                 order=order,
@@ -50,6 +49,7 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
                 reference=result.reference,
                 submitted_at=now,
                 connector=connector,
+                parts=parts,
             )
             continue
         attempts = _refusal_record(order, shipment, result.message, final=not result.retryable)
@@ -102,10 +102,11 @@ def shipment_submission_record(
     reference: str,
     submitted_at: datetime,
     connector: LabConnector,
+    parts: ShipmentParts | None = None,
 ) -> None:
     """Record an accepted submission under our claim and the order's row lock (as the actions
     take it): a cancel either sees the submission and cancels at the lab, or came first, and
-    then the lab order is withdrawn here."""
+    then the lab order is withdrawn here (``parts``: as ``lab_order`` takes them)."""
     claim = order.claimed_until
     try:
         with transaction.atomic():
@@ -118,7 +119,7 @@ def shipment_submission_record(
         order.claimed_until = claim  # the renewal rolled back with the rest
         cancelled = Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.CANCELLED)
         if isinstance(exc, ClaimLost) and cancelled.exists():
-            connector.cancel(replace(lab_order(shipment), reference=reference))
+            connector.cancel(replace(lab_order(shipment, parts), reference=reference))
         raise  # otherwise the worker that took over submits again (same id) and records it
 
 
@@ -136,17 +137,18 @@ def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None,
     all_shipped = True
     next_check: datetime | None = None
     shipped_now: list[Shipment] = []
-    for shipment in _active(order):
+    parts = order_shipment_parts(order=order)
+    for shipment in parts.shipments:
         if shipment.status == ShipmentStatus.SHIPPED:
             any_shipped = True
             continue
         assert shipment.submitted_at is not None
         planned = replace(
-            lab_order(shipment),
+            lab_order(shipment, parts),
             carrier_name=shipment.carrier_name,
             carrier_service=shipment.carrier_service,
         )
-        progress = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).progress(
+        progress = _connector(parts, shipment, sandbox=sandbox).progress(
             planned, submitted_at=shipment.submitted_at, now=now
         )
         with transaction.atomic():
@@ -190,12 +192,11 @@ def submitted_shipments_withdraw(*, order: Order) -> tuple[list[Shipment], list[
     sandbox = order.environment.is_sandbox
     cancelled: list[Shipment] = []
     kept: list[Shipment] = []
-    for shipment in _active(order):
+    parts = order_shipment_parts(order=order)
+    for shipment in parts.shipments:
         if shipment.submitted_at is None:
             continue
-        result = connector_for(lab_code=shipment.lab_code, sandbox=sandbox).cancel(
-            lab_order(shipment)
-        )
+        result = _connector(parts, shipment, sandbox=sandbox).cancel(lab_order(shipment, parts))
         (cancelled if result.successful else kept).append(shipment)
     return cancelled, kept
 
@@ -211,7 +212,8 @@ def submission_failure_record(
     cancellable by the merchant, which refunds the rest."""
     withdrawn = list(cancelled)
     if kept:
-        withdrawn += [s for s in _active(order) if s.submitted_at is None]
+        active = order_shipment_parts(order=order).shipments
+        withdrawn += [s for s in active if s.submitted_at is None]
     changed = []
     for shipment in withdrawn:
         if Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
