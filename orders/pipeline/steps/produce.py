@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from labs.connectors import LabConnector, lab_connector
+from labs.connectors import LabConnector, LabProgress, lab_connector
 from orders.charges import refund_write
 from orders.events import shipment_changed
 from orders.issues import SUBMISSION_FAILED
@@ -151,30 +151,43 @@ def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None,
         progress = _connector(parts, shipment, sandbox=sandbox).progress(
             planned, submitted_at=shipment.submitted_at, now=now
         )
-        with transaction.atomic():
-            if progress.in_production_at and shipment.in_production_at is None:
+        # Inside the caller's transaction, which rolls back as a whole: no savepoint.
+        with transaction.atomic(savepoint=False):
+            produced = bool(progress.in_production_at and shipment.in_production_at is None)
+            if produced:
                 shipment.in_production_at = progress.in_production_at
+            if progress.shipped_at and _shipped_record(shipment, progress, produced=produced):
+                shipped_now.append(shipment)
+            elif produced:
                 shipment.save(update_fields=["in_production_at"])
-            if progress.shipped_at:
-                changed = Shipment.objects.filter(
-                    id=shipment.id, status=ShipmentStatus.PROCESSING
-                ).update(
-                    status=ShipmentStatus.SHIPPED,
-                    dispatch_date=progress.shipped_at,
-                    carrier_name=progress.carrier_name or shipment.carrier_name,
-                    carrier_service=progress.carrier_service or shipment.carrier_service,
-                    tracking_number=progress.tracking_number,
-                    tracking_url=progress.tracking_url,
-                )
-                if changed:
-                    shipment.refresh_from_db()
-                    shipped_now.append(shipment)
-                any_shipped = True
-                continue
+        if progress.shipped_at:
+            any_shipped = True
+            continue
         all_shipped = False
         if progress.next_check_at is not None:
             next_check = min(next_check or progress.next_check_at, progress.next_check_at)
     return any_shipped, all_shipped, next_check, shipped_now
+
+
+def _shipped_record(shipment: Shipment, progress: LabProgress, *, produced: bool) -> bool:
+    """Record the shipment as shipped, with its production time too when ``produced`` just now
+    (one UPDATE); False when it is no longer processing. The instance shows what was written."""
+    shipped = {
+        "status": ShipmentStatus.SHIPPED,
+        "dispatch_date": progress.shipped_at,
+        "carrier_name": progress.carrier_name or shipment.carrier_name,
+        "carrier_service": progress.carrier_service or shipment.carrier_service,
+        "tracking_number": progress.tracking_number,
+        "tracking_url": progress.tracking_url,
+    }
+    written = {**shipped, "in_production_at": shipment.in_production_at} if produced else shipped
+    if not Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
+        **written
+    ):
+        return False
+    for name, value in shipped.items():
+        setattr(shipment, name, value)
+    return True
 
 
 def submitted_shipments_withdraw(*, order: Order) -> tuple[list[Shipment], list[Shipment]]:
