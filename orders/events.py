@@ -61,20 +61,20 @@ def order_event_create(*, order: Order, event_type: str) -> CallbackEvent:
     """Write the event with the order as ``GET`` shows it now; deliver once the change commits.
 
     The order row's sequence counter is incremented in place, which also serialises concurrent
-    events of one order, so their numbers follow the order of their commits.
+    events of one order, so their numbers follow the order of their commits; the event's number
+    is the one the order row read after it shows.
     """
     assert transaction.get_connection().in_atomic_block, (
         "record events inside the change's transaction"
     )
     Order.objects.filter(id=order.id).update(callback_sequence=F("callback_sequence") + 1)
-    sequence = Order.objects.values_list("callback_sequence", flat=True).get(id=order.id)
     environment = order.environment
     current, parts = order_with_parts_get(environment=environment, order_id=order.id)
     representation = order_representation(current, base_url=environment.base_url, parts=parts)
     return event_create(
         environment=environment,
         subject=order.public_id,
-        sequence=sequence,
+        sequence=current.callback_sequence,
         event_type=event_type,
         source=event_source(environment),
         data={"order": representation},
