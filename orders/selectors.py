@@ -298,6 +298,18 @@ def order_items_get(*, order: Order) -> tuple[list[OrderItem], dict[int, list[As
     return items, assets
 
 
+def order_allocation_parts(*, order: Order) -> OrderParts:
+    """What allocating the order reads: its items with their assets, its shipments (it has
+    some once allocated) and its issues, in one round trip (its charges are not read)."""
+    joins = (_ITEMS_ASSETS, _SHIPMENTS, _ISSUES)
+    items_assets, shipments, issues = _reads_together(
+        [join.statement([order.id]) for join in joins]
+    )
+    parts = {order.id: OrderParts()}
+    _parts_fill(parts, _ITEMS_ASSETS.instances(items_assets), [shipments, [], issues])
+    return parts[order.id]
+
+
 def order_shipment_parts(*, order: Order) -> ShipmentParts:
     """The order's shipments that are not cancelled (``order`` set as their order), each
     one's items with their assets, the order's files and the shipments' labs: what

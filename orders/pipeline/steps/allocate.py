@@ -10,7 +10,7 @@ from labs.allocation import AllocationPlan, BasketItem, Infeasible, plan_basket
 from orders.charges import charges_write
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import Asset, ItemAvailability, Order, OrderIssue, OrderItem, Shipment
-from orders.selectors import order_items_get
+from orders.selectors import order_allocation_parts, order_items_get
 from products.validation import item_page_count
 
 
@@ -55,12 +55,12 @@ def order_allocate(*, order: Order) -> bool | None:
     ever exist. Each item that cannot be placed has one ``order.items.ItemUnavailable`` issue,
     updated at each attempt (not appended) and removed once the order is allocated.
     """
-    if Shipment.objects.filter(order=order).exists():
+    parts = order_allocation_parts(order=order)
+    if parts.shipments:
         return True  # allocated by an earlier run whose claim release was lost
-    rows, assets = order_items_get(order=order)
-    items = {str(item.id): item for item in rows}
+    items = {str(item.id): item for item in parts.items}
     try:
-        plan = _plan(order, [basket_item(item, assets[item.id]) for item in rows])
+        plan = _plan(order, [basket_item(item, parts.assets[item.id]) for item in parts.items])
     except Infeasible as infeasible:
         temporary = True
         for key, failures in infeasible.failures_by_item_key.items():
@@ -76,7 +76,11 @@ def order_allocate(*, order: Order) -> bool | None:
                 defaults={"description": "; ".join(f.description for f in failures)},
             )
         return None if temporary and infeasible.failures_by_item_key else False
-    OrderIssue.objects.filter(order=order, error_code=ITEM_UNAVAILABLE).delete()
+    # ItemUnavailable issues are written at creation and by allocation alone (under the
+    # order's claim, or its row lock in orders.actions): those read are all there are.
+    unavailable = [issue.id for issue in parts.issues if issue.error_code == ITEM_UNAVAILABLE]
+    if unavailable:
+        OrderIssue.objects.filter(id__in=unavailable).delete()
     assert transaction.get_connection().in_atomic_block
     shipments = {
         planned.lab_code: Shipment(
