@@ -12,11 +12,12 @@ from pathlib import Path
 
 from django.core.files.storage import default_storage
 
-from labs.catalogue import catalogue_snapshot
+from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from orders.artwork.printready import PrintReadyError, render_print_ready
 from orders.issues import PRINT_READY_FAILED
-from orders.models import Asset, Order, OrderIssue, OrderItem
+from orders.models import Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
+from orders.selectors import order_items_get
 from products.validation import DEFAULT_PRINT_AREA, resolve_attributes
 
 
@@ -37,10 +38,12 @@ def local_copy(name: str) -> Iterator[Path]:
         yield Path(temporary.name)
 
 
-def target_size(item: OrderItem, print_area: str) -> tuple[int, int] | None:
-    """The print area's recommended pixels on the item's variant, from this process's
-    catalogue snapshot (no query while the catalogue version stands)."""
-    product = catalogue_snapshot().products_by_sku([item.sku]).get(item.sku.strip().upper())
+def target_size(
+    catalogue: CatalogueSnapshot, item: OrderItem, print_area: str
+) -> tuple[int, int] | None:
+    """The print area's recommended pixels on the item's variant, from the catalogue
+    snapshot."""
+    product = catalogue.products_by_sku([item.sku]).get(item.sku.strip().upper())
     if product is None:
         return None
     resolved = resolve_attributes(product=product, attributes=item.attributes)
@@ -55,18 +58,17 @@ def target_size(item: OrderItem, print_area: str) -> tuple[int, int] | None:
 def order_assets_prepare(*, order: Order) -> bool:
     """Render what is not rendered yet; False (with an issue) when an image cannot be used."""
     ok = True
-    assets = (
-        Asset.objects.select_related("item")
-        .filter(item__order=order, print_file="")
-        .order_by("item__position", "position")
-    )
-    for asset in assets:
+    items, assets = order_items_get(order=order)
+    catalogue: CatalogueSnapshot | None = None  # read once, for the first image to render
+    for item, asset in [(i, a) for i in items for a in assets[i.id] if not a.print_file]:
         order_claim_renew(order=order)
         if asset.source_file.endswith(".pdf"):
             asset.print_file = asset.source_file
             asset.save(update_fields=["print_file"])
             continue
-        size = target_size(asset.item, asset.print_area)
+        if catalogue is None:
+            catalogue = catalogue_snapshot()
+        size = target_size(catalogue, item, asset.print_area)
         try:
             with local_copy(asset.source_file) as source:
                 width, height = size or _own_size(source)
@@ -74,7 +76,7 @@ def order_assets_prepare(*, order: Order) -> bool:
                     source=source,
                     target_width=width,
                     target_height=height,
-                    sizing=asset.item.sizing,
+                    sizing=item.sizing,
                     storage_prefix=f"orders/{order.id}/assets/{asset.id}",
                 )
         except (PrintReadyError, ValueError) as exc:
@@ -84,7 +86,7 @@ def order_assets_prepare(*, order: Order) -> bool:
                 asset=asset,
                 error_code=PRINT_READY_FAILED,
                 defaults={
-                    "object_id": asset.item.public_id,
+                    "object_id": item.public_id,
                     "description": f"Asset {asset.public_id} cannot be printed: {exc}",
                 },
             )
