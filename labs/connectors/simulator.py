@@ -18,8 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
-from django.utils import timezone
+from django.db.models import F
 
 from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
 from labs.models import SimulatedLabOrder
@@ -32,16 +31,6 @@ _CARRIERS = {
     "Express": ("DHL", "Express Worldwide"),
     "Overnight": ("FedEx", "Priority Overnight"),
 }
-
-
-_TABLE = SimulatedLabOrder._meta.db_table
-# One statement records a submission: the lab order on the first, a count on each later one
-# (the reference answered is the recorded one either way).
-_RECORD_SUBMISSION = (
-    "INSERT INTO {table} (shipment_id, lab_code, reference, submissions, created) "
-    "VALUES (%s, %s, %s, 1, %s) ON CONFLICT (shipment_id) "
-    "DO UPDATE SET submissions = {table}.submissions + 1 RETURNING reference"
-)
 
 
 def _fraction(text: str) -> Decimal:
@@ -62,13 +51,15 @@ class SimulatorConnector(LabConnector):
         if _fraction(order.shipment_id) < self.failure_share:
             return LabResult(False, message=f"Simulated rejection by lab {self.lab_code}.")
         reference = f"SIM-{self.lab_code.upper()}-{order.shipment_id.split('_')[-1]}"
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _RECORD_SUBMISSION.format(table=connection.ops.quote_name(_TABLE)),
-                [order.shipment_id, self.lab_code, reference, timezone.now()],
+        recorded, created = SimulatedLabOrder.objects.get_or_create(
+            shipment_id=order.shipment_id,
+            defaults={"lab_code": self.lab_code, "reference": reference},
+        )
+        if not created:
+            SimulatedLabOrder.objects.filter(id=recorded.id).update(
+                submissions=F("submissions") + 1
             )
-            (recorded,) = cursor.fetchone()
-        return LabResult(True, reference=recorded)
+        return LabResult(True, reference=recorded.reference)
 
     def progress(self, order: LabOrder, *, submitted_at: datetime, now: datetime) -> LabProgress:
         seconds = float(settings.LAB_SIMULATOR_SECONDS)
