@@ -365,6 +365,38 @@ def test_thumbnail_is_a_small_jpeg_of_the_print_file(tmp_path: Path, media_root:
     assert near(pixel(thumb, 394, 133), BLUE)
 
 
+@pytest.mark.parametrize(
+    ("size", "area", "from_source"),
+    [
+        ((600, 200), (1800, 1800), True),  # the print file is the bigger JPEG
+        ((6000, 2000), (300, 300), False),  # the source is
+        ((600, 400), (1200, 1800), True),  # turned to fit the portrait area
+    ],
+)
+def test_a_thumbnail_shows_the_print_files_cut_whichever_jpeg_it_is_made_from(
+    tmp_path: Path,
+    media_root: Path,
+    size: tuple[int, int],
+    area: tuple[int, int],
+    from_source: bool,
+) -> None:
+    """Made from the JPEG with fewer bytes (decoding costs by the byte), the source or the print
+    file; either way it is the print file's picture, cut and turned as the print is."""
+    source = bands_image(tmp_path / "bands.jpg", *size)
+
+    result = render(source, *area, "fillPrintArea")
+
+    print_file = stored(media_root, result.print_file)
+    thumb = stored(media_root, result.thumbnail)
+    source_smaller = source.stat().st_size < (media_root / result.print_file).stat().st_size
+    assert source_smaller is from_source  # the case covers the way it is named for
+    scale = 400 / max(area)
+    assert (thumb.width, thumb.height) == (round(area[0] * scale), round(area[1] * scale))
+    for fx, fy in [(0.05, 0.05), (0.5, 0.5), (0.95, 0.95), (0.05, 0.95), (0.95, 0.05)]:
+        expected = pixel(print_file, int(fx * print_file.width), int(fy * print_file.height))
+        assert near(pixel(thumb, int(fx * thumb.width), int(fy * thumb.height)), expected)
+
+
 def test_rendering_again_replaces_the_stored_files(tmp_path: Path, media_root: Path) -> None:
     first = render(bands_image(tmp_path / "a.png", 60, 40), 30, 20, "fillPrintArea")
     second = render(bands_image(tmp_path / "b.png", 60, 40, (BLUE,)), 30, 20, "fillPrintArea")

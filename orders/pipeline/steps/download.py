@@ -19,11 +19,10 @@ from functools import partial
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files import File
-from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
+from common.files import file_store
 from common.http import DownloadedFile, OutboundError, OutboundRefused, download_to_file
 from labs.catalogue import catalogue_snapshot
 from orders.artwork.files import (
@@ -77,7 +76,8 @@ def _fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
     """Runs in a worker thread: network and file checks only, no database access."""
 
     def check(downloaded: DownloadedFile) -> AssetFileInfo:
-        if downloaded.md5 is not None:
+        if asset.md5_hash:
+            assert downloaded.md5 is not None  # hashed because the order gives one
             check_md5(expected=asset.md5_hash, actual=downloaded.md5)
         return inspect_asset_file(
             path=downloaded.path,
@@ -154,28 +154,10 @@ def _fetch_order_file(order_file: OrderFile, folder: Path) -> Fetched:
     )
 
 
-class _DownloadedContent(File):
-    """A downloaded file handed to the storage. ``FileSystemStorage`` moves content that has a
-    ``temporary_file_path`` into place (a rename on the same file system, else a copy) instead
-    of reading and writing its bytes again; other storages read it like any file."""
-
-    def temporary_file_path(self) -> str:
-        return str(self.name)
-
-
-def _stored(name: str, downloaded: DownloadedFile) -> str:
-    """Put the downloaded file in the storage at ``name``, replacing an earlier download; the
-    name it is stored under. The downloaded file is gone afterwards on a file system storage."""
-    if default_storage.exists(name):
-        default_storage.delete(name)
-    with downloaded.path.open("rb") as source:
-        return default_storage.save(name, _DownloadedContent(source))
-
-
 def _store(asset: Asset, fetched: Fetched) -> None:
     assert fetched.downloaded is not None and fetched.info is not None
     name = f"orders/{asset.item.order_id}/assets/{asset.id}/source.{fetched.info.format.value}"
-    asset.source_file = _stored(name, fetched.downloaded)
+    asset.source_file = file_store(fetched.downloaded.path, name)
     asset.source_size = fetched.downloaded.size
     if fetched.info.page_count is not None:
         asset.page_count = fetched.info.page_count
@@ -195,7 +177,7 @@ def _pending_files(order: Order, now: datetime) -> list[OrderFile]:
     # Each file's status is also on the order row: an order with none in progress (most have
     # no packing slip or branding at all) needs no query.
     in_progress = order.packing_slip_status == AssetStatus.IN_PROGRESS or any(
-        shown["status"] == AssetStatus.IN_PROGRESS for shown in order.branding.values()
+        shown.get("status") == AssetStatus.IN_PROGRESS for shown in order.branding.values()
     )
     if not in_progress:
         return []
@@ -288,7 +270,7 @@ def _record_file_attempt(
     if failed is None:
         assert fetched.downloaded is not None and fetched.info is not None
         name = f"orders/{order.id}/files/{order_file.id}/source.{fetched.info.format.value}"
-        order_file.source_file = _stored(name, fetched.downloaded)
+        order_file.source_file = file_store(fetched.downloaded.path, name)
         order_file.source_size = fetched.downloaded.size
         if attempts > 1:  # only a failed attempt leaves an issue on the file
             OrderIssue.objects.filter(order=order, order_file=order_file).delete()
