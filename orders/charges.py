@@ -27,6 +27,7 @@ def charges_write(
     allocation's transaction: an order has them exactly when it has shipments); ``totalCost`` is
     the sum of the lines, tax apart. ``items`` and ``shipments`` are keyed as in the plan (item
     key, lab code)."""
+    assert transaction.get_connection().in_atomic_block, "write charges with the shipments"
     item_lines = [
         ChargeItem(item=items[line.key], cost=line.total_cost, tax=line.tax)
         for line in plan.item_lines

@@ -61,8 +61,8 @@ def order_event_create(*, order: Order, event_type: str) -> CallbackEvent:
     """Write the event with the order as ``GET`` shows it now; deliver once the change commits.
 
     The order row's sequence counter is incremented in place, which also serialises concurrent
-    events of one order, so their numbers follow the order of their commits; the event's number
-    is the one the order row read after it shows.
+    events of one order, so their numbers follow the order of their commits. The event's number
+    is the counter as the order row, read for the event's body right after, shows it.
     """
     assert transaction.get_connection().in_atomic_block, (
         "record events inside the change's transaction"

@@ -151,15 +151,13 @@ def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None,
         progress = _connector(parts, shipment, sandbox=sandbox).progress(
             planned, submitted_at=shipment.submitted_at, now=now
         )
-        # Inside the caller's transaction, which rolls back as a whole: no savepoint.
-        with transaction.atomic(savepoint=False):
-            produced = bool(progress.in_production_at and shipment.in_production_at is None)
-            if produced:
-                shipment.in_production_at = progress.in_production_at
-            if progress.shipped_at and _shipped_record(shipment, progress, produced=produced):
-                shipped_now.append(shipment)
-            elif produced:
-                shipment.save(update_fields=["in_production_at"])
+        produced = bool(progress.in_production_at and shipment.in_production_at is None)
+        if produced:
+            shipment.in_production_at = progress.in_production_at
+        if progress.shipped_at and _shipped_record(shipment, progress, produced=produced):
+            shipped_now.append(shipment)
+        elif produced:
+            shipment.save(update_fields=["in_production_at"])
         if progress.shipped_at:
             any_shipped = True
             continue
@@ -224,9 +222,12 @@ def submission_failure_record(
     dispatch; otherwise they stay as they are (not at any lab) and the order fails, still
     cancellable by the merchant, which refunds the rest."""
     withdrawn = list(cancelled)
-    if kept:
-        active = order_shipment_parts(order=order).shipments
-        withdrawn += [s for s in active if s.submitted_at is None]
+    if kept:  # the shipments never submitted, at no lab
+        withdrawn += (
+            Shipment.objects.filter(order=order, submitted_at=None)
+            .exclude(status=ShipmentStatus.CANCELLED)
+            .order_by("created", "id")
+        )
     changed = []
     for shipment in withdrawn:
         if Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
