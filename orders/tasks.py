@@ -20,7 +20,8 @@ SWEEP_BATCH = 500
 
 @shared_task(name="orders.tasks.order_advance_task", ignore_result=True)
 def order_advance_task(order_id: int, step: str | None = None) -> None:
-    """Run the order's due step (if it is still ``step``) and ring for a next one due soon.
+    """Run the order's due step (if it is still ``step``), and its next steps while they are
+    due at once on the same queue; ring for a next one on another queue or due soon.
 
     No Celery retries: a step that fails leaves the order due later in its row (and a failure
     here, say the database being away, leaves it due as it was), and the sweeper queues it.

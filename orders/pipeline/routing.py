@@ -4,7 +4,9 @@ Every doorbell (``orders.tasks.order_advance_task``) names the order and the ste
 for. ``pipeline_task_route``, a Celery router listed in ``CELERY_TASK_ROUTES``, sends it to
 that step's queue whoever rings: the web process after a commit, a step's follow-up, the
 sweeper, the admin. The claim then runs only that step (``order_claim``), so a worker of one
-queue never runs another queue's step, even for a stale or duplicated doorbell.
+queue never runs another queue's step, even for a stale or duplicated doorbell. A run goes on
+to the order's next steps itself only while they are due at once on the same queue
+(``orders.pipeline.state_machine.order_advance``).
 
 Celery loads routers before Django's apps are ready: this module imports no model.
 """
