@@ -15,13 +15,17 @@ queues of the Redis database given. An asset server in its own process serves on
    processes (with beat) and a thread-pool worker for ``downloads``, ``callbacks`` and
    ``sweeps`` (``--one-worker``: one prefork worker for every queue), and the lab simulator
    at ``LAB_SIMULATOR_SECONDS=0``; the orders are created through the API at once and the clock
-   runs until every one is ``Complete`` (download, md5 and format checks, allocation, charges,
-   print file and thumbnail, submission, production, shipping, callback events).
+   runs until every one is ``Complete`` (download and format check, no md5 as the orders give
+   no ``md5Hash``; allocation, charges, print file and thumbnail, submission, production,
+   shipping, callback events).
 2. **Print-ready alone**: ``render_print_ready`` of the same file to the same size, once per
    order, in a pool of as many processes, before and after the pipeline (the mean counts).
 
 The ratio of the two rates is the cost of orchestration: HTTP download, database steps,
-claims and the broker round trips between steps.
+claims, callback events and the broker round trips. Beside it, the CPU time each group of
+processes spent during the pipeline, per order (the workers' main processes apart from their
+pools, the asset server, this script posting orders and polling, PostgreSQL, Redis, and the
+rest, the kernel's writeback of the stored files among it), and the CPU of one render alone.
 """
 
 import argparse
