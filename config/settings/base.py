@@ -122,7 +122,8 @@ else:
         }
     }
     _broker_dir = VAR_DIR / "broker"
-    CELERY_BROKER_URL = "filesystem://"
+    # The host is not used (the folders below are); named so kombu has none to warn about.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),

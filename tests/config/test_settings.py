@@ -144,8 +144,28 @@ def test_embedded_default_uses_sqlite_and_the_filesystem_broker(tmp_path: Path) 
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
     )
-    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://"], result.stderr
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://localhost/"], (
+        result.stderr
+    )
     assert (tmp_path / "broker" / "queue").is_dir()
+
+
+def test_the_embedded_broker_takes_a_task_without_a_warning(tmp_path: Path) -> None:
+    """kombu warned "No hostname was supplied" on every process's first send to a host-less
+    ``filesystem://``; the message lands in the queue folder."""
+    code = (
+        "import django; django.setup(); from common.tasks import task_enqueue;"
+        "task_enqueue('orders.tasks.order_advance_task', 1, 'Download')"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.local", "VAR_DIR": str(tmp_path)})
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "WARNING" not in result.stderr, result.stderr
+    [message] = (tmp_path / "broker" / "queue").iterdir()
+    assert message.name.endswith(".downloads.msg")
 
 
 def test_the_production_settings_pass_djangos_deployment_checks(tmp_path: Path) -> None:
