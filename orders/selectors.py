@@ -112,10 +112,14 @@ class _Columns:
 
 
 class _Join:
-    """A SELECT of whole rows of a few tables joined (``{columns}``, ``{ids}`` in ``sql``),
-    written once per process: reads without building querysets, whose compilation cost most
-    of a ``GET``. Each result row gives one instance per table (None where a LEFT JOIN found
-    nothing). Run by ``_reads_together``."""
+    """A SELECT of whole rows of a few tables joined (``{columns}``, and ``{in_ids}`` after the
+    id column in ``sql``), written once per process: reads without building querysets, whose
+    compilation cost most of a ``GET``. Each result row gives one instance per table (None
+    where a LEFT JOIN found nothing). Run by ``_reads_together``.
+
+    The ids are one array parameter on PostgreSQL (``= ANY(%s)``): the driver rewrites a
+    query's placeholders on every execution, which for a page of 100 orders (four SELECTs,
+    400 ``IN`` placeholders) cost as much CPU as everything else in the request."""
 
     def __init__(self, sql: str, *tables: _Columns) -> None:
         self.template = sql
@@ -123,20 +127,22 @@ class _Join:
         self._sql: str | None = None
         self._lock = threading.Lock()
 
-    def statement(self, ids: Sequence[int]) -> tuple[str, list[int]]:
+    def statement(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
         """The SELECT of the rows of ``ids`` and its parameters."""
         if self._sql is None:
             with self._lock:
                 quote = connection.ops.quote_name
                 self._sql = self.template.format(
                     columns=", ".join(table.sql() for table in self.tables),
-                    ids="{ids}",
+                    in_ids="{in_ids}",
                     **{
                         str(model._meta.model_name): quote(model._meta.db_table)
                         for model in _MODELS
                     },
                 )
-        return self._sql.format(ids=", ".join(["%s"] * len(ids))), list(ids)
+        if connection.vendor == "postgresql":
+            return self._sql.format(in_ids="= ANY(%s)"), [list(ids)]
+        return self._sql.format(in_ids=f"IN ({', '.join(['%s'] * len(ids))})"), list(ids)
 
     def instances(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
         """One tuple of instances per row, one instance per table."""
@@ -162,7 +168,7 @@ class _Join:
         return found
 
 
-def _reads_together(statements: Sequence[tuple[str, list[int]]]) -> list[list[Any]]:
+def _reads_together(statements: Sequence[tuple[str, list[Any]]]) -> list[list[Any]]:
     """The rows of each SELECT. On PostgreSQL in one round trip (the statements sent as one
     query, their results read one after the other); elsewhere one query each."""
     results: list[list[Any]] = []
@@ -187,7 +193,7 @@ _ORDER_COLUMNS = _Columns(Order, "o")
 # An order with its items and their assets; items with their assets; charges with their lines.
 _ORDER_ITEMS_ASSETS = _Join(
     "SELECT {columns} FROM {order} o LEFT JOIN {orderitem} i ON i.order_id = o.id "
-    "LEFT JOIN {asset} a ON a.item_id = i.id WHERE o.id IN ({ids}) "
+    "LEFT JOIN {asset} a ON a.item_id = i.id WHERE o.id {in_ids} "
     "ORDER BY o.id, i.position, a.position",
     _ORDER_COLUMNS,
     _Columns(OrderItem, "i"),
@@ -195,32 +201,32 @@ _ORDER_ITEMS_ASSETS = _Join(
 )
 _ITEMS_ASSETS = _Join(
     "SELECT {columns} FROM {orderitem} i LEFT JOIN {asset} a ON a.item_id = i.id "
-    "WHERE i.order_id IN ({ids}) ORDER BY i.order_id, i.position, a.position",
+    "WHERE i.order_id {in_ids} ORDER BY i.order_id, i.position, a.position",
     _Columns(OrderItem, "i"),
     _Columns(Asset, "a"),
 )
 _SHIPMENTS = _Join(
-    "SELECT {columns} FROM {shipment} s WHERE s.order_id IN ({ids}) ORDER BY s.created, s.id",
+    "SELECT {columns} FROM {shipment} s WHERE s.order_id {in_ids} ORDER BY s.created, s.id",
     _Columns(Shipment, "s"),
 )
 _CHARGES_LINES = _Join(
     "SELECT {columns} FROM {charge} c LEFT JOIN {chargeitem} l ON l.charge_id = c.id "
-    "WHERE c.order_id IN ({ids}) ORDER BY c.created, c.id, l.id",
+    "WHERE c.order_id {in_ids} ORDER BY c.created, c.id, l.id",
     _Columns(Charge, "c"),
     _Columns(ChargeItem, "l"),
 )
 _ISSUES = _Join(
-    "SELECT {columns} FROM {orderissue} x WHERE x.order_id IN ({ids}) ORDER BY x.created, x.id",
+    "SELECT {columns} FROM {orderissue} x WHERE x.order_id {in_ids} ORDER BY x.created, x.id",
     _Columns(OrderIssue, "x"),
 )
 
 _FILES = _Join(
-    "SELECT {columns} FROM {orderfile} f WHERE f.order_id IN ({ids}) ORDER BY f.id",
+    "SELECT {columns} FROM {orderfile} f WHERE f.order_id {in_ids} ORDER BY f.id",
     _Columns(OrderFile, "f"),
 )
 _SHIPMENT_LABS = _Join(
     "SELECT {columns} FROM {lab} l WHERE l.code IN "
-    "(SELECT s.lab_code FROM {shipment} s WHERE s.order_id IN ({ids}))",
+    "(SELECT s.lab_code FROM {shipment} s WHERE s.order_id {in_ids})",
     _Columns(Lab, "l"),
 )
 
