@@ -7,7 +7,7 @@ command line by ``scripts/run_all.py`` and ``deploy/``.
 from gunicorn import util
 
 from api.server_errors import write_error
-from common.memory import long_lived_objects_frozen as common_gc_freeze
+from common.memory import long_lived_objects_frozen
 
 # Requests gunicorn refuses itself (414, 431, 400) are answered in the JSON error envelope.
 util.write_error = write_error
@@ -18,4 +18,4 @@ def post_worker_init(worker: object) -> None:
     URL patterns, the catalogue's code) is long-lived, so the cyclic garbage collector stops
     walking it (``gc.freeze``). A request that builds thousands of objects (a page of orders)
     otherwise pays for full collections over the whole heap: 15 to 20% of its CPU."""
-    common_gc_freeze()
+    long_lived_objects_frozen()
