@@ -308,6 +308,12 @@ def main() -> None:
     print(f"  (other, by command: {shown})", file=out)
     total = sum(cpu.values())
     print(f"  {'all':<34} {total / options.orders * 1000:7.1f} ms", file=out)
+    machine = meter.machine
+    shown = ", ".join(
+        f"{kind} {machine.get(kind, 0.0) / options.orders * 1000:.1f}"
+        for kind in ("user", "system", "softirq", "irq", "steal", "idle", "iowait")
+    )
+    print(f"the machine's CPUs by kind, per order (ms): {shown}", file=out)
     render_cpu = (cpu_before + cpu_after) / 2 / options.orders
     print(f"CPU of one render alone: {render_cpu * 1000:.1f} ms", file=out)
     print(out.getvalue(), end="")

@@ -141,7 +141,9 @@ def report(name: str, rate: float, latencies: list[float], suffix: str = "") -> 
 
 
 def _process_times() -> dict[int, tuple[str, int, int, float]]:
-    """Every process's (command name, session id, parent, CPU seconds: user + system)."""
+    """Every process's (command name, session id, start time in ticks, CPU seconds: user +
+    system). A kernel worker thread renames itself after the work it does, so a process is
+    told from a later one with its pid by its start time, not its name."""
     tick = os.sysconf("SC_CLK_TCK")
     seen = {}
     for entry in os.listdir("/proc"):
@@ -154,9 +156,20 @@ def _process_times() -> dict[int, tuple[str, int, int, float]]:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
-        parent, session = int(fields[1]), int(fields[3])
-        seen[int(entry)] = (name, session, parent, (int(fields[11]) + int(fields[12])) / tick)
+        session, started = int(fields[3]), int(fields[19])
+        seen[int(entry)] = (name, session, started, (int(fields[11]) + int(fields[12])) / tick)
     return seen
+
+
+_MACHINE_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def machine_times() -> dict[str, float]:
+    """The machine's CPU seconds since boot by kind, from the first line of ``/proc/stat``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as handle:
+        values = handle.readline().split()[1:]
+    return {kind: int(value) / tick for kind, value in zip(_MACHINE_FIELDS, values, strict=False)}
 
 
 class CpuMeter:
@@ -164,7 +177,8 @@ class CpuMeter:
 
     ``groups`` maps a label to a test of (pid, command name, session id); a process counts in
     the first group whose test holds, else in "other". Processes that end in between are not
-    counted (their time is lost), so the groups measured should be long-lived.
+    counted (their time is lost), so the groups measured should be long-lived. ``machine``: the
+    whole machine's CPU time in between by kind (``/proc/stat``: idle, softirq, steal...).
     """
 
     def __init__(self, groups: Mapping[str, Callable[[int, str, int], bool]]) -> None:
@@ -172,16 +186,22 @@ class CpuMeter:
         self.before: dict[int, tuple[str, int, int, float]] = {}
         self.spent: dict[str, float] = {}
         self.others: dict[str, float] = {}  # "other" by command name
+        self.machine_before: dict[str, float] = {}
+        self.machine: dict[str, float] = {}  # the machine's CPU seconds in between, by kind
 
     def start(self) -> None:
         self.before = _process_times()
+        self.machine_before = machine_times()
 
     def stop(self) -> dict[str, float]:
         after = _process_times()
+        self.machine = {
+            kind: seconds - self.machine_before[kind] for kind, seconds in machine_times().items()
+        }
         spent: dict[str, float] = {label: 0.0 for label in [*self.groups, "other"]}
-        for pid, (name, session, _parent, seconds) in after.items():
+        for pid, (name, session, started, seconds) in after.items():
             was = self.before.get(pid)
-            used = seconds - (was[3] if was and was[0] == name else 0.0)
+            used = seconds - (was[3] if was and was[2] == started else 0.0)
             label = next(
                 (label for label, test in self.groups.items() if test(pid, name, session)),
                 "other",
