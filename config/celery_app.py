@@ -1,6 +1,7 @@
 """The Celery application. Tasks carry ids only; durable state lives in the database."""
 
 import os
+from typing import Any
 
 from celery import Celery, signals
 
@@ -20,3 +21,20 @@ def _long_lived_objects_frozen(**_kwargs: object) -> None:
     from common.memory import long_lived_objects_frozen
 
     long_lived_objects_frozen()
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _database_connections_checked(task: Any = None, **_kwargs: object) -> None:
+    """Around every task, as Django does around a request: a connection that broke or outlived
+    ``CONN_MAX_AGE`` is closed, and the others are health-checked before their next use.
+
+    Celery's Django fix-up would instead close every connection before and after each task,
+    so each task started (and PostgreSQL forked) a new connection; ``CELERY_DB_REUSE_MAX``
+    makes it close them only every thousand tasks. A task run eagerly, inside the caller's
+    process and transaction, leaves the caller's connection alone."""
+    from django.db import close_old_connections
+
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    close_old_connections()

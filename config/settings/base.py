@@ -140,6 +140,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
+# Keep database connections across tasks (config/celery_app.py checks them around each).
+CELERY_DB_REUSE_MAX = 1000
 # Three queues, each for its own kind of worker (README, "Queues and workers"): `downloads`
 # waits on merchants' asset hosts (a thread pool), `images` is the CPU-bound rest of the
 # pipeline and every other task (prefork, a process per CPU), `callbacks` waits on merchants'
