@@ -41,6 +41,7 @@ from concurrent.futures import ProcessPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing import Process, Queue
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -84,6 +85,76 @@ def serve(photo: bytes, ports: "Queue[int]") -> None:
     server.daemon_threads = True
     ports.put(server.server_address[1])
     server.serve_forever()
+
+
+# The broker's keys of the service's queues, and kombu's record of unacknowledged messages.
+QUEUE_KEYS = ("downloads", "images", "callbacks", "sweeps", "unacked", "unacked_index")
+
+
+def bench_environment(database_url: str, suffix: str) -> tuple[str, str, Path]:
+    """An empty scratch database ``<name>_<suffix>`` beside the one of ``database_url`` and a
+    scratch folder, with this process's environment pointed at them (local settings, asset
+    URLs on loopback allowed, the lab simulator at 0 s): (the server's maintenance database
+    URL, the scratch database's name, the folder)."""
+    bench_url, bench_name, admin_url = scratch_database(database_url, suffix)
+    recreate(admin_url, bench_name)
+    scratch = Path(tempfile.mkdtemp(prefix=f"bench-pipeline-{suffix}-"))
+    os.environ.update(
+        DATABASE_URL=bench_url,
+        DJANGO_SETTINGS_MODULE="config.settings.local",
+        VAR_DIR=str(scratch / "var"),
+        MEDIA_ROOT=str(scratch / "media"),
+        ALLOW_PRIVATE_URLS="1",
+        LAB_SIMULATOR_SECONDS="0",
+        PIPELINE_SWEEP_SECONDS="2",
+        LOG_LEVEL="WARNING",
+    )
+    return admin_url, bench_name, scratch
+
+
+def asset_server(photo: bytes) -> tuple[Process, str]:
+    """``serve`` in a process of its own: (the process, the photo's URL)."""
+    ports: Queue[int] = Queue()
+    server = Process(target=serve, args=(photo, ports), daemon=True)
+    server.start()
+    return server, f"http://127.0.0.1:{ports.get()}/photo.jpg"
+
+
+def service_ready(redis_url: str, merchant: str) -> tuple[Any, Any]:
+    """After ``django.setup()``: the scratch database migrated with the demo catalogue, the
+    queues of ``redis_url`` emptied; (an API client with a new merchant's Sandbox key, the
+    broker's Redis client)."""
+    import redis
+    from django.core.management import call_command
+    from rest_framework.test import APIClient
+
+    from labs.services import demo_catalogue_load
+    from merchants.services import merchant_create
+
+    call_command("migrate", verbosity=0)
+    demo_catalogue_load()
+    client = APIClient()
+    client.credentials(HTTP_X_API_KEY=merchant_create(name=merchant).sandbox_api_key)
+    broker = redis.Redis.from_url(redis_url)
+    broker.delete(*QUEUE_KEYS)
+    return client, broker
+
+
+def order_post(client: Any, asset_url: str, reference: str) -> int:
+    """One 8x10" photo print of the photo at ``asset_url``, ordered through the API; its id."""
+    body = {
+        "merchantReference": reference,
+        "shippingMethod": "Standard",
+        "recipient": {
+            "name": "Ada Lovelace",
+            "address": {"line1": "1 Analytical Row", "postalOrZipCode": "SW1A 1AA",
+                        "countryCode": "GB", "townOrCity": "London"},
+        },
+        "items": [{"sku": SKU, "copies": 1, "assets": [{"url": asset_url}]}],
+    }  # fmt: skip
+    response = client.post("/v4.0/orders", body, format="json")
+    assert response.status_code == 200, response.content
+    return int(response.json()["order"]["id"].removeprefix("ord_"))
 
 
 def render_once(args: tuple[str, str, int]) -> float:
@@ -131,59 +202,21 @@ def main() -> None:
     if not database_url.startswith("postgres") or not redis_url:
         sys.exit("Set DATABASE_URL (PostgreSQL) and REDIS_URL: the workers need both.")
 
-    bench_url, bench_name, admin_url = scratch_database(database_url, "bench")
-    recreate(admin_url, bench_name)
-    scratch = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
-    os.environ.update(
-        DATABASE_URL=bench_url,
-        DJANGO_SETTINGS_MODULE="config.settings.local",
-        VAR_DIR=str(scratch / "var"),
-        MEDIA_ROOT=str(scratch / "media"),
-        ALLOW_PRIVATE_URLS="1",
-        LAB_SIMULATOR_SECONDS="0",
-        PIPELINE_SWEEP_SECONDS="2",
-        LOG_LEVEL="WARNING",
-    )
+    admin_url, bench_name, scratch = bench_environment(database_url, "bench")
     photo = make_photo()
     source = scratch / "photo.jpg"
     source.write_bytes(photo)
-    ports: Queue[int] = Queue()
-    server = Process(target=serve, args=(photo, ports), daemon=True)
-    server.start()
-    asset_url = f"http://127.0.0.1:{ports.get()}/photo.jpg"
+    server, asset_url = asset_server(photo)
 
     import django
 
     django.setup()
-    import redis
-    from django.core.management import call_command
-    from rest_framework.test import APIClient
-
-    from labs.services import demo_catalogue_load
-    from merchants.services import merchant_create
     from orders.models import Order
 
-    call_command("migrate", verbosity=0)
-    demo_catalogue_load()
-    client = APIClient()
-    client.credentials(HTTP_X_API_KEY=merchant_create(name="Bench").sandbox_api_key)
-    queues = redis.Redis.from_url(redis_url)
-    queues.delete("downloads", "images", "callbacks", "sweeps", "unacked", "unacked_index")
+    client, _broker = service_ready(redis_url, "Bench")
 
     def order(n: int) -> int:
-        body = {
-            "merchantReference": f"bench-{n}",
-            "shippingMethod": "Standard",
-            "recipient": {
-                "name": "Ada Lovelace",
-                "address": {"line1": "1 Analytical Row", "postalOrZipCode": "SW1A 1AA",
-                            "countryCode": "GB", "townOrCity": "London"},
-            },
-            "items": [{"sku": SKU, "copies": 1, "assets": [{"url": asset_url}]}],
-        }  # fmt: skip
-        response = client.post("/v4.0/orders", body, format="json")
-        assert response.status_code == 200, response.content
-        return int(response.json()["order"]["id"].removeprefix("ord_"))
+        return order_post(client, asset_url, f"bench-{n}")
 
     def wait(ids: list[int], timeout: float = 600) -> None:
         deadline = time.monotonic() + timeout

@@ -20,16 +20,22 @@ import io
 import os
 import pstats
 import sys
-import tempfile
 import time
-from multiprocessing import Process, Queue
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_pipeline import SKU, make_photo, serve  # noqa: E402
-from bench.harness import recreate, scratch_database  # noqa: E402
+from bench.bench_pipeline import (  # noqa: E402
+    QUEUE_KEYS,
+    SKU,
+    asset_server,
+    bench_environment,
+    make_photo,
+    order_post,
+    service_ready,
+)
+from bench.harness import recreate  # noqa: E402
 
 
 def main() -> None:
@@ -40,62 +46,26 @@ def main() -> None:
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not database_url.startswith("postgres") or not redis_url:
         sys.exit("Set DATABASE_URL (PostgreSQL) and REDIS_URL.")
-    bench_url, bench_name, admin_url = scratch_database(database_url, "steps")
-    recreate(admin_url, bench_name)
-    scratch = Path(tempfile.mkdtemp(prefix="bench-steps-"))
-    os.environ.update(
-        DATABASE_URL=bench_url,
-        DJANGO_SETTINGS_MODULE="config.settings.local",
-        VAR_DIR=str(scratch / "var"),
-        MEDIA_ROOT=str(scratch / "media"),
-        ALLOW_PRIVATE_URLS="1",
-        LAB_SIMULATOR_SECONDS="0",
-        LOG_LEVEL="WARNING",
-    )
-    ports: Queue[int] = Queue()
-    server = Process(target=serve, args=(make_photo(), ports), daemon=True)
-    server.start()
-    asset_url = f"http://127.0.0.1:{ports.get()}/photo.jpg"
+    admin_url, bench_name, scratch = bench_environment(database_url, "steps")
+    server, asset_url = asset_server(make_photo())
 
     import django
 
     django.setup()
-    import redis
-    from django.core.management import call_command
     from django.db import connection, connections
     from django.test.utils import CaptureQueriesContext
-    from rest_framework.test import APIClient
 
-    from labs.services import demo_catalogue_load
-    from merchants.services import merchant_create
     from orders.models import Order, PipelineStep
     from orders.pipeline.state_machine import order_advance
 
-    call_command("migrate", verbosity=0)
-    demo_catalogue_load()
     # The orders' doorbells and callback deliveries are not for any worker: no queue keeps them.
-    queues = ("downloads", "images", "callbacks", "sweeps", "unacked", "unacked_index")
-    broker = redis.Redis.from_url(redis_url)
-    broker.delete(*queues)
-    client = APIClient()
-    client.credentials(HTTP_X_API_KEY=merchant_create(name="Steps").sandbox_api_key)
-    body = {
-        "shippingMethod": "Standard",
-        "recipient": {
-            "name": "Ada Lovelace",
-            "address": {"line1": "1 Analytical Row", "postalOrZipCode": "SW1A 1AA",
-                        "countryCode": "GB", "townOrCity": "London"},
-        },
-        "items": [{"sku": SKU, "copies": 1, "assets": [{"url": asset_url}]}],
-    }  # fmt: skip
+    client, broker = service_ready(redis_url, "Steps")
     wanted = {step for step in options.profile.split(",") if step}
     measured: dict[str, list[tuple[float, float, int]]] = {}
     profiles: dict[str, pstats.Stats] = {}
     try:
         for n in range(options.orders + 1):
-            response = client.post("/v4.0/orders", body, format="json")
-            assert response.status_code == 200, response.content
-            order_id = int(response.json()["order"]["id"].removeprefix("ord_"))
+            order_id = order_post(client, asset_url, f"steps-{n}")
             for _ in range(12):
                 step = Order.objects.values_list("pipeline_step", flat=True).get(id=order_id)
                 if step in (PipelineStep.DONE, PipelineStep.FAILED):
@@ -119,7 +89,7 @@ def main() -> None:
             else:
                 raise SystemExit(f"order {order_id} did not finish: see {scratch}")
     finally:
-        broker.delete(*queues)
+        broker.delete(*QUEUE_KEYS)
         server.kill()
         connections.close_all()
         recreate(admin_url, bench_name, drop_only=True)
