@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_api import QUOTE  # noqa: E402 -- the same basket as the hot-path bench
 from bench.harness import free_port, recreate, scratch_database, wait_until_up  # noqa: E402
 
 MERCHANT_KEY = "sk_sandbox_soak_" + "0" * 24
@@ -68,19 +69,6 @@ ORDER = {
             "copies": 2,
             "attributes": {"wrap": "ImageWrap"},
             "assets": [{"url": UNREACHABLE_ASSET}],
-        },
-    ],
-}
-QUOTE = {
-    "destinationCountryCode": "GB",
-    "currencyCode": "GBP",
-    "items": [
-        {"sku": "GLOBAL-FAP-16X24", "copies": 2, "assets": [{"printArea": "default"}]},
-        {
-            "sku": "GLOBAL-CFPM-16X20",
-            "copies": 1,
-            "attributes": {"color": "natural"},
-            "assets": [{"printArea": "default"}],
         },
     ],
 }
