@@ -134,16 +134,22 @@ def test_each_task_goes_to_its_queue_an_orders_doorbell_to_the_queue_of_its_step
     assert app.amqp.router.route({}, task, args)["queue"].name == queue
 
 
+def _run_embedded(code: str, var_dir: Path) -> subprocess.CompletedProcess[str]:
+    """``code`` in a process on the embedded default (no DATABASE_URL or REDIS_URL), its state
+    under ``var_dir``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.local", "VAR_DIR": str(var_dir)})
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+
 def test_embedded_default_uses_sqlite_and_the_filesystem_broker(tmp_path: Path) -> None:
     code = (
         "from django.conf import settings; import django; django.setup();"
         "print(settings.DATABASES['default']['ENGINE']); print(settings.CELERY_BROKER_URL)"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.local", "VAR_DIR": str(tmp_path)})
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    result = _run_embedded(code, tmp_path)
     assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://localhost/"], (
         result.stderr
     )
@@ -157,11 +163,7 @@ def test_the_embedded_broker_takes_a_task_without_a_warning(tmp_path: Path) -> N
         "import django; django.setup(); from common.tasks import task_enqueue;"
         "task_enqueue('orders.tasks.order_advance_task', 1, 'Download')"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update({"DJANGO_SETTINGS_MODULE": "config.settings.local", "VAR_DIR": str(tmp_path)})
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    result = _run_embedded(code, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "WARNING" not in result.stderr, result.stderr
     [message] = (tmp_path / "broker" / "queue").iterdir()
