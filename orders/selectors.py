@@ -55,7 +55,7 @@ def orders_with_parts(queryset: QuerySet[Order]) -> QuerySet[Order]:
 _Converter = Callable[[Any, Any, Any], Any]
 
 
-class _Columns:
+class TableColumns:
     """Every column of ``model`` under the table alias ``alias`` in a SELECT, and how a row's
     slice becomes a model instance with the ORM's own value converters (prepared once per
     process, on first use, for the connection's database)."""
@@ -121,7 +121,7 @@ class _Join:
     query's placeholders on every execution, which for a page of 100 orders (four SELECTs,
     400 ``IN`` placeholders) cost as much CPU as everything else in the request."""
 
-    def __init__(self, sql: str, *tables: _Columns) -> None:
+    def __init__(self, sql: str, *tables: TableColumns) -> None:
         self.template = sql
         self.tables = tables
         self._sql: str | None = None
@@ -189,45 +189,45 @@ def _reads_together(statements: Sequence[tuple[str, list[Any]]]) -> list[list[An
 
 
 _MODELS = (Order, OrderItem, Asset, Shipment, Charge, ChargeItem, OrderIssue, OrderFile, Lab)
-_ORDER_COLUMNS = _Columns(Order, "o")
+_ORDER_COLUMNS = TableColumns(Order, "o")
 # An order with its items and their assets; items with their assets; charges with their lines.
 _ORDER_ITEMS_ASSETS = _Join(
     "SELECT {columns} FROM {order} o LEFT JOIN {orderitem} i ON i.order_id = o.id "
     "LEFT JOIN {asset} a ON a.item_id = i.id WHERE o.id {in_ids} "
     "ORDER BY o.id, i.position, a.position",
     _ORDER_COLUMNS,
-    _Columns(OrderItem, "i"),
-    _Columns(Asset, "a"),
+    TableColumns(OrderItem, "i"),
+    TableColumns(Asset, "a"),
 )
 _ITEMS_ASSETS = _Join(
     "SELECT {columns} FROM {orderitem} i LEFT JOIN {asset} a ON a.item_id = i.id "
     "WHERE i.order_id {in_ids} ORDER BY i.order_id, i.position, a.position",
-    _Columns(OrderItem, "i"),
-    _Columns(Asset, "a"),
+    TableColumns(OrderItem, "i"),
+    TableColumns(Asset, "a"),
 )
 _SHIPMENTS = _Join(
     "SELECT {columns} FROM {shipment} s WHERE s.order_id {in_ids} ORDER BY s.created, s.id",
-    _Columns(Shipment, "s"),
+    TableColumns(Shipment, "s"),
 )
 _CHARGES_LINES = _Join(
     "SELECT {columns} FROM {charge} c LEFT JOIN {chargeitem} l ON l.charge_id = c.id "
     "WHERE c.order_id {in_ids} ORDER BY c.created, c.id, l.id",
-    _Columns(Charge, "c"),
-    _Columns(ChargeItem, "l"),
+    TableColumns(Charge, "c"),
+    TableColumns(ChargeItem, "l"),
 )
 _ISSUES = _Join(
     "SELECT {columns} FROM {orderissue} x WHERE x.order_id {in_ids} ORDER BY x.created, x.id",
-    _Columns(OrderIssue, "x"),
+    TableColumns(OrderIssue, "x"),
 )
 
 _FILES = _Join(
     "SELECT {columns} FROM {orderfile} f WHERE f.order_id {in_ids} ORDER BY f.id",
-    _Columns(OrderFile, "f"),
+    TableColumns(OrderFile, "f"),
 )
 _SHIPMENT_LABS = _Join(
     "SELECT {columns} FROM {lab} l WHERE l.code IN "
     "(SELECT s.lab_code FROM {shipment} s WHERE s.order_id {in_ids})",
-    _Columns(Lab, "l"),
+    TableColumns(Lab, "l"),
 )
 
 

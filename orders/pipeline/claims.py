@@ -5,15 +5,20 @@ token. Moving on succeeds only for the claim holder and the expected step, so a 
 a second worker (after a crash or a duplicated message) cannot move the order twice.
 """
 
+import threading
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Q
 from django.utils import timezone
 
+from merchants.models import Environment, Merchant
 from orders.models import Order, PipelineStep
 from orders.pipeline.fairness import download_claim
+from orders.selectors import TableColumns
 
 ACTIVE_STEPS = (
     PipelineStep.HELD,
@@ -38,22 +43,96 @@ def orders_due_unclaimed() -> Q:
 
 
 def order_claim(*, order_id: int, step: str | None = None) -> Order | None:
-    """The order, claimed for its current step (only if that is ``step``, when given), or None
-    if it is not due, owned elsewhere, or deferred because its merchant has its share of
-    downloads running (``orders.pipeline.fairness``)."""
-    until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
-    due = Order.objects.filter(orders_due_unclaimed(), id=order_id)
-    if step is not None:
-        due = due.filter(pipeline_step=step)
-    # A doorbell that names its step takes only that step's way to its claim.
-    claimed = step != PipelineStep.DOWNLOAD and bool(
-        due.exclude(pipeline_step=PipelineStep.DOWNLOAD).update(claimed_until=until)
-    )
-    if not claimed and step in (None, PipelineStep.DOWNLOAD):
-        claimed = download_claim(due=due.filter(pipeline_step=PipelineStep.DOWNLOAD), until=until)
-    if not claimed:
+    """The order, claimed for its current step (only if that is ``step``, when given), with
+    its environment and merchant; or None if it is not due, owned elsewhere, or deferred
+    because its merchant has its share of downloads running (``orders.pipeline.fairness``)."""
+    if step is not None and step not in ACTIVE_STEPS:
         return None
-    return Order.objects.select_related("environment__merchant").get(id=order_id)
+    until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
+    # A doorbell that names its step takes only that step's way to its claim.
+    if step != PipelineStep.DOWNLOAD:
+        steps = [step] if step else [s for s in ACTIVE_STEPS if s != PipelineStep.DOWNLOAD]
+        order = _claimed(order_id=order_id, steps=steps, until=until)
+        if order is not None or step is not None:
+            return order
+    due = Order.objects.filter(
+        orders_due_unclaimed(), id=order_id, pipeline_step=PipelineStep.DOWNLOAD
+    )
+    return download_claim(
+        due=due,
+        claim=lambda: _claimed(
+            order_id=order_id, steps=[PipelineStep.DOWNLOAD], until=until, undefer=True
+        ),
+    )
+
+
+def _claimed(
+    *, order_id: int, steps: Sequence[str], until: datetime, undefer: bool = False
+) -> Order | None:
+    """Claim the order until ``until`` if it is due, unclaimed and at one of ``steps``
+    (``undefer``: no longer deferred by the download share); the order read as the claim left
+    it, with its environment and merchant, or None.
+
+    On PostgreSQL the claim and the read are one statement (an ``UPDATE ... RETURNING`` joined
+    with the order's environment and merchant): every step of every order starts with it."""
+    now = timezone.now()
+    if connection.vendor != "postgresql":
+        claimed = Order.objects.filter(
+            orders_due_unclaimed(), id=order_id, pipeline_step__in=steps
+        ).update(claimed_until=until, **({"download_deferred_at": None} if undefer else {}))
+        if not claimed:
+            return None
+        return Order.objects.select_related("environment__merchant").get(id=order_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_CLAIM.sql(undefer=undefer), [until, order_id, list(steps), now, now])
+        row = cursor.fetchone()
+    return None if row is None else _CLAIM.order(row)
+
+
+class _ClaimStatement:
+    """The PostgreSQL claim: the conditional UPDATE of ``orders_due_unclaimed`` for one order,
+    its whole new row returned and joined with the environment and merchant (written once per
+    process), and the instances a row of it gives."""
+
+    def __init__(self) -> None:
+        self.tables = (
+            TableColumns(Order, "c"),
+            TableColumns(Environment, "e"),
+            TableColumns(Merchant, "m"),
+        )
+        self._sql: dict[bool, str] = {}
+        self._lock = threading.Lock()
+
+    def sql(self, *, undefer: bool) -> str:
+        if undefer not in self._sql:
+            with self._lock:
+                quote = connection.ops.quote_name
+                self._sql[undefer] = (
+                    f"WITH c AS (UPDATE {quote(Order._meta.db_table)} SET claimed_until = %s"
+                    f"{', download_deferred_at = NULL' if undefer else ''} "
+                    "WHERE id = %s AND pipeline_step = ANY(%s) AND due_at <= %s "
+                    "AND (claimed_until IS NULL OR claimed_until < %s) RETURNING *) "
+                    f"SELECT {', '.join(table.sql() for table in self.tables)} FROM c "
+                    f"JOIN {quote(Environment._meta.db_table)} e ON e.id = c.environment_id "
+                    f"JOIN {quote(Merchant._meta.db_table)} m ON m.id = e.merchant_id"
+                )
+        return self._sql[undefer]
+
+    def order(self, row: Sequence[Any]) -> Order:
+        """The order of ``row`` with its environment and merchant, as ``select_related``
+        would give them."""
+        db = connections[DEFAULT_DB_ALIAS]
+        order_columns, environment_columns, merchant_columns = self.tables
+        order = order_columns.instance(row, 0, db)
+        start = len(order_columns.fields)
+        environment = environment_columns.instance(row, start, db)
+        merchant = merchant_columns.instance(row, start + len(environment_columns.fields), db)
+        environment._state.fields_cache["merchant"] = merchant
+        order._state.fields_cache["environment"] = environment
+        return order  # type: ignore[no-any-return]
+
+
+_CLAIM = _ClaimStatement()
 
 
 def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:

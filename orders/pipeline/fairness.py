@@ -10,6 +10,7 @@ orders never wait for it. Only orders the share deferred (``download_deferred_at
 an order waiting for its retry after a failed step keeps its wait.
 """
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -33,9 +34,9 @@ def _downloading(merchant_id: int, now: datetime) -> int:
     ).count()
 
 
-def download_claim(*, due: QuerySet[Order], until: datetime) -> bool:
-    """Claim the due Download order in ``due`` (one row, or none) until ``until``, unless its
-    merchant has its share of downloads running; then defer it and answer False.
+def download_claim(*, due: QuerySet[Order], claim: Callable[[], Order | None]) -> Order | None:
+    """The due Download order in ``due`` (one row, or none) as ``claim`` claims it, unless its
+    merchant has its share of downloads running; then it is deferred and the answer is None.
 
     The merchant's row is locked while its downloads are counted and the claim is taken, so two
     workers cannot both take the last slot.
@@ -48,13 +49,13 @@ def download_claim(*, due: QuerySet[Order], until: datetime) -> bool:
             .first()
         )
         if merchant_id is None:
-            return False
+            return None
         now = timezone.now()  # after the lock: claims taken while this waited are counted
         if _downloading(merchant_id, now) >= settings.DOWNLOADS_PER_MERCHANT:
             deferred_to = now + timedelta(seconds=settings.DOWNLOAD_DEFER_SECONDS)
             due.update(due_at=deferred_to, download_deferred_at=now)
-            return False
-        return bool(due.update(claimed_until=until, download_deferred_at=None))
+            return None
+        return claim()
 
 
 def _has_due_download() -> Q:

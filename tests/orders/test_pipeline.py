@@ -17,7 +17,7 @@ import pytest
 import requests
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from PIL import Image
 from pytest_httpserver import HTTPServer
@@ -591,6 +591,32 @@ def test_downloading_a_one_asset_order_without_files_takes_a_query_for_each_read
         state = order_assets_download(order=order)
 
     assert state == ("Complete", None)
+
+
+@pytest.mark.django_db
+def test_a_claim_reads_the_order_with_its_environment_and_merchant_in_the_same_statement(
+    sandbox_api: APIClient, django_assert_num_queries: Any
+) -> None:
+    order_id = pk(order_create_via_api(sandbox_api, merchantReference="claimed"))
+    Order.objects.filter(id=order_id).update(pipeline_step=PipelineStep.ALLOCATE)
+
+    # PostgreSQL: UPDATE ... RETURNING joined with the environment and merchant; elsewhere
+    # the update, then the read.
+    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
+        order = order_claim(order_id=order_id, step=PipelineStep.ALLOCATE)
+        assert order is not None
+        assert order.environment.merchant.name == "Acme Prints"
+
+    stored = Order.objects.get(id=order_id)
+    assert order.claimed_until == stored.claimed_until > timezone.now()
+    assert (order.pipeline_step, order.merchant_reference) == (PipelineStep.ALLOCATE, "claimed")
+    # Claimed: no second claim, for this step or any other, until it is released.
+    assert order_claim(order_id=order_id, step=PipelineStep.ALLOCATE) is None
+    assert order_claim(order_id=order_id) is None
+    Order.objects.filter(id=order_id).update(claimed_until=None)
+    assert order_claim(order_id=order_id, step=PipelineStep.PREPARE) is None  # not its step
+    Order.objects.filter(id=order_id).update(due_at=timezone.now() + timedelta(minutes=1))
+    assert order_claim(order_id=order_id) is None  # not due
 
 
 @pytest.mark.django_db
