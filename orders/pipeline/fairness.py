@@ -70,9 +70,13 @@ def _has_due_download() -> Q:
     )
 
 
-def downloads_wake(*, merchant_id: int) -> list[int]:
+def downloads_wake(*, merchant_id: int, hand_over: bool = False) -> list[int]:
     """After one of the merchant's downloads ended: make its longest-deferred orders due now,
-    as many as it has free download slots, and ring for them; their ids."""
+    as many as it has free download slots, and ring for them; their ids.
+
+    ``hand_over``: the first of them is not rung for; the caller runs it next itself (the slot
+    its download freed goes straight to the merchant's next order, without a broker round
+    trip). Left unrun, it is due and unclaimed, so the sweeper queues it."""
     now = timezone.now()
     deferred = Order.objects.filter(
         Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
@@ -92,6 +96,7 @@ def downloads_wake(*, merchant_id: int) -> list[int]:
         free = settings.DOWNLOADS_PER_MERCHANT - _downloading(merchant_id, now)
         waiting = waiting[: max(free, 0)]
     deferred.filter(id__in=waiting).update(due_at=now, swept_at=now)  # rung for just below
-    for order_id in waiting:  # a doorbell for one taken meanwhile finds it claimed: harmless
+    for order_id in waiting[1:] if hand_over else waiting:
+        # A doorbell for one taken meanwhile finds it claimed: harmless.
         order_enqueue(order_id=order_id, step=PipelineStep.DOWNLOAD)
     return waiting

@@ -240,53 +240,71 @@ def order_advance(
     allocation to the lab without a broker round trip between steps); a next step on another
     queue, or due soon, is rung for on its own queue.
     A download step, however it ends, frees a download slot of the merchant: its deferred
-    orders are woken (``orders.pipeline.fairness``).
+    orders are woken (``orders.pipeline.fairness``). In a task's run, with steps left, the
+    first of them is handed the slot: its download runs next in this run, not rung for.
     """
     runs_left = INLINE_STEPS if follow_up else 1
+    original = order_id
+    answer: datetime | None = None
     while True:
-        ran = _advance_once(order_id=order_id, step=step)
-        if ran is None:
-            return None
-        ran_step, order = ran
         runs_left -= 1
-        if order.due_at is None or not follow_up:
-            return order.due_at
-        step = order.pipeline_step
-        inline = (
-            runs_left > 0
-            and step != ran_step
-            and pipeline_queue(step) == pipeline_queue(ran_step)
-            and order.due_at <= timezone.now()
-        )
-        if not inline:
-            order_follow_up(order_id=order.id, step=step, due_at=order.due_at)
-            return order.due_at
+        ran, handed = _advance_once(order_id=order_id, step=step, hand_over=runs_left > 0)
+        order = None if ran is None else ran[1]
+        inline = ran is not None and _runs_inline(ran, runs_left=runs_left)
+        if order is not None and order.due_at is not None and follow_up and not inline:
+            order_follow_up(order_id=order.id, step=order.pipeline_step, due_at=order.due_at)
+        if order_id == original:
+            answer = None if order is None else order.due_at
+        if order is not None and inline:
+            step = order.pipeline_step
+        elif handed is not None:  # the merchant's next download, in this run
+            order_id, step = handed, PipelineStep.DOWNLOAD
+        else:
+            return answer
 
 
-def _advance_once(*, order_id: int, step: str | None) -> tuple[str, Order] | None:
-    """Claim and run one step; the step run and the order as it left it, or None when nothing
-    ran to its end (not ours, not due, claim lost, or the step failed and is due again later)."""
+def _runs_inline(ran: tuple[str, Order], *, runs_left: int) -> bool:
+    """Whether the order's next step runs on in this run: due now, on the queue of the step
+    that ran, and steps left."""
+    ran_step, order = ran
+    step = order.pipeline_step
+    return (
+        runs_left > 0
+        and order.due_at is not None
+        and step != ran_step
+        and pipeline_queue(step) == pipeline_queue(ran_step)
+        and order.due_at <= timezone.now()
+    )
+
+
+def _advance_once(
+    *, order_id: int, step: str | None, hand_over: bool = False
+) -> tuple[tuple[str, Order] | None, int | None]:
+    """Claim and run one step: the step run and the order as it left it (None when nothing
+    ran to its end: not ours, not due, claim lost, or the step failed and is due again later),
+    and the merchant's next order handed the download slot (``hand_over``, after a download)."""
     order = order_claim(order_id=order_id, step=step)
     if order is None:
-        return None
+        return None, None
     ran = order.pipeline_step
+    outcome: tuple[str, Order] | None = None
     try:
         STEPS[ran](order)
+        outcome = ran, order
     except ClaimLost:
         logger.warning(
             "Order %s: claim lost during %s; another worker carries on", order.public_id, ran
         )
-        return None
     except Exception:
         logger.exception("Order %s: step %s failed; retrying later", order.public_id, ran)
         Order.objects.filter(id=order.id, claimed_until=order.claimed_until).update(
             claimed_until=None, due_at=timezone.now() + ERROR_RETRY
         )
-        return None
     finally:
+        woken = []
         if ran == PipelineStep.DOWNLOAD:
-            downloads_wake(merchant_id=order.environment.merchant_id)
-    return ran, order
+            woken = downloads_wake(merchant_id=order.environment.merchant_id, hand_over=hand_over)
+    return outcome, woken[0] if woken and hand_over else None
 
 
 @transaction.atomic

@@ -17,7 +17,7 @@ from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import Asset, Order, PipelineStep
 from orders.pipeline.claims import order_claim
-from orders.pipeline.state_machine import order_advance, order_submit_now
+from orders.pipeline.state_machine import INLINE_STEPS, order_advance, order_submit_now
 from orders.tasks import orders_sweep_task
 from tests.support.images import jpeg_bytes
 from tests.support.orders import order_create_via_api, photo_order, pk
@@ -213,3 +213,51 @@ def test_a_merchant_downloads_at_most_its_share_and_the_rest_wait_in_their_rows(
     assert Order.objects.get(id=pk(third)).pipeline_step == PipelineStep.ALLOCATE
     assert Order.objects.get(id=pk(third)).download_deferred_at is None  # cleared by its claim
     assert requests_to(httpserver, "/acme-2.jpg") == 1
+
+
+def test_a_tasks_download_hands_the_freed_slot_to_the_merchants_next_order_in_the_same_run(
+    sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.DOWNLOADS_PER_MERCHANT = 1
+    first, second, third = (_photo(sandbox_api, httpserver, f"handed-{n}") for n in range(3))
+    # The first is downloading; the second and third are deferred for the merchant's one slot.
+    assert order_claim(order_id=pk(first), step=PipelineStep.DOWNLOAD) is not None
+    for deferred in (second, third):
+        assert order_advance(order_id=pk(deferred), step=PipelineStep.DOWNLOAD) is None
+        assert Order.objects.get(id=pk(deferred)).download_deferred_at is not None
+    Order.objects.filter(id=pk(first)).update(claimed_until=timezone.now() - timedelta(seconds=1))
+    purge_queues()
+
+    # The task's run downloads the first, then the second in the slot the first freed, then
+    # the third in the slot the second freed: no doorbell on the downloads queue between them.
+    order_advance(order_id=pk(first), step=PipelineStep.DOWNLOAD, follow_up=True)
+
+    for order_id in (first, second, third):
+        row = Order.objects.get(id=pk(order_id))
+        assert (row.pipeline_step, row.download_deferred_at) == (PipelineStep.ALLOCATE, None)
+    assert [requests_to(httpserver, f"/handed-{n}.jpg") for n in range(3)] == [1, 1, 1]
+    assert queued("downloads") == []
+    assert queued("images") == [(ADVANCE, [pk(o), "Allocate"]) for o in (first, second, third)]
+
+
+def test_a_run_out_of_steps_rings_for_the_woken_order_instead(
+    sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.DOWNLOADS_PER_MERCHANT = 1
+    orders = [_photo(sandbox_api, httpserver, f"budget-{n}") for n in range(INLINE_STEPS + 1)]
+    assert order_claim(order_id=pk(orders[0]), step=PipelineStep.DOWNLOAD) is not None
+    for deferred in orders[1:]:
+        assert order_advance(order_id=pk(deferred), step=PipelineStep.DOWNLOAD) is None
+    Order.objects.filter(id=pk(orders[0])).update(
+        claimed_until=timezone.now() - timedelta(seconds=1)
+    )
+    purge_queues()
+
+    order_advance(order_id=pk(orders[0]), step=PipelineStep.DOWNLOAD, follow_up=True)
+
+    # INLINE_STEPS downloads in the run; the last one's freed slot is rung for.
+    steps = [Order.objects.get(id=pk(o)).pipeline_step for o in orders]
+    assert steps == [PipelineStep.ALLOCATE] * INLINE_STEPS + [PipelineStep.DOWNLOAD]
+    assert queued("downloads") == [(ADVANCE, [pk(orders[-1]), "Download"])]
