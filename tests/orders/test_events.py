@@ -1,11 +1,27 @@
-"""What an order's callback events are called and where they say they come from."""
+"""What an order's callback events are called, where they say they come from, and how concurrent
+ones of one order are numbered."""
 
 import json
+import threading
+import time
 from typing import Any
 
+import pytest
+from django.db import connection, transaction
+
 from merchants.models import Environment, EnvironmentKind
-from orders.events import downloads_complete_type, event_source, shipment_type, stage_changed_type
+from orders.events import (
+    downloads_complete_type,
+    event_source,
+    order_event_create,
+    shipment_type,
+    stage_changed_type,
+)
+from orders.models import Order, OrderItem
+from tests.orders.factories import OrderFactory
+from tests.support.database import ON_POSTGRES
 from tests.support.envelopes import build_envelope
+from webhooks.models import CallbackEvent
 
 
 def test_live_events_name_the_live_base_url(settings: Any) -> None:
@@ -32,3 +48,67 @@ def test_event_types_follow_the_prefix_setting(settings: Any) -> None:
     assert json.loads(build_envelope(event_type=shipment_type("Shipped")))["type"] == (
         "com.example.print.shipments.shipment#Shipped"
     )
+
+
+def _in_own_transaction(work: Any) -> threading.Thread:
+    """``work`` in a thread of its own (its own connection), inside a transaction."""
+
+    def run() -> None:
+        try:
+            with transaction.atomic():
+                work()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _waiting_for_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_waiting_for_another_of_its_order_is_numbered_and_shown_after_it() -> None:
+    if not ON_POSTGRES:
+        pytest.skip("row locks are proven on PostgreSQL")
+    order = OrderFactory.create()
+    item = order.items.get()
+    event_type = stage_changed_type(order.stage)
+    holding, release = threading.Event(), threading.Event()
+    later: list[CallbackEvent] = []
+
+    def first() -> None:
+        OrderItem.objects.filter(id=item.id).update(merchant_reference="changed meanwhile")
+        order_event_create(order=order, event_type=event_type)
+        holding.set()
+        release.wait(10)
+
+    first_thread = _in_own_transaction(first)
+    assert holding.wait(10)
+    second_thread = _in_own_transaction(
+        lambda: later.append(order_event_create(order=order, event_type=event_type))
+    )
+    deadline = time.monotonic() + 10
+    while _waiting_for_a_lock() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    waited = _waiting_for_a_lock()
+    release.set()
+    first_thread.join(10)
+    second_thread.join(10)
+
+    # The second event waited for the first's commit, took the next number and shows the
+    # item as the first transaction left it (its reads ran after the wait, not before).
+    assert waited == 1
+    [event] = later
+    assert event.sequence == 2
+    body = json.loads(bytes(event.body))
+    assert body["sequence"] == "0000000002"
+    assert body["data"]["order"]["items"][0]["merchantReference"] == "changed meanwhile"
+    assert Order.objects.get(id=order.id).callback_sequence == 2
