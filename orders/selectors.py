@@ -1,4 +1,7 @@
-"""Reads of orders: one order, list pages, and the shape of their queries."""
+"""Reads of orders: one order, list pages, and the shape of their queries.
+
+One read writes: an order's callback event numbers itself with the order row's counter,
+incremented in the same round trip (``order_with_parts_numbered_get``)."""
 
 import threading
 from collections.abc import Callable, Sequence
@@ -168,20 +171,32 @@ class _Join:
         return found
 
 
-def _reads_together(statements: Sequence[tuple[str, list[Any]]]) -> list[list[Any]]:
-    """The rows of each SELECT. On PostgreSQL in one round trip (the statements sent as one
-    query, their results read one after the other); elsewhere one query each."""
+def _reads_together(
+    statements: Sequence[tuple[str, list[Any]]], *, write_first: tuple[str, list[Any]] | None = None
+) -> list[list[Any]]:
+    """The rows of each SELECT, run after ``write_first`` (a statement returning no rows) when
+    given. On PostgreSQL in one round trip (the statements sent as one query, their results
+    read one after the other); elsewhere one query each.
+
+    Sent as one query, each statement still runs with a snapshot of its own, taken when it
+    starts: SELECTs after an UPDATE that waited for a row lock see what the lock's holder
+    committed, as they would sent one by one."""
+    sent = statements if write_first is None else [write_first, *statements]
     results: list[list[Any]] = []
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql" and len(statements) > 1:
+        if connection.vendor == "postgresql" and len(sent) > 1:
             cursor.execute(
-                ";\n".join(sql for sql, _ in statements),
-                [param for _, params in statements for param in params],
+                ";\n".join(sql for sql, _ in sent),
+                [param for _, params in sent for param in params],
             )
+            if write_first is not None:
+                cursor.nextset()
             results.append(list(cursor.fetchall()))
             while cursor.nextset():
                 results.append(list(cursor.fetchall()))
             return results
+        if write_first is not None:
+            cursor.execute(*write_first)
         for sql, params in statements:
             cursor.execute(sql, params)
             results.append(list(cursor.fetchall()))
@@ -282,8 +297,41 @@ def order_parts(*, orders: Sequence[Order]) -> dict[int, OrderParts]:
 def order_with_parts_get(*, environment: Environment, order_id: int) -> tuple[Order, OrderParts]:
     """As ``order_get``, with its parts as ``order_representation`` takes them: the order
     joined with its items and assets, and its other parts, in one round trip."""
+    return _order_with_parts(environment, order_id)
+
+
+def order_with_parts_numbered_get(
+    *, environment: Environment, order_id: int
+) -> tuple[Order, OrderParts]:
+    """As ``order_with_parts_get``, after numbering one more callback event of the order: its
+    ``callback_sequence`` is incremented in place first, so the order read shows the event's
+    number (``orders.events.order_event_create``, inside the event's transaction).
+
+    The one write among these reads: the increment is sent first in the same round trip as
+    the SELECTs on PostgreSQL (one statement before them elsewhere). It locks the order row
+    until the transaction ends, so concurrent events of one order take their numbers in the
+    order of their commits; the SELECTs after it run once the lock is ours, and see what the
+    previous holder committed."""
+    return _order_with_parts(environment, order_id, write_first=_sequence_increment(order_id))
+
+
+def _sequence_increment(order_id: int) -> tuple[str, list[Any]]:
+    """The UPDATE adding one to the order's ``callback_sequence``."""
+    quote = connection.ops.quote_name
+    column = quote(str(Order._meta.get_field("callback_sequence").column))
+    return (
+        f"UPDATE {quote(Order._meta.db_table)} SET {column} = {column} + 1 WHERE id = %s",
+        [order_id],
+    )
+
+
+def _order_with_parts(
+    environment: Environment, order_id: int, *, write_first: tuple[str, list[Any]] | None = None
+) -> tuple[Order, OrderParts]:
     joins = (_ORDER_ITEMS_ASSETS, *_PART_JOINS)
-    order_rows, *rest = _reads_together([join.statement([order_id]) for join in joins])
+    order_rows, *rest = _reads_together(
+        [join.statement([order_id]) for join in joins], write_first=write_first
+    )
     rows = _ORDER_ITEMS_ASSETS.instances(order_rows)
     if not rows or rows[0][0].environment_id != environment.id:
         raise EntityNotFound(f"No order {Order(id=order_id).public_id} in this environment.")

@@ -1,5 +1,5 @@
-"""What an order's callback events are called, where they say they come from, and how concurrent
-ones of one order are numbered."""
+"""What an order's callback events are called, where they say they come from, what writing
+one costs, and how concurrent ones of one order are numbered."""
 
 import json
 import threading
@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from merchants.models import Environment, EnvironmentKind
 from orders.events import (
@@ -22,6 +23,8 @@ from tests.orders.factories import OrderFactory
 from tests.support.database import ON_POSTGRES
 from tests.support.envelopes import build_envelope
 from webhooks.models import CallbackEvent
+
+INCREMENT = 'UPDATE "orders_order" SET "callback_sequence" = "callback_sequence" + 1'
 
 
 def test_live_events_name_the_live_base_url(settings: Any) -> None:
@@ -48,6 +51,28 @@ def test_event_types_follow_the_prefix_setting(settings: Any) -> None:
     assert json.loads(build_envelope(event_type=shipment_type("Shipped")))["type"] == (
         "com.example.print.shipments.shipment#Shipped"
     )
+
+
+@pytest.mark.django_db
+def test_an_event_numbers_and_reads_its_order_in_one_round_trip_on_postgresql() -> None:
+    order = OrderFactory.create()  # no callback URL: no look-up of gone URLs
+
+    with transaction.atomic(), CaptureQueriesContext(connection) as captured:
+        event = order_event_create(order=order, event_type=stage_changed_type(order.stage))
+
+    # The counter's increment, then the order joined with its items and assets, its shipments,
+    # charges with their lines and issues (sent together on PostgreSQL); the event's INSERT.
+    sent = [query["sql"] for query in captured.captured_queries]
+    if ON_POSTGRES:
+        assert len(sent) == 2
+        assert sent[0].startswith(INCREMENT) and sent[0].count("SELECT") == 4
+    else:
+        assert len(sent) == 6
+        assert sent[0].startswith(INCREMENT)
+        assert [sql.split()[0] for sql in sent[1:5]] == ["SELECT"] * 4
+    assert sent[-1].startswith('INSERT INTO "orders_callbackevent"')
+    assert event.sequence == Order.objects.get(id=order.id).callback_sequence == 1
+    assert json.loads(bytes(event.body))["sequence"] == "0000000001"
 
 
 def _in_own_transaction(work: Any) -> threading.Thread:
