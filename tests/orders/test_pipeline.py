@@ -608,7 +608,8 @@ def test_a_claim_reads_the_order_with_its_environment_and_merchant_in_the_same_s
         assert order.environment.merchant.name == "Acme Prints"
 
     stored = Order.objects.get(id=order_id)
-    assert order.claimed_until == stored.claimed_until > timezone.now()
+    assert stored.claimed_until is not None and stored.claimed_until > timezone.now()
+    assert order.claimed_until == stored.claimed_until
     assert (order.pipeline_step, order.merchant_reference) == (PipelineStep.ALLOCATE, "claimed")
     # Claimed: no second claim, for this step or any other, until it is released.
     assert order_claim(order_id=order_id, step=PipelineStep.ALLOCATE) is None
