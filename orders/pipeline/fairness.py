@@ -76,7 +76,8 @@ def downloads_wake(*, merchant_id: int, hand_over: bool = False) -> list[int]:
 
     ``hand_over``: the first of them is not rung for; the caller runs it next itself (the slot
     its download freed goes straight to the merchant's next order, without a broker round
-    trip). Left unrun, it is due and unclaimed, so the sweeper queues it."""
+    trip). Left unrun (the run ended first), it is due and unclaimed and marked as rung for,
+    so the sweeper queues it once a claim period has passed, as it would after a lost doorbell."""
     now = timezone.now()
     deferred = Order.objects.filter(
         Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
