@@ -10,7 +10,9 @@ In a scratch database ``<name>_steps`` (dropped at the end) with the demo catalo
 ``--orders`` orders through the API, each one 8x10" photo print of the same 7.6 MB JPEG as
 ``bench_pipeline`` (served by a local asset server), and runs every step of each order in turn
 with ``order_advance`` (the lab simulator at 0 s: shipped on the first check). The first order
-warms up and is not counted; the means of the others are printed per step. ``--profile`` adds
+warms up and is not counted; the means of the others are printed per step, with the CPU of
+this process's PostgreSQL backend ("db", from ``/proc/<pid>/schedstat`` when PostgreSQL runs
+on this machine, otherwise 0). ``--profile`` adds
 a cProfile (cumulative, top 40) of the steps named, over all counted orders.
 """
 
@@ -22,6 +24,7 @@ import pstats
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -36,6 +39,20 @@ from bench.bench_pipeline import (  # noqa: E402
     service_ready,
 )
 from bench.harness import recreate  # noqa: E402
+
+
+def backend_cpu(connection: Any) -> tuple[int, float]:
+    """The connection's PostgreSQL backend process and the seconds of CPU it has used, when
+    PostgreSQL runs on this machine (0, 0 otherwise)."""
+    if connection.settings_dict["HOST"] not in ("", "127.0.0.1", "localhost", "::1"):
+        return 0, 0.0
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    try:
+        with open(f"/proc/{pid}/schedstat") as stat:
+            return pid, int(stat.read().split()[0]) / 1e9
+    except OSError:
+        return 0, 0.0
 
 
 def main() -> None:
@@ -61,7 +78,7 @@ def main() -> None:
     # The orders' doorbells and callback deliveries are not for any worker: no queue keeps them.
     client, broker = service_ready(redis_url, "Steps")
     wanted = {step for step in options.profile.split(",") if step}
-    measured: dict[str, list[tuple[float, float, int]]] = {}
+    measured: dict[str, list[tuple[float, float, int, float]]] = {}
     profiles: dict[str, pstats.Stats] = {}
     try:
         for n in range(options.orders + 1):
@@ -72,6 +89,7 @@ def main() -> None:
                     break
                 profile = cProfile.Profile() if step in wanted and n else None
                 with CaptureQueriesContext(connection) as queries:
+                    before = backend_cpu(connection)
                     cpu, wall = time.process_time(), time.perf_counter()
                     if profile:
                         profile.enable()
@@ -79,8 +97,11 @@ def main() -> None:
                     if profile:
                         profile.disable()
                     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                    after = backend_cpu(connection)
+                    # A step that reconnected: its backend's CPU is not all known.
+                    db = after[1] - before[1] if after[0] == before[0] else 0.0
                 if n:  # the first order warms up
-                    measured.setdefault(step, []).append((cpu, wall, len(queries)))
+                    measured.setdefault(step, []).append((cpu, wall, len(queries), db))
                 if profile:
                     if step in profiles:
                         profiles[step].add(profile)
@@ -95,17 +116,22 @@ def main() -> None:
         recreate(admin_url, bench_name, drop_only=True)
 
     print(f"{options.orders} orders, one {SKU} print each, steps run in this process (means)")
-    total_cpu = total_wall = 0.0
+    total_cpu = total_wall = total_db = 0.0
     for step, runs in measured.items():
         cpu = sum(run[0] for run in runs) / options.orders
         wall = sum(run[1] for run in runs) / options.orders
         queries = sum(run[2] for run in runs) / options.orders
-        total_cpu, total_wall = total_cpu + cpu, total_wall + wall
+        db = sum(run[3] for run in runs) / options.orders
+        total_cpu, total_wall, total_db = total_cpu + cpu, total_wall + wall, total_db + db
         print(
-            f"  {step:<12} CPU {cpu * 1000:7.1f} ms   wall {wall * 1000:7.1f} ms   "
+            f"  {step:<12} CPU {cpu * 1000:7.1f} ms   db {db * 1000:6.2f} ms   "
+            f"wall {wall * 1000:7.1f} ms   "
             f"{queries:5.1f} queries   ({len(runs) / options.orders:.0f} run per order)"
         )
-    print(f"  {'all':<12} CPU {total_cpu * 1000:7.1f} ms   wall {total_wall * 1000:7.1f} ms")
+    print(
+        f"  {'all':<12} CPU {total_cpu * 1000:7.1f} ms   db {total_db * 1000:6.2f} ms   "
+        f"wall {total_wall * 1000:7.1f} ms"
+    )
     for step, stats in profiles.items():
         out = io.StringIO()
         stats.stream = out  # type: ignore[attr-defined]
