@@ -13,7 +13,9 @@ with ``order_advance`` (the lab simulator at 0 s: shipped on the first check). T
 warms up and is not counted; the means of the others are printed per step, with the CPU of
 this process's PostgreSQL backend ("db", from ``/proc/<pid>/schedstat`` when PostgreSQL runs
 on this machine, otherwise 0). ``--profile`` adds
-a cProfile (cumulative, top 40) of the steps named, over all counted orders.
+a cProfile (cumulative, top 40) of the steps named, over all counted orders. Queries are
+counted with ``CaptureQueriesContext`` (BEGIN and COMMIT included), whose logging of each
+statement's SQL costs CPU; ``--uncaptured`` counts them with an execute wrapper instead.
 """
 
 import argparse
@@ -41,6 +43,17 @@ from bench.bench_pipeline import (  # noqa: E402
 from bench.harness import recreate  # noqa: E402
 
 
+class QueryCounter:
+    """An execute wrapper counting the queries it sees."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, execute: Any, sql: Any, params: Any, many: Any, context: Any) -> Any:
+        self.count += 1
+        return execute(sql, params, many, context)
+
+
 def backend_cpu(connection: Any) -> tuple[int, float]:
     """The connection's PostgreSQL backend process and the seconds of CPU it has used, when
     PostgreSQL runs on this machine (0, 0 otherwise)."""
@@ -59,6 +72,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--orders", type=int, default=6)
     parser.add_argument("--profile", default="", help="steps to profile, comma-separated")
+    parser.add_argument(
+        "--uncaptured",
+        action="store_true",
+        help="count queries with an execute wrapper, not CaptureQueriesContext: no SQL logged "
+        "(with server-side binding Django's log formats each statement's values into its "
+        "text, CPU a deployment does not spend), BEGIN and COMMIT not counted",
+    )
     options = parser.parse_args()
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not database_url.startswith("postgres") or not redis_url:
@@ -88,7 +108,9 @@ def main() -> None:
                 if step in (PipelineStep.DONE, PipelineStep.FAILED):
                     break
                 profile = cProfile.Profile() if step in wanted and n else None
-                with CaptureQueriesContext(connection) as queries:
+                queries = QueryCounter()
+                captured = CaptureQueriesContext(connection)
+                with connection.execute_wrapper(queries) if options.uncaptured else captured:
                     before = backend_cpu(connection)
                     cpu, wall = time.process_time(), time.perf_counter()
                     if profile:
@@ -101,7 +123,9 @@ def main() -> None:
                     # A step that reconnected: its backend's CPU is not all known.
                     db = after[1] - before[1] if after[0] == before[0] else 0.0
                 if n:  # the first order warms up
-                    measured.setdefault(step, []).append((cpu, wall, len(queries), db))
+                    measured.setdefault(step, []).append(
+                        (cpu, wall, queries.count if options.uncaptured else len(captured), db)
+                    )
                 if profile:
                     if step in profiles:
                         profiles[step].add(profile)
