@@ -76,8 +76,9 @@ def main() -> None:
         "--uncaptured",
         action="store_true",
         help="count queries with an execute wrapper, not CaptureQueriesContext: no SQL logged "
-        "(with server-side binding Django's log formats each statement's values into its "
-        "text, CPU a deployment does not spend), BEGIN and COMMIT not counted",
+        "(the log's copy of each statement is CPU a deployment does not spend, more so with "
+        "server-side binding, where Django formats the values into it), BEGIN and COMMIT not "
+        "counted",
     )
     options = parser.parse_args()
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
