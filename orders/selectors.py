@@ -17,7 +17,7 @@ from django.db.models.signals import post_init, pre_init
 
 from common.errors import EntityNotFound
 from labs.models import Lab
-from merchants.models import Environment
+from merchants.models import Environment, Merchant
 from orders.models import (
     Asset,
     Charge,
@@ -114,11 +114,12 @@ class TableColumns:
         return instance
 
 
-class _Join:
+class JoinedRead:
     """A SELECT of whole rows of a few tables joined (``{columns}``, and ``{in_ids}`` after the
     id column in ``sql``), written once per process: reads without building querysets, whose
     compilation cost most of a ``GET``. Each result row gives one instance per table (None
-    where a LEFT JOIN found nothing). Run by ``_reads_together``.
+    where a LEFT JOIN found nothing). Run by ``_reads_together``; the pipeline's claim
+    (``orders.pipeline.claims``) is one too, an UPDATE's returned row joined.
 
     The ids are one array parameter on PostgreSQL (``= ANY(%s)``): the driver rewrites a
     query's placeholders on every execution, which for a page of 100 orders (four SELECTs,
@@ -130,8 +131,8 @@ class _Join:
         self._sql: str | None = None
         self._lock = threading.Lock()
 
-    def statement(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
-        """The SELECT of the rows of ``ids`` and its parameters."""
+    def sql(self) -> str:
+        """The statement with its columns and tables written in (``{in_ids}`` left in)."""
         if self._sql is None:
             with self._lock:
                 quote = connection.ops.quote_name
@@ -143,9 +144,13 @@ class _Join:
                         for model in _MODELS
                     },
                 )
+        return self._sql
+
+    def statement(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        """The SELECT of the rows of ``ids`` and its parameters."""
         if connection.vendor == "postgresql":
-            return self._sql.format(in_ids="= ANY(%s)"), [list(ids)]
-        return self._sql.format(in_ids=f"IN ({', '.join(['%s'] * len(ids))})"), list(ids)
+            return self.sql().format(in_ids="= ANY(%s)"), [list(ids)]
+        return self.sql().format(in_ids=f"IN ({', '.join(['%s'] * len(ids))})"), list(ids)
 
     def instances(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
         """One tuple of instances per row, one instance per table."""
@@ -203,10 +208,14 @@ def _reads_together(
     return results
 
 
-_MODELS = (Order, OrderItem, Asset, Shipment, Charge, ChargeItem, OrderIssue, OrderFile, Lab)
+# The tables a statement's template may name, as ``{<model name>}``.
+_MODELS = (
+    Order, OrderItem, Asset, Shipment, Charge, ChargeItem, OrderIssue, OrderFile, Lab,
+    Environment, Merchant,
+)  # fmt: skip
 _ORDER_COLUMNS = TableColumns(Order, "o")
 # An order with its items and their assets; items with their assets; charges with their lines.
-_ORDER_ITEMS_ASSETS = _Join(
+_ORDER_ITEMS_ASSETS = JoinedRead(
     "SELECT {columns} FROM {order} o LEFT JOIN {orderitem} i ON i.order_id = o.id "
     "LEFT JOIN {asset} a ON a.item_id = i.id WHERE o.id {in_ids} "
     "ORDER BY o.id, i.position, a.position",
@@ -214,32 +223,32 @@ _ORDER_ITEMS_ASSETS = _Join(
     TableColumns(OrderItem, "i"),
     TableColumns(Asset, "a"),
 )
-_ITEMS_ASSETS = _Join(
+_ITEMS_ASSETS = JoinedRead(
     "SELECT {columns} FROM {orderitem} i LEFT JOIN {asset} a ON a.item_id = i.id "
     "WHERE i.order_id {in_ids} ORDER BY i.order_id, i.position, a.position",
     TableColumns(OrderItem, "i"),
     TableColumns(Asset, "a"),
 )
-_SHIPMENTS = _Join(
+_SHIPMENTS = JoinedRead(
     "SELECT {columns} FROM {shipment} s WHERE s.order_id {in_ids} ORDER BY s.created, s.id",
     TableColumns(Shipment, "s"),
 )
-_CHARGES_LINES = _Join(
+_CHARGES_LINES = JoinedRead(
     "SELECT {columns} FROM {charge} c LEFT JOIN {chargeitem} l ON l.charge_id = c.id "
     "WHERE c.order_id {in_ids} ORDER BY c.created, c.id, l.id",
     TableColumns(Charge, "c"),
     TableColumns(ChargeItem, "l"),
 )
-_ISSUES = _Join(
+_ISSUES = JoinedRead(
     "SELECT {columns} FROM {orderissue} x WHERE x.order_id {in_ids} ORDER BY x.created, x.id",
     TableColumns(OrderIssue, "x"),
 )
 
-_FILES = _Join(
+_FILES = JoinedRead(
     "SELECT {columns} FROM {orderfile} f WHERE f.order_id {in_ids} ORDER BY f.id",
     TableColumns(OrderFile, "f"),
 )
-_SHIPMENT_LABS = _Join(
+_SHIPMENT_LABS = JoinedRead(
     "SELECT {columns} FROM {lab} l WHERE l.code IN "
     "(SELECT s.lab_code FROM {shipment} s WHERE s.order_id {in_ids})",
     TableColumns(Lab, "l"),

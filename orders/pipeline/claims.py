@@ -5,20 +5,19 @@ token. Moving on succeeds only for the claim holder and the expected step, so a 
 a second worker (after a crash or a duplicated message) cannot move the order twice.
 """
 
-import threading
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
 from merchants.models import Environment, Merchant
 from orders.models import Order, PipelineStep
 from orders.pipeline.fairness import download_claim
-from orders.selectors import TableColumns
+from orders.selectors import JoinedRead, TableColumns
 
 ACTIVE_STEPS = (
     PipelineStep.HELD,
@@ -84,55 +83,33 @@ def _claimed(
             return None
         return Order.objects.select_related("environment__merchant").get(id=order_id)
     with connection.cursor() as cursor:
-        cursor.execute(_CLAIM.sql(undefer=undefer), [until, order_id, list(steps), now, now])
-        row = cursor.fetchone()
-    return None if row is None else _CLAIM.order(row)
+        cursor.execute(_CLAIMS[undefer].sql(), [until, order_id, list(steps), now, now])
+        rows = _CLAIMS[undefer].instances(cursor.fetchall())
+    if not rows:
+        return None
+    order, environment, merchant = rows[0]
+    environment._state.fields_cache["merchant"] = merchant  # as select_related gives them
+    order._state.fields_cache["environment"] = environment
+    return order  # type: ignore[no-any-return]
 
 
-class _ClaimStatement:
-    """The PostgreSQL claim: the conditional UPDATE of ``orders_due_unclaimed`` for one order,
-    its whole new row returned and joined with the environment and merchant (written once per
-    process), and the instances a row of it gives."""
-
-    def __init__(self) -> None:
-        self.tables = (
-            TableColumns(Order, "c"),
-            TableColumns(Environment, "e"),
-            TableColumns(Merchant, "m"),
-        )
-        self._sql: dict[bool, str] = {}
-        self._lock = threading.Lock()
-
-    def sql(self, *, undefer: bool) -> str:
-        if undefer not in self._sql:
-            with self._lock:
-                quote = connection.ops.quote_name
-                self._sql[undefer] = (
-                    f"WITH c AS (UPDATE {quote(Order._meta.db_table)} SET claimed_until = %s"
-                    f"{', download_deferred_at = NULL' if undefer else ''} "
-                    "WHERE id = %s AND pipeline_step = ANY(%s) AND due_at <= %s "
-                    "AND (claimed_until IS NULL OR claimed_until < %s) RETURNING *) "
-                    f"SELECT {', '.join(table.sql() for table in self.tables)} FROM c "
-                    f"JOIN {quote(Environment._meta.db_table)} e ON e.id = c.environment_id "
-                    f"JOIN {quote(Merchant._meta.db_table)} m ON m.id = e.merchant_id"
-                )
-        return self._sql[undefer]
-
-    def order(self, row: Sequence[Any]) -> Order:
-        """The order of ``row`` with its environment and merchant, as ``select_related``
-        would give them."""
-        db = connections[DEFAULT_DB_ALIAS]
-        order_columns, environment_columns, merchant_columns = self.tables
-        order = order_columns.instance(row, 0, db)
-        start = len(order_columns.fields)
-        environment = environment_columns.instance(row, start, db)
-        merchant = merchant_columns.instance(row, start + len(environment_columns.fields), db)
-        environment._state.fields_cache["merchant"] = merchant
-        order._state.fields_cache["environment"] = environment
-        return order  # type: ignore[no-any-return]
+def _claim_statement(*, undefer: bool) -> JoinedRead:
+    """The PostgreSQL claim: ``orders_due_unclaimed``'s conditional UPDATE for one order, its
+    whole new row returned, joined with the environment and merchant."""
+    return JoinedRead(
+        "WITH c AS (UPDATE {order} SET claimed_until = %s"
+        + (", download_deferred_at = NULL" if undefer else "")
+        + " WHERE id = %s AND pipeline_step = ANY(%s) AND due_at <= %s "
+        "AND (claimed_until IS NULL OR claimed_until < %s) RETURNING *) "
+        "SELECT {columns} FROM c JOIN {environment} e ON e.id = c.environment_id "
+        "JOIN {merchant} m ON m.id = e.merchant_id",
+        TableColumns(Order, "c"),
+        TableColumns(Environment, "e"),
+        TableColumns(Merchant, "m"),
+    )
 
 
-_CLAIM = _ClaimStatement()
+_CLAIMS = {undefer: _claim_statement(undefer=undefer) for undefer in (False, True)}
 
 
 def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:
