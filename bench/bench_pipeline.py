@@ -21,12 +21,18 @@ queues of the Redis database given. An asset server in its own process serves on
    became ``Complete``; the bench polls for it rarely, so its polling is almost no load.
 2. **Print-ready alone**: ``render_print_ready`` of the same file to the same size, once per
    order, in a pool of as many processes, before and after the pipeline (the mean counts).
+3. **Download and print-ready alone**: the same pool, each order's photo first downloaded from
+   the asset server through the guarded client (one kept session per process, no hash, as the
+   orders give none) into a file of its own, then rendered as in 2: the work the pipeline cannot
+   do without, with no database, broker, claim or event (before and after, the mean counts).
 
-The ratio of the two rates is the cost of orchestration: HTTP download, database steps,
-claims, callback events and the broker round trips. Beside it, the CPU time each group of
-processes spent during the pipeline, per order (the workers' main processes apart from their
-pools, the asset server, this script posting orders and polling, PostgreSQL, Redis, and the
-rest, the kernel's writeback of the stored files among it), and the CPU of one render alone.
+The ratio of the pipeline's rate to 2's is the cost of orchestration: HTTP download, database
+steps, claims, callback events and the broker round trips; 3's ratio to 2's is the part of it
+that is the download and the fresh file alone, the floor under the first. Beside them, the CPU
+time each group of processes spent during the pipeline, per order (the workers' main processes
+apart from their pools, the asset server, this script posting orders and polling, PostgreSQL,
+Redis, and the rest, the kernel's writeback of the stored files among it), and the CPU of one
+render alone.
 """
 
 import argparse
@@ -177,18 +183,48 @@ def render_once(args: tuple[str, str, int]) -> float:
     return time.process_time() - started
 
 
+_session: Any = None  # a download-and-render process's kept HTTP session
+
+
+def download_and_render_once(args: tuple[str, str, int]) -> float:
+    """``render_once`` of a file of its own, downloaded first from ``url``: CPU seconds."""
+    url, media, n = args
+    os.environ["MEDIA_ROOT"] = media
+    import django
+
+    django.setup()
+    from common.http import download_to_file, guarded_session
+
+    global _session
+    if _session is None:
+        _session = guarded_session()
+    started = time.process_time()
+    destination = Path(media) / "downloads" / f"{n}.jpg"
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    download_to_file(
+        url, destination, max_bytes=100_000_000, deadline_seconds=60, session=_session, md5=False
+    )
+    spent = time.process_time() - started
+    try:
+        return spent + render_once((str(destination), media, n))
+    finally:
+        destination.unlink()
+
+
 def printready_alone(
-    source: Path, media: str, orders: int, concurrency: int
+    source: str, media: str, orders: int, concurrency: int, *, download: bool = False
 ) -> tuple[float, float]:
-    """Seconds (wall, and CPU summed over the processes) for ``orders`` renders in a pool of
-    ``concurrency`` warmed-up processes (started fresh, not forked: a child forked from a
-    process whose libvips threads ran can hang)."""
+    """Seconds (wall, and CPU summed over the processes) for ``orders`` renders of ``source``
+    (``download``: each of a file of its own downloaded first from the URL ``source``) in a
+    pool of ``concurrency`` warmed-up processes (started fresh, not forked: a child forked from
+    a process whose libvips threads ran can hang)."""
+    run = download_and_render_once if download else render_once
     with ProcessPoolExecutor(
         max_workers=concurrency, mp_context=multiprocessing.get_context("spawn")
     ) as pool:
-        list(pool.map(render_once, [(str(source), media, -n - 1) for n in range(concurrency)]))
+        list(pool.map(run, [(source, media, -n - 1) for n in range(concurrency)]))
         started = time.perf_counter()
-        cpu = sum(pool.map(render_once, [(str(source), media, n) for n in range(orders)]))
+        cpu = sum(pool.map(run, [(source, media, n) for n in range(orders)]))
         return time.perf_counter() - started, cpu
 
 
@@ -274,11 +310,16 @@ def main() -> None:
         )
         for queues in workers
     ]  # fmt: skip
-    # The print-ready work alone runs before and after the pipeline (their mean is compared),
-    # so a change in the machine's load during the run falls on both sides alike.
-    alone_before, cpu_before = printready_alone(
-        source, str(scratch / "media"), options.orders, options.concurrency
-    )
+
+    # The work alone runs before and after the pipeline (their means are compared), so a
+    # change in the machine's load during the run falls on every side alike.
+    def alone(download: bool) -> tuple[float, float]:
+        what = asset_url if download else str(source)
+        media = str(scratch / "media")
+        return printready_alone(what, media, options.orders, options.concurrency, download=download)
+
+    alone_before, cpu_before = alone(download=False)
+    floor_before, _ = alone(download=True)
     loads = [os.getloadavg()[0]]
     names = ["images worker", "downloads worker"] if not options.one_worker else ["worker"]
     groups = {}
@@ -309,13 +350,15 @@ def main() -> None:
             os.killpg(worker.pid, signal.SIGTERM)
         for worker in started_workers:
             worker.wait(timeout=30)
-        server.kill()
     loads.append(os.getloadavg()[0])
-    alone_after, cpu_after = printready_alone(
-        source, str(scratch / "media"), options.orders, options.concurrency
-    )
+    try:
+        floor_after, _ = alone(download=True)
+    finally:
+        server.kill()
+    alone_after, cpu_after = alone(download=False)
     loads.append(os.getloadavg()[0])
     alone_seconds = (alone_before + alone_after) / 2
+    floor_seconds = (floor_before + floor_after) / 2
     from django.db import connections
 
     connections.close_all()
@@ -335,9 +378,19 @@ def main() -> None:
         f"(before {alone_before:.2f} s, after {alone_after:.2f} s)",
         file=out,
     )
+    print(
+        f"download and print-ready alone: {floor_seconds:7.2f} s "
+        f"(before {floor_before:.2f} s, after {floor_after:.2f} s)",
+        file=out,
+    )
     shown_loads = ", ".join(f"{load:.1f}" for load in loads)
     print(f"load average (1 min) at the start, middle and end: {shown_loads}", file=out)
     print(f"ratio (orchestration overhead): {alone_rate / pipeline_rate:.2f}x", file=out)
+    print(
+        f"  of which the download and the fresh file alone: {floor_seconds / alone_seconds:.2f}x"
+        f" (the pipeline against them: {pipeline_seconds / floor_seconds:.2f}x)",
+        file=out,
+    )
     print("CPU during the pipeline, per order:", file=out)
     for label, seconds in cpu.items():
         if not seconds:  # a thread-pool worker has no pool processes
