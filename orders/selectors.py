@@ -118,8 +118,9 @@ class JoinedRead:
     """A SELECT of whole rows of a few tables joined (``{columns}``, and ``{in_ids}`` after the
     id column in ``sql``), written once per process: reads without building querysets, whose
     compilation cost most of a ``GET``. Each result row gives one instance per table (None
-    where a LEFT JOIN found nothing). Run by ``_reads_together``; the pipeline's claim
-    (``orders.pipeline.claims``) is one too, an UPDATE's returned row joined.
+    where a LEFT JOIN found nothing). Run by ``_reads_together``; the pipeline's claims
+    (``orders.pipeline.claims``) are ones too, an UPDATE's returned row joined. Without tables,
+    a statement of the pipeline's with its table names written in (``orders.pipeline.fairness``).
 
     The ids are one array parameter on PostgreSQL (``= ANY(%s)``): the driver rewrites a
     query's placeholders on every execution, which for a page of 100 orders (four SELECTs,

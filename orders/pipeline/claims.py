@@ -16,7 +16,12 @@ from django.utils import timezone
 
 from merchants.models import Environment, Merchant
 from orders.models import Order, PipelineStep
-from orders.pipeline.fairness import download_claim
+from orders.pipeline.fairness import (
+    RUNNING_DOWNLOADS_SQL,
+    download_claim,
+    download_deferral,
+    downloads_running,
+)
 from orders.selectors import JoinedRead, TableColumns
 
 ACTIVE_STEPS = (
@@ -54,23 +59,47 @@ def order_claim(*, order_id: int, step: str | None = None) -> Order | None:
         order = _claimed(order_id=order_id, steps=steps, until=until)
         if order is not None or step is not None:
             return order
-    due = Order.objects.filter(
-        orders_due_unclaimed(), id=order_id, pipeline_step=PipelineStep.DOWNLOAD
-    )
     return download_claim(
-        due=due,
-        claim=lambda: _claimed(
-            order_id=order_id, steps=[PipelineStep.DOWNLOAD], until=until, undefer=True
+        order_id=order_id,
+        claim=lambda merchant_id, now: _download_claimed(
+            order_id=order_id, merchant_id=merchant_id, until=until, now=now
         ),
     )
 
 
-def _claimed(
-    *, order_id: int, steps: Sequence[str], until: datetime, undefer: bool = False
+def _download_claimed(
+    *, order_id: int, merchant_id: int, until: datetime, now: datetime
 ) -> Order | None:
-    """Claim the order until ``until`` if it is due, unclaimed and at one of ``steps``
-    (``undefer``: no longer deferred by the download share); the order read as the claim left
-    it, with its environment and merchant, or None.
+    """The Download order claimed (no longer deferred) if fewer than its share of the
+    merchant's downloads are running, or else deferred (``orders.pipeline.fairness``); the
+    merchant's row is locked by the caller. On PostgreSQL one statement counts, and claims or
+    defers (``_DOWNLOAD_CLAIM``)."""
+    if connection.vendor == "postgresql":
+        deferral = download_deferral(now)
+        return _statement_claimed(
+            _DOWNLOAD_CLAIM,
+            {
+                "merchant": merchant_id,
+                "download": PipelineStep.DOWNLOAD,
+                "now": now,
+                "share": settings.DOWNLOADS_PER_MERCHANT,
+                "deferred_to": deferral["due_at"],
+                "order": order_id,
+                "until": until,
+            },
+        )
+    due = Order.objects.filter(
+        orders_due_unclaimed(), id=order_id, pipeline_step=PipelineStep.DOWNLOAD
+    )
+    if downloads_running(merchant_id, now) >= settings.DOWNLOADS_PER_MERCHANT:
+        due.update(**download_deferral(now))
+        return None
+    return _orm_claimed(due.update(claimed_until=until, download_deferred_at=None), order_id)
+
+
+def _claimed(*, order_id: int, steps: Sequence[str], until: datetime) -> Order | None:
+    """Claim the order until ``until`` if it is due, unclaimed and at one of ``steps``; the
+    order read as the claim left it, with its environment and merchant, or None.
 
     On PostgreSQL the claim and the read are one statement (an ``UPDATE ... RETURNING`` joined
     with the order's environment and merchant): every step of every order starts with it."""
@@ -78,13 +107,27 @@ def _claimed(
     if connection.vendor != "postgresql":
         claimed = Order.objects.filter(
             orders_due_unclaimed(), id=order_id, pipeline_step__in=steps
-        ).update(claimed_until=until, **({"download_deferred_at": None} if undefer else {}))
-        if not claimed:
-            return None
-        return Order.objects.select_related("environment__merchant").get(id=order_id)
+        ).update(claimed_until=until)
+        return _orm_claimed(claimed, order_id)
+    return _statement_claimed(
+        _CLAIM, {"until": until, "order": order_id, "steps": list(steps), "now": now}
+    )
+
+
+def _orm_claimed(claimed: int, order_id: int) -> Order | None:
+    """After an ORM claim that updated ``claimed`` rows: the order with its environment and
+    merchant, or None."""
+    if not claimed:
+        return None
+    return Order.objects.select_related("environment__merchant").get(id=order_id)
+
+
+def _statement_claimed(claim: JoinedRead, parameters: dict[str, Any]) -> Order | None:
+    """Run a PostgreSQL claim statement: the order as the claim left it, with its environment
+    and merchant, or None."""
     with connection.cursor() as cursor:
-        cursor.execute(_CLAIMS[undefer].sql(), [until, order_id, list(steps), now, now])
-        rows = _CLAIMS[undefer].instances(cursor.fetchall())
+        cursor.execute(claim.sql(), parameters)
+        rows = claim.instances(cursor.fetchall())
     if not rows:
         return None
     order, environment, merchant = rows[0]
@@ -93,23 +136,40 @@ def _claimed(
     return order  # type: ignore[no-any-return]
 
 
-def _claim_statement(*, undefer: bool) -> JoinedRead:
-    """The PostgreSQL claim: ``orders_due_unclaimed``'s conditional UPDATE for one order, its
-    whole new row returned, joined with the environment and merchant."""
-    return JoinedRead(
-        "WITH c AS (UPDATE {order} SET claimed_until = %s"
-        + (", download_deferred_at = NULL" if undefer else "")
-        + " WHERE id = %s AND pipeline_step = ANY(%s) AND due_at <= %s "
-        "AND (claimed_until IS NULL OR claimed_until < %s) RETURNING *) "
-        "SELECT {columns} FROM c JOIN {environment} e ON e.id = c.environment_id "
-        "JOIN {merchant} m ON m.id = e.merchant_id",
-        TableColumns(Order, "c"),
-        TableColumns(Environment, "e"),
-        TableColumns(Merchant, "m"),
-    )
-
-
-_CLAIMS = {undefer: _claim_statement(undefer=undefer) for undefer in (False, True)}
+# ``orders_due_unclaimed``'s conditions on one order.
+_DUE_UNCLAIMED = (
+    "id = %(order)s AND due_at <= %(now)s AND (claimed_until IS NULL OR claimed_until < %(now)s)"
+)
+# The claimed row returned whole, joined with the order's environment and merchant.
+_RETURNED = (
+    " RETURNING *) SELECT {columns} FROM c JOIN {environment} e ON e.id = c.environment_id "
+    "JOIN {merchant} m ON m.id = e.merchant_id"
+)
+_CLAIMED_COLUMNS = (
+    TableColumns(Order, "c"),
+    TableColumns(Environment, "e"),
+    TableColumns(Merchant, "m"),
+)
+# The PostgreSQL claim: ``orders_due_unclaimed``'s conditional UPDATE for one order.
+_CLAIM = JoinedRead(
+    "WITH c AS (UPDATE {order} SET claimed_until = %(until)s WHERE "
+    + _DUE_UNCLAIMED
+    + " AND pipeline_step = ANY(%(steps)s)"
+    + _RETURNED,
+    *_CLAIMED_COLUMNS,
+)
+# The PostgreSQL download claim: the merchant's running downloads counted, and the order
+# claimed below its share or deferred at it (two exclusive UPDATEs of the row).
+_DOWNLOAD_CLAIM = JoinedRead(
+    "WITH running AS (" + RUNNING_DOWNLOADS_SQL + "), "
+    "deferred AS (UPDATE {order} SET due_at = %(deferred_to)s, download_deferred_at = %(now)s "
+    "WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
+    "AND (SELECT count FROM running) >= %(share)s), "
+    "c AS (UPDATE {order} SET claimed_until = %(until)s, download_deferred_at = NULL "
+    "WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
+    "AND (SELECT count FROM running) < %(share)s" + _RETURNED,
+    *_CLAIMED_COLUMNS,
+)
 
 
 def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:

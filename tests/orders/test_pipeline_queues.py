@@ -17,6 +17,7 @@ from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import Asset, Order, PipelineStep
 from orders.pipeline.claims import order_claim
+from orders.pipeline.fairness import downloads_wake
 from orders.pipeline.state_machine import INLINE_STEPS, order_advance, order_submit_now
 from orders.tasks import orders_sweep_task
 from tests.support.images import jpeg_bytes
@@ -261,3 +262,49 @@ def test_a_run_out_of_steps_rings_for_the_woken_order_instead(
     steps = [Order.objects.get(id=pk(o)).pipeline_step for o in orders]
     assert steps == [PipelineStep.ALLOCATE] * INLINE_STEPS + [PipelineStep.DOWNLOAD]
     assert queued("downloads") == [(ADVANCE, [pk(orders[-1]), "Download"])]
+
+
+def test_a_download_is_claimed_or_deferred_and_woken_in_a_statement_each_under_the_lock(
+    sandbox_api: APIClient,
+    httpserver: HTTPServer,
+    settings: Any,
+    merchant: CreatedMerchant,
+    django_assert_num_queries: Any,
+) -> None:
+    """On PostgreSQL the merchant's downloads are counted in the statement that claims or
+    defers the order, after the statement that locks the merchant's row; a freed slot wakes
+    the next deferred order in one statement."""
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.DOWNLOADS_PER_MERCHANT = 1
+    first, second, third = (_photo(sandbox_api, httpserver, f"counted-{n}") for n in range(3))
+
+    # BEGIN, the merchant locked, counted and claimed, COMMIT.
+    with django_assert_num_queries(4):
+        assert order_claim(order_id=pk(first), step=PipelineStep.DOWNLOAD) is not None
+    for deferred in (second, third):
+        with django_assert_num_queries(4):  # the same, deferred instead
+            assert order_claim(order_id=pk(deferred), step=PipelineStep.DOWNLOAD) is None
+        row = Order.objects.get(id=pk(deferred))
+        assert row.download_deferred_at is not None and row.claimed_until is None
+        assert row.due_at is not None and row.due_at > timezone.now() + timedelta(seconds=25)
+    with django_assert_num_queries(3):  # not due: nothing locked, no claim
+        assert order_claim(order_id=pk(second), step=PipelineStep.DOWNLOAD) is None
+
+    # The slot is still taken: no order is woken.
+    with django_assert_num_queries(1):
+        assert downloads_wake(merchant_id=merchant.merchant.id) == []
+    Order.objects.filter(id=pk(first)).update(
+        pipeline_step=PipelineStep.ALLOCATE, claimed_until=None
+    )
+    purge_queues()
+
+    # The slot freed: the longest-deferred order alone is woken, in one statement, and rung for.
+    with django_assert_num_queries(1):
+        assert downloads_wake(merchant_id=merchant.merchant.id) == [pk(second)]
+    woken, waiting = (Order.objects.get(id=pk(o)) for o in (second, third))
+    assert woken.due_at is not None and woken.due_at <= timezone.now()
+    assert waiting.due_at is not None and waiting.due_at > timezone.now()
+    assert queued("downloads") == [(ADVANCE, [pk(second), "Download"])]
+    claimed = order_claim(order_id=pk(second), step=PipelineStep.DOWNLOAD)
+    assert claimed is not None and claimed.download_deferred_at is None
+    assert claimed.environment.merchant_id == merchant.merchant.id
