@@ -4,7 +4,8 @@ work alone for the same assets, in the same run.
 Run from the project root with PostgreSQL and Redis::
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mydb REDIS_URL=redis://127.0.0.1:6379/6 \\
-        .venv/bin/python bench/bench_pipeline.py [--orders 40] [--concurrency 2] [--one-worker]
+        .venv/bin/python bench/bench_pipeline.py [--orders 40] [--concurrency 2] [--one-worker] \\
+        [--repeat 3]
 
 It creates a scratch database ``<name>_bench`` beside the one in ``DATABASE_URL`` (dropped at
 the end), migrates it, loads the demo catalogue and empties the ``default`` and ``callbacks``
@@ -26,6 +27,11 @@ queues of the Redis database given. An asset server in its own process serves on
    orders give none) into a file of its own, then rendered as in 2: the work the pipeline cannot
    do without, with no database, broker, claim or event (before and after, the mean counts).
 
+``--repeat``: 1 runs that many times, with 2 and 3 before the first run and after each; each
+run is compared with the mean of the runs of 2 and 3 just before and after it, and
+the median ratio is shown: on a shared machine whose speed drifts by a tenth within a minute,
+one run's ratio is a poor verdict.
+
 The ratio of the pipeline's rate to 2's is the cost of orchestration: HTTP download, database
 steps, claims, callback events and the broker round trips; 3's ratio to 2's is the part of it
 that is the download and the fresh file alone, the floor under the first. Beside them, the CPU
@@ -40,6 +46,7 @@ import io
 import multiprocessing
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -233,6 +240,7 @@ def main() -> None:
     parser.add_argument("--orders", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--one-worker", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, help="pipeline runs (median shown)")
     options = parser.parse_args()
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not database_url.startswith("postgres") or not redis_url:
@@ -311,15 +319,14 @@ def main() -> None:
         for queues in workers
     ]  # fmt: skip
 
-    # The work alone runs before and after the pipeline (their means are compared), so a
-    # change in the machine's load during the run falls on every side alike.
+    # The work alone runs before and after each pipeline run (the mean of the two is its
+    # baseline), so a change in the machine's speed during the run falls on every side alike.
     def alone(download: bool) -> tuple[float, float]:
         what = asset_url if download else str(source)
         media = str(scratch / "media")
         return printready_alone(what, media, options.orders, options.concurrency, download=download)
 
-    alone_before, cpu_before = alone(download=False)
-    floor_before, _ = alone(download=True)
+    alones, floors = [alone(download=False)], [alone(download=True)[0]]
     loads = [os.getloadavg()[0]]
     names = ["images worker", "downloads worker"] if not options.one_worker else ["worker"]
     groups = {}
@@ -338,76 +345,82 @@ def main() -> None:
         "redis": lambda pid, name, sid: name.startswith("redis"),
     })  # fmt: skip
     meter = CpuMeter(groups)
+    runs: list[float] = []  # the pipeline's seconds, run by run
+    cpu: dict[str, float] = {}  # CPU seconds by group over every run
+    machine: dict[str, float] = {}
     try:
         wait([order(-1)])  # warm-up: worker processes up, imports and connections made
-        meter.start()
-        started = time.time()
-        ids = [order(n) for n in range(options.orders)]
-        pipeline_seconds = wait(ids) - started
-        cpu = meter.stop()
+        for repeat in range(options.repeat):
+            meter.start()
+            started = time.time()
+            ids = [order(repeat * options.orders + n) for n in range(options.orders)]
+            runs.append(wait(ids) - started)
+            for label, seconds in meter.stop().items():
+                cpu[label] = cpu.get(label, 0.0) + seconds
+            for kind, seconds in meter.machine.items():
+                machine[kind] = machine.get(kind, 0.0) + seconds
+            loads.append(os.getloadavg()[0])
+            alones.append(alone(download=False))
+            floors.append(alone(download=True)[0])
     finally:
         for worker in started_workers:
             os.killpg(worker.pid, signal.SIGTERM)
         for worker in started_workers:
             worker.wait(timeout=30)
-    loads.append(os.getloadavg()[0])
-    try:
-        floor_after, _ = alone(download=True)
-    finally:
         server.kill()
-    alone_after, cpu_after = alone(download=False)
-    loads.append(os.getloadavg()[0])
-    alone_seconds = (alone_before + alone_after) / 2
-    floor_seconds = (floor_before + floor_after) / 2
     from django.db import connections
 
     connections.close_all()
     recreate(admin_url, bench_name, drop_only=True)
 
-    pipeline_rate = options.orders / pipeline_seconds * 60
-    alone_rate = options.orders / alone_seconds * 60
+    # Each run against the mean of the work alone just before and just after it.
+    baselines = [(alones[n][0] + alones[n + 1][0]) / 2 for n in range(len(runs))]
+    floor_baselines = [(floors[n] + floors[n + 1]) / 2 for n in range(len(runs))]
+    ratios = [run / baseline for run, baseline in zip(runs, baselines, strict=True)]
+    orders = options.orders * len(runs)
     out = io.StringIO()
-    print(f"{options.orders} orders, {options.concurrency} worker processes, "
-          f"{SOURCE_SIZE[0]}x{SOURCE_SIZE[1]} JPEG ({len(photo) / 1e6:.1f} MB) to "
+    print(f"{options.orders} orders a run, {len(runs)} run(s), {options.concurrency} worker "
+          f"processes, {SOURCE_SIZE[0]}x{SOURCE_SIZE[1]} JPEG ({len(photo) / 1e6:.1f} MB) to "
           f"{PRINT_AREA[0]}x{PRINT_AREA[1]}", file=out)  # fmt: skip
-    print(
-        f"pipeline:          {pipeline_seconds:7.2f} s  {pipeline_rate:8.1f} orders/min", file=out
-    )
-    print(
-        f"print-ready alone: {alone_seconds:7.2f} s  {alone_rate:8.1f} orders/min "
-        f"(before {alone_before:.2f} s, after {alone_after:.2f} s)",
-        file=out,
-    )
-    print(
-        f"download and print-ready alone: {floor_seconds:7.2f} s "
-        f"(before {floor_before:.2f} s, after {floor_after:.2f} s)",
-        file=out,
-    )
+    for n, (run, baseline, floor) in enumerate(
+        zip(runs, baselines, floor_baselines, strict=True), 1
+    ):
+        print(
+            f"run {n}: pipeline {run:6.2f} s ({options.orders / run * 60:6.1f} orders/min), "
+            f"print-ready alone {baseline:6.2f} s, download and print-ready alone {floor:6.2f} s: "
+            f"ratio {run / baseline:.2f}x (the download and fresh file alone "
+            f"{floor / baseline:.2f}x)",
+            file=out,
+        )
     shown_loads = ", ".join(f"{load:.1f}" for load in loads)
-    print(f"load average (1 min) at the start, middle and end: {shown_loads}", file=out)
-    print(f"ratio (orchestration overhead): {alone_rate / pipeline_rate:.2f}x", file=out)
+    print(f"load average (1 min) before the first run and after each: {shown_loads}", file=out)
     print(
-        f"  of which the download and the fresh file alone: {floor_seconds / alone_seconds:.2f}x"
-        f" (the pipeline against them: {pipeline_seconds / floor_seconds:.2f}x)",
+        f"ratio (orchestration overhead): {statistics.median(ratios):.2f}x"
+        + (f" (median of {len(ratios)}; {min(ratios):.2f}x to {max(ratios):.2f}x)"
+           if len(ratios) > 1 else ""),
+        file=out,
+    )  # fmt: skip
+    floor_ratios = [f / b for f, b in zip(floor_baselines, baselines, strict=True)]
+    print(
+        f"  of which the download and the fresh file alone: {statistics.median(floor_ratios):.2f}x",
         file=out,
     )
     print("CPU during the pipeline, per order:", file=out)
     for label, seconds in cpu.items():
         if not seconds:  # a thread-pool worker has no pool processes
             continue
-        print(f"  {label:<34} {seconds / options.orders * 1000:7.1f} ms", file=out)
+        print(f"  {label:<34} {seconds / orders * 1000:7.1f} ms", file=out)
     biggest = sorted(meter.others.items(), key=lambda kv: -kv[1])[:4]
-    shown = ", ".join(f"{name} {seconds / options.orders * 1000:.1f}" for name, seconds in biggest)
+    shown = ", ".join(f"{name} {seconds / orders * 1000:.1f}" for name, seconds in biggest)
     print(f"  (other, by command: {shown})", file=out)
     total = sum(cpu.values())
-    print(f"  {'all':<34} {total / options.orders * 1000:7.1f} ms", file=out)
-    machine = meter.machine
+    print(f"  {'all':<34} {total / orders * 1000:7.1f} ms", file=out)
     shown = ", ".join(
-        f"{kind} {machine.get(kind, 0.0) / options.orders * 1000:.1f}"
+        f"{kind} {machine.get(kind, 0.0) / orders * 1000:.1f}"
         for kind in ("user", "system", "softirq", "irq", "steal", "idle", "iowait")
     )
     print(f"the machine's CPUs by kind, per order (ms): {shown}", file=out)
-    render_cpu = (cpu_before + cpu_after) / 2 / options.orders
+    render_cpu = sum(spent for _, spent in alones) / len(alones) / options.orders
     print(f"CPU of one render alone: {render_cpu * 1000:.1f} ms", file=out)
     print(out.getvalue(), end="")
 
