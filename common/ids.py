@@ -2,10 +2,17 @@
 
 Primary keys are 63-bit numbers made of the creation time in milliseconds and random bits, so
 they sort by creation time (lists are ordered by id) without revealing how many rows exist.
+Within a process they only grow: the first key of a millisecond starts at a random point, the
+next ones of the same millisecond count on from it. Drawing again for each key would let two
+keys of one millisecond come out equal (an order's hundred items, inserted together, would
+then fail one time in two hundred, by the birthday bound of 20 bits); processes still draw
+their own starting points, and a forked process forgets its parent's last key.
 """
 
+import os
 import re
 import secrets
+import threading
 import time
 
 from common.errors import ValidationFailed
@@ -24,10 +31,31 @@ PREFIXES = {
 }
 
 
+_lock = threading.Lock()
+_last = 0  # the last key this process made
+
+
 def new_id() -> int:
-    """A time-ordered random 63-bit primary key."""
+    """A time-ordered random 63-bit primary key, greater than any this process made before."""
+    global _last
     ms = int(time.time() * 1000) - _EPOCH_MS
-    return (ms << _RANDOM_BITS) | secrets.randbits(_RANDOM_BITS)
+    with _lock:
+        if ms << _RANDOM_BITS > _last:
+            _last = (ms << _RANDOM_BITS) | secrets.randbits(_RANDOM_BITS)
+        else:  # the same millisecond (or the clock went back): the next key on
+            _last += 1
+        return _last
+
+
+def _forget_last() -> None:
+    """In a forked child: start from the clock again, not from the parent's last key (which a
+    sibling forked alongside would count on from too)."""
+    global _last, _lock
+    _last = 0
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_last)
 
 
 def format_id(prefix: str, number: int) -> str:
