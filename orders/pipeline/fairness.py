@@ -57,8 +57,8 @@ _MERCHANT = JoinedRead(
     "WHERE o.id = %(order)s AND o.pipeline_step = %(download)s AND o.due_at <= %(now)s "
     "AND (o.claimed_until IS NULL OR o.claimed_until < %(now)s)"
 )
-# The same, its row locked until the transaction ends (no key update: orders may still be
-# inserted for it).
+# The same, its row locked until the transaction ends (no key update: rows referring to it may
+# still be inserted).
 _MERCHANT_LOCKED = JoinedRead(
     "SELECT m.id FROM {merchant} m WHERE m.id = (" + _MERCHANT.template + ") FOR NO KEY UPDATE"
 )
