@@ -377,19 +377,19 @@ def main() -> None:
     baselines = [(alones[n][0] + alones[n + 1][0]) / 2 for n in range(len(runs))]
     floor_baselines = [(floors[n] + floors[n + 1]) / 2 for n in range(len(runs))]
     ratios = [run / baseline for run, baseline in zip(runs, baselines, strict=True)]
+    floor_ratios = [f / b for f, b in zip(floor_baselines, baselines, strict=True)]
     orders = options.orders * len(runs)
     out = io.StringIO()
     print(f"{options.orders} orders a run, {len(runs)} run(s), {options.concurrency} worker "
           f"processes, {SOURCE_SIZE[0]}x{SOURCE_SIZE[1]} JPEG ({len(photo) / 1e6:.1f} MB) to "
           f"{PRINT_AREA[0]}x{PRINT_AREA[1]}", file=out)  # fmt: skip
-    for n, (run, baseline, floor) in enumerate(
-        zip(runs, baselines, floor_baselines, strict=True), 1
+    for n, (run, baseline, floor, ratio, floor_ratio) in enumerate(
+        zip(runs, baselines, floor_baselines, ratios, floor_ratios, strict=True), 1
     ):
         print(
             f"run {n}: pipeline {run:6.2f} s ({options.orders / run * 60:6.1f} orders/min), "
             f"print-ready alone {baseline:6.2f} s, download and print-ready alone {floor:6.2f} s: "
-            f"ratio {run / baseline:.2f}x (the download and fresh file alone "
-            f"{floor / baseline:.2f}x)",
+            f"ratio {ratio:.2f}x (the download and fresh file alone {floor_ratio:.2f}x)",
             file=out,
         )
     shown_loads = ", ".join(f"{load:.1f}" for load in loads)
@@ -400,7 +400,6 @@ def main() -> None:
            if len(ratios) > 1 else ""),
         file=out,
     )  # fmt: skip
-    floor_ratios = [f / b for f, b in zip(floor_baselines, baselines, strict=True)]
     print(
         f"  of which the download and the fresh file alone: {statistics.median(floor_ratios):.2f}x",
         file=out,
