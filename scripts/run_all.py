@@ -1,7 +1,8 @@
 """Run web (gunicorn), the Celery workers and Celery beat together in the foreground.
 
-Two workers share the three queues: a prefork one for `images` (CPU-bound: a process per
-`CELERY_CONCURRENCY`) and a thread-pool one for `downloads` and `callbacks` (both wait on other
+Two workers share the three queues: a prefork one for `images` (CPU-bound: `CELERY_CONCURRENCY`
+processes, by default one more than the CPUs, so the CPUs stay busy while a process waits on the
+database between renders) and a thread-pool one for `downloads` and `callbacks` (both wait on other
 hosts: `CELERY_THREADS` threads), so a slow asset host never holds the rendering processes.
 `CELERY_THREADS=0` runs one prefork worker consuming all three queues instead.
 
@@ -30,7 +31,7 @@ def _worker(name: str, queues: str, *pool: str) -> list[str]:
 
 def main() -> int:
     port = os.environ.get("PORT", "8000")
-    concurrency = os.environ.get("CELERY_CONCURRENCY", "2")
+    concurrency = os.environ.get("CELERY_CONCURRENCY", str((os.cpu_count() or 1) + 1))
     threads = os.environ.get("CELERY_THREADS", "8")
     processes = {
         "web": [
