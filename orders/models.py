@@ -84,7 +84,10 @@ class Order(PublicIdModel):
 
     id_kind = "order"
 
-    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="orders")
+    # No index of its own: the composite indexes below all lead with it.
+    environment = models.ForeignKey(
+        Environment, on_delete=models.PROTECT, related_name="orders", db_index=False
+    )
     oms_id = models.BigIntegerField(null=True, blank=True)
     merchant_reference = models.CharField(max_length=200, blank=True)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
@@ -178,7 +181,8 @@ class Order(PublicIdModel):
 class OrderItem(PublicIdModel):
     id_kind = "order_item"
 
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="items")
+    # No index of its own: ``item_position_unique`` leads with it.
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="items", db_index=False)
     position = models.PositiveIntegerField()
     oms_id = models.BigIntegerField(null=True, blank=True)
     merchant_reference = models.CharField(max_length=200, blank=True)
@@ -214,7 +218,10 @@ class OrderItem(PublicIdModel):
 class Asset(PublicIdModel):
     id_kind = "asset"
 
-    item = models.ForeignKey(OrderItem, on_delete=models.CASCADE, related_name="assets")
+    # No index of its own: ``asset_position_unique`` leads with it.
+    item = models.ForeignKey(
+        OrderItem, on_delete=models.CASCADE, related_name="assets", db_index=False
+    )
     position = models.PositiveIntegerField()
     oms_id = models.BigIntegerField(null=True, blank=True)
     print_area = models.CharField(max_length=50, default="default")
@@ -335,7 +342,8 @@ class OrderFile(models.Model):
     status in ``Order.branding``) in the same transaction, so reading an order needs no join.
     """
 
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="files")
+    # No index of its own: ``order_file_unique`` leads with it.
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="files", db_index=False)
     kind = models.CharField(max_length=12, choices=OrderFileKind.choices)
     name = models.CharField(
         max_length=50, blank=True, help_text="The branding name; blank for the packing slip."

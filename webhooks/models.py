@@ -26,8 +26,9 @@ class CallbackEvent(PublicIdModel):
 
     id_kind = "event"
 
+    # No index of its own: ``callback_env_created`` leads with it.
     environment = models.ForeignKey(
-        Environment, on_delete=models.CASCADE, related_name="callback_events"
+        Environment, on_delete=models.CASCADE, related_name="callback_events", db_index=False
     )
     subject = models.CharField(
         max_length=40, help_text="What the event is about: the public id of an order."
