@@ -18,6 +18,7 @@ from common.http import (
     DownloadedFile,
     OutboundError,
     OutboundRefused,
+    borrowed_session,
     download_to_file,
     guarded_session,
     post_json_bytes,
@@ -573,3 +574,78 @@ def test_one_session_reuses_its_connection_for_callbacks_and_downloads(
 
     assert len(client_ports) == 3
     assert len(set(client_ports)) == 1
+
+
+def test_borrowed_sessions_reuse_the_connection_between_downloads(
+    private_urls_allowed: None, keep_alive_server: tuple[str, list[int]], tmp_path: Path
+) -> None:
+    base_url, client_ports = keep_alive_server
+
+    for name in ("first", "second"):
+        with borrowed_session() as session:
+            download_to_file(
+                f"{base_url}/a", tmp_path / name, max_bytes=10**6, deadline_seconds=5,
+                session=session,
+            )  # fmt: skip
+
+    assert (tmp_path / "second").read_bytes() == PAYLOAD
+    assert len(client_ports) == 2
+    assert len(set(client_ports)) == 1
+
+
+def test_borrowed_sessions_never_send_a_cookie_back(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    cookies: list[str | None] = []
+
+    def handler(request: Request) -> Response:
+        cookies.append(request.headers.get("Cookie"))
+        response = Response(b"x", content_type="application/octet-stream")
+        response.set_cookie("session", "merchant-a")
+        return response
+
+    httpserver.expect_request("/photo").respond_with_handler(handler)
+    for name in ("first", "second"):
+        with borrowed_session() as session:
+            download_to_file(
+                httpserver.url_for("/photo"), tmp_path / name, max_bytes=10, deadline_seconds=5,
+                session=session,
+            )  # fmt: skip
+            assert not session.cookies
+
+    assert cookies == [None, None]
+
+
+def test_borrowers_at_once_have_sessions_of_their_own_and_the_last_returned_is_lent_next(
+    private_urls_allowed: None,
+) -> None:
+    with borrowed_session() as first, borrowed_session() as second:
+        assert first is not second
+    # ``second`` went back before ``first``: the pool lends the last returned first.
+    with borrowed_session() as again:
+        assert again is first
+
+
+def test_a_session_that_saw_an_error_is_not_lent_again(private_urls_allowed: None) -> None:
+    with pytest.raises(RuntimeError), borrowed_session() as broken:
+        raise RuntimeError("the download failed")
+
+    with borrowed_session() as next_one:
+        assert next_one is not broken
+
+
+def test_a_borrowed_session_follows_the_private_urls_setting(
+    settings, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    httpserver.expect_request("/photo").respond_with_data(b"x")
+    url = httpserver.url_for("/photo")
+    settings.ALLOW_PRIVATE_URLS = True
+    with borrowed_session() as allowed:
+        download_to_file(url, tmp_path / "a", max_bytes=10, deadline_seconds=5, session=allowed)
+
+    settings.ALLOW_PRIVATE_URLS = False
+    with borrowed_session() as guarded, pytest.raises(OutboundRefused):
+        download_to_file(url, tmp_path / "b", max_bytes=10, deadline_seconds=5, session=guarded)
+
+    assert guarded is not allowed
+    assert not (tmp_path / "b").exists()

@@ -23,7 +23,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.files import file_store
-from common.http import DownloadedFile, OutboundError, OutboundRefused, download_to_file
+from common.http import (
+    DownloadedFile,
+    OutboundError,
+    OutboundRefused,
+    borrowed_session,
+    download_to_file,
+)
 from labs.catalogue import catalogue_snapshot
 from orders.artwork.files import (
     AssetFileError,
@@ -104,15 +110,18 @@ def _fetch_checked(
     *,
     md5: bool = False,
 ) -> Fetched:
-    """Download ``url`` through the guarded client and ``check`` the file: one attempt."""
+    """Download ``url`` through the guarded client (a kept session: keep-alive between
+    downloads from one host) and ``check`` the file: one attempt."""
     try:
-        downloaded = download_to_file(
-            url,
-            destination,
-            max_bytes=settings.ASSET_MAX_BYTES,
-            deadline_seconds=settings.ASSET_DOWNLOAD_DEADLINE_SECONDS,
-            md5=md5,
-        )
+        with borrowed_session() as session:
+            downloaded = download_to_file(
+                url,
+                destination,
+                max_bytes=settings.ASSET_MAX_BYTES,
+                deadline_seconds=settings.ASSET_DOWNLOAD_DEADLINE_SECONDS,
+                session=session,
+                md5=md5,
+            )
         return Fetched(row_id, downloaded, check(downloaded))
     except OutboundRefused as exc:
         return Fetched(row_id, error=str(exc), permanent=True)
