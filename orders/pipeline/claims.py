@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from merchants.models import Environment, Merchant
-from orders.models import Order, PipelineStep
+from orders.models import DetailState, Order, PipelineStep
 from orders.pipeline.fairness import (
     RUNNING_DOWNLOADS_SQL,
     download_claim,
@@ -35,6 +35,17 @@ ACTIVE_STEPS = (
 )
 
 
+# The detail a step shows as started while it runs (``GET`` sees it), set as the step is
+# claimed to run (``order_claim(start=True)``): on PostgreSQL by the claim statement itself
+# (with ``last_updated`` when it changes), elsewhere by the state machine right after.
+STARTED_DETAILS: dict[str, str] = {
+    PipelineStep.DOWNLOAD: "download_assets",
+    PipelineStep.ALLOCATE: "allocate_production_location",
+    PipelineStep.PREPARE: "print_ready_assets_prepared",
+    PipelineStep.SUBMIT: "in_production",
+}
+
+
 class ClaimLost(Exception):
     """Another worker took the order over (our claim expired); our changes must roll back."""
 
@@ -46,29 +57,32 @@ def orders_due_unclaimed() -> Q:
     )
 
 
-def order_claim(*, order_id: int, step: str | None = None) -> Order | None:
+def order_claim(*, order_id: int, step: str | None = None, start: bool = False) -> Order | None:
     """The order, claimed for its current step (only if that is ``step``, when given), with
     its environment and merchant; or None if it is not due, owned elsewhere, or deferred
-    because its merchant has its share of downloads running (``orders.pipeline.fairness``)."""
+    because its merchant has its share of downloads running (``orders.pipeline.fairness``).
+
+    ``start`` (the state machine about to run the step): on PostgreSQL the same statement shows
+    the step's ``STARTED_DETAILS`` as InProgress; elsewhere the caller writes it."""
     if step is not None and step not in ACTIVE_STEPS:
         return None
     until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
     # A doorbell that names its step takes only that step's way to its claim.
     if step != PipelineStep.DOWNLOAD:
         steps = [step] if step else [s for s in ACTIVE_STEPS if s != PipelineStep.DOWNLOAD]
-        order = _claimed(order_id=order_id, steps=steps, until=until)
+        order = _claimed(order_id=order_id, steps=steps, until=until, start=start)
         if order is not None or step is not None:
             return order
     return download_claim(
         order_id=order_id,
         claim=lambda merchant_id, now: _download_claimed(
-            order_id=order_id, merchant_id=merchant_id, until=until, now=now
+            order_id=order_id, merchant_id=merchant_id, until=until, now=now, start=start
         ),
     )
 
 
 def _download_claimed(
-    *, order_id: int, merchant_id: int, until: datetime, now: datetime
+    *, order_id: int, merchant_id: int, until: datetime, now: datetime, start: bool
 ) -> Order | None:
     """The Download order claimed (no longer deferred) if fewer than its share of the
     merchant's downloads are running, or else deferred (``orders.pipeline.fairness``); the
@@ -77,7 +91,7 @@ def _download_claimed(
     if connection.vendor == "postgresql":
         deferral = download_deferral(now)
         return _statement_claimed(
-            _DOWNLOAD_CLAIM,
+            _DOWNLOAD_CLAIM_STARTED if start else _DOWNLOAD_CLAIM,
             {
                 "merchant": merchant_id,
                 "download": PipelineStep.DOWNLOAD,
@@ -97,7 +111,7 @@ def _download_claimed(
     return _orm_claimed(due.update(claimed_until=until, download_deferred_at=None), order_id)
 
 
-def _claimed(*, order_id: int, steps: Sequence[str], until: datetime) -> Order | None:
+def _claimed(*, order_id: int, steps: Sequence[str], until: datetime, start: bool) -> Order | None:
     """Claim the order until ``until`` if it is due, unclaimed and at one of ``steps``; the
     order read as the claim left it, with its environment and merchant, or None.
 
@@ -110,7 +124,8 @@ def _claimed(*, order_id: int, steps: Sequence[str], until: datetime) -> Order |
         ).update(claimed_until=until)
         return _orm_claimed(claimed, order_id)
     return _statement_claimed(
-        _CLAIM, {"until": until, "order": order_id, "steps": list(steps), "now": now}
+        _CLAIM_STARTED if start else _CLAIM,
+        {"until": until, "order": order_id, "steps": list(steps), "now": now},
     )
 
 
@@ -150,26 +165,52 @@ _CLAIMED_COLUMNS = (
     TableColumns(Environment, "e"),
     TableColumns(Merchant, "m"),
 )
-# The PostgreSQL claim: ``orders_due_unclaimed``'s conditional UPDATE for one order.
-_CLAIM = JoinedRead(
-    "WITH c AS (UPDATE {order} SET claimed_until = %(until)s WHERE "
-    + _DUE_UNCLAIMED
-    + " AND pipeline_step = ANY(%(steps)s)"
-    + _RETURNED,
-    *_CLAIMED_COLUMNS,
+# The claimed step's ``STARTED_DETAILS`` shown as InProgress, ``last_updated`` when it was not.
+_STARTED = ", ".join(
+    f"{column} = CASE WHEN pipeline_step = '{step}' THEN '{DetailState.IN_PROGRESS}' "
+    f"ELSE {column} END"
+    for step, column in STARTED_DETAILS.items()
+) + ", last_updated = CASE WHEN {} THEN %(now)s ELSE last_updated END".format(
+    " OR ".join(
+        f"(pipeline_step = '{step}' AND {column} <> '{DetailState.IN_PROGRESS}')"
+        for step, column in STARTED_DETAILS.items()
+    )
 )
-# The PostgreSQL download claim: the merchant's running downloads counted, and the order
-# claimed below its share or deferred at it (two exclusive UPDATEs of the row).
-_DOWNLOAD_CLAIM = JoinedRead(
-    "WITH running AS (" + RUNNING_DOWNLOADS_SQL + "), "
-    "deferred AS (UPDATE {order} SET due_at = %(deferred_to)s, download_deferred_at = %(now)s "
-    "WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
-    "AND (SELECT count FROM running) >= %(share)s), "
-    "c AS (UPDATE {order} SET claimed_until = %(until)s, download_deferred_at = NULL "
-    "WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
-    "AND (SELECT count FROM running) < %(share)s" + _RETURNED,
-    *_CLAIMED_COLUMNS,
-)
+
+
+def _claim_statement(*, started: bool) -> JoinedRead:
+    """The PostgreSQL claim: ``orders_due_unclaimed``'s conditional UPDATE for one order
+    (``started``: showing its step as started)."""
+    return JoinedRead(
+        "WITH c AS (UPDATE {order} SET claimed_until = %(until)s"
+        + (", " + _STARTED if started else "")
+        + " WHERE "
+        + _DUE_UNCLAIMED
+        + " AND pipeline_step = ANY(%(steps)s)"
+        + _RETURNED,
+        *_CLAIMED_COLUMNS,
+    )
+
+
+def _download_claim_statement(*, started: bool) -> JoinedRead:
+    """The PostgreSQL download claim: the merchant's running downloads counted, and the order
+    claimed below its share or deferred at it (two exclusive UPDATEs of the row)."""
+    return JoinedRead(
+        "WITH running AS (" + RUNNING_DOWNLOADS_SQL + "), "
+        "deferred AS (UPDATE {order} SET due_at = %(deferred_to)s, download_deferred_at = %(now)s "
+        "WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
+        "AND (SELECT count FROM running) >= %(share)s), "
+        "c AS (UPDATE {order} SET claimed_until = %(until)s, download_deferred_at = NULL"
+        + (", " + _STARTED if started else "")
+        + " WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
+        "AND (SELECT count FROM running) < %(share)s" + _RETURNED,
+        *_CLAIMED_COLUMNS,
+    )  # fmt: skip
+
+
+_CLAIM, _CLAIM_STARTED = _claim_statement(started=False), _claim_statement(started=True)
+_DOWNLOAD_CLAIM = _download_claim_statement(started=False)
+_DOWNLOAD_CLAIM_STARTED = _download_claim_statement(started=True)
 
 
 def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:

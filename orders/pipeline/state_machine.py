@@ -37,7 +37,13 @@ from django.utils import timezone
 from orders.events import downloads_complete, order_stage_changed, shipment_changed, step_failed
 from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.payments import payment_due_by, payment_issue
-from orders.pipeline.claims import ClaimLost, order_claim, order_claim_renew, order_move_on
+from orders.pipeline.claims import (
+    STARTED_DETAILS,
+    ClaimLost,
+    order_claim,
+    order_claim_renew,
+    order_move_on,
+)
 from orders.pipeline.fairness import downloads_wake
 from orders.pipeline.routing import pipeline_queue
 from orders.pipeline.scheduling import order_enqueue_on_commit, order_follow_up
@@ -116,7 +122,6 @@ def _payment_expire(order: Order) -> None:
 
 
 def _download(order: Order) -> None:
-    _mark(order, download_assets=DetailState.IN_PROGRESS)
     state, next_at = order_assets_download(order=order)
     with transaction.atomic():
         if state == DetailState.IN_PROGRESS:
@@ -129,7 +134,6 @@ def _download(order: Order) -> None:
 
 
 def _allocate(order: Order) -> None:
-    _mark(order, allocate_production_location=DetailState.IN_PROGRESS)
     with transaction.atomic():
         allocated = order_allocate(order=order)
         if allocated is None:  # out of stock everywhere for now: wait, and try again
@@ -145,7 +149,6 @@ def _allocate(order: Order) -> None:
 
 
 def _prepare(order: Order) -> None:
-    _mark(order, print_ready_assets_prepared=DetailState.IN_PROGRESS)
     ok = order_assets_prepare(order=order)
     with transaction.atomic():
         _step_finished(
@@ -154,7 +157,6 @@ def _prepare(order: Order) -> None:
 
 
 def _submit(order: Order) -> None:
-    _mark(order, in_production=DetailState.IN_PROGRESS)
     submitted, retry_at = order_shipments_submit(order=order)
     if submitted is False:
         # Refused for good: the shipments already at other labs are withdrawn, not abandoned.
@@ -283,12 +285,14 @@ def _advance_once(
     """Claim and run one step: the step run and the order as it left it (None when nothing
     ran to its end: not ours, not due, claim lost, or the step failed and is due again later),
     and the merchant's next order handed the download slot (``hand_over``, after a download)."""
-    order = order_claim(order_id=order_id, step=step)
+    order = order_claim(order_id=order_id, step=step, start=True)
     if order is None:
         return None, None
     ran = order.pipeline_step
     outcome: tuple[str, Order] | None = None
     try:
+        if ran in STARTED_DETAILS:  # already shown by the claim on PostgreSQL: nothing written
+            _mark(order, **{STARTED_DETAILS[ran]: DetailState.IN_PROGRESS})
         STEPS[ran](order)
         outcome = ran, order
     except ClaimLost:

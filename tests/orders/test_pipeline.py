@@ -621,6 +621,43 @@ def test_a_claim_reads_the_order_with_its_environment_and_merchant_in_the_same_s
 
 
 @pytest.mark.django_db
+def test_a_step_claimed_to_run_shows_it_started_in_the_claims_own_statement(
+    sandbox_api: APIClient, django_assert_num_queries: Any
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("elsewhere the state machine writes the started detail after the claim")
+    order_id = pk(order_create_via_api(sandbox_api, merchantReference="started"))
+    earlier = timezone.now() - timedelta(minutes=5)
+    Order.objects.filter(id=order_id).update(
+        pipeline_step=PipelineStep.ALLOCATE, last_updated=earlier
+    )
+
+    with django_assert_num_queries(1):
+        order = order_claim(order_id=order_id, step=PipelineStep.ALLOCATE, start=True)
+    assert order is not None
+
+    stored = Order.objects.get(id=order_id)
+    assert stored.allocate_production_location == order.allocate_production_location
+    assert stored.allocate_production_location == "InProgress"
+    assert (stored.download_assets, stored.print_ready_assets_prepared) == ("NotStarted",) * 2
+    assert stored.last_updated > earlier and order.last_updated == stored.last_updated
+    # Claimed again (a retry of the step): already shown as started, nothing else changes.
+    Order.objects.filter(id=order_id).update(claimed_until=None, last_updated=earlier)
+    assert order_claim(order_id=order_id, step=PipelineStep.ALLOCATE, start=True) is not None
+    assert Order.objects.get(id=order_id).last_updated == earlier
+    # The download claim shows its step the same way; without ``start``, nothing is shown.
+    Order.objects.filter(id=order_id).update(
+        pipeline_step=PipelineStep.DOWNLOAD, claimed_until=None, download_assets="NotStarted"
+    )
+    assert order_claim(order_id=order_id, step=PipelineStep.DOWNLOAD) is not None
+    assert Order.objects.get(id=order_id).download_assets == "NotStarted"
+    Order.objects.filter(id=order_id).update(claimed_until=None)
+    downloading = order_claim(order_id=order_id, step=PipelineStep.DOWNLOAD, start=True)
+    assert downloading is not None and downloading.download_assets == "InProgress"
+    assert Order.objects.get(id=order_id).download_assets == "InProgress"
+
+
+@pytest.mark.django_db
 def test_a_worker_whose_claim_was_taken_over_records_nothing(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
