@@ -15,6 +15,7 @@ from django.db.models import Model, Prefetch, QuerySet
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
+from common.db import rows_together
 from common.errors import EntityNotFound
 from labs.models import Lab
 from merchants.models import Environment, Merchant
@@ -181,32 +182,10 @@ def _reads_together(
     statements: Sequence[tuple[str, list[Any]]], *, write_first: tuple[str, list[Any]] | None = None
 ) -> list[list[Any]]:
     """The rows of each SELECT, run after ``write_first`` (a statement returning no rows) when
-    given. On PostgreSQL in one round trip (the statements sent as one query, their results
-    read one after the other); elsewhere one query each.
-
-    Sent as one query, each statement still runs with a snapshot of its own, taken when it
-    starts: SELECTs after an UPDATE that waited for a row lock see what the lock's holder
-    committed, as they would sent one by one."""
-    sent = statements if write_first is None else [write_first, *statements]
-    results: list[list[Any]] = []
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql" and len(sent) > 1:
-            cursor.execute(
-                ";\n".join(sql for sql, _ in sent),
-                [param for _, params in sent for param in params],
-            )
-            if write_first is not None:
-                cursor.nextset()
-            results.append(list(cursor.fetchall()))
-            while cursor.nextset():
-                results.append(list(cursor.fetchall()))
-            return results
-        if write_first is not None:
-            cursor.execute(*write_first)
-        for sql, params in statements:
-            cursor.execute(sql, params)
-            results.append(list(cursor.fetchall()))
-    return results
+    given; on PostgreSQL in one round trip (``common.db.rows_together``)."""
+    if write_first is None:
+        return rows_together(statements)
+    return rows_together([write_first, *statements])[1:]
 
 
 # The tables a statement's template may name, as ``{<model name>}``.
