@@ -585,9 +585,10 @@ def test_downloading_a_one_asset_order_without_files_takes_a_query_for_each_read
     order = order_claim(order_id=pk(photo_order(sandbox_api, httpserver, "photo")))
     assert order is not None
 
-    # The due assets, the catalogue version; the attempt (savepoint, claim renewed, asset,
-    # item statuses read and written, release); the outcome.
-    with django_assert_num_queries(9):
+    # The order's assets, the catalogue version; the attempt (savepoint, claim renewed, asset,
+    # item status written, release). The item's status and the outcome come from the assets
+    # as read and attempted: no query (the order shows no packing slip or branding file).
+    with django_assert_num_queries(7):
         state = order_assets_download(order=order)
 
     assert state == ("Complete", None)

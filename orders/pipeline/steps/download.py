@@ -197,12 +197,19 @@ def _pending_files(order: Order, now: datetime) -> list[OrderFile]:
     )
 
 
-def _pending(order: Order, now: datetime) -> list[Asset]:
+def _assets(order: Order) -> list[Asset]:
+    """Every asset of the order with its item: the ones due are attempted, and the others
+    count for their item's status and the step's state without being read again."""
     return list(
         Asset.objects.select_related("item")
-        .filter(item__order=order, status=AssetStatus.IN_PROGRESS)
-        .exclude(next_attempt_at__gt=now)
+        .filter(item__order=order)
         .order_by("item__position", "position")
+    )
+
+
+def _due(row: Asset | OrderFile, now: datetime) -> bool:
+    return row.status == AssetStatus.IN_PROGRESS and (
+        row.next_attempt_at is None or row.next_attempt_at <= now
     )
 
 
@@ -213,7 +220,8 @@ def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
     for good, else InProgress with the earliest retry time.
     """
     now = timezone.now()
-    assets = _pending(order, now)
+    every_asset = _assets(order)
+    assets = [asset for asset in every_asset if _due(asset, now)]
     files = _pending_files(order, now)
     # This process's catalogue snapshot: one version query, not four per product.
     products = catalogue_snapshot().products_by_sku([a.item.sku for a in assets]) if assets else {}
@@ -229,11 +237,11 @@ def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
         file_futures = {f.id: pool.submit(_fetch_order_file, f, Path(folder)) for f in files}
         for asset in assets:
             fetched = futures[asset.id].result()
-            _record(order, partial(_record_attempt, order, asset, fetched))
+            _record(order, partial(_record_attempt, order, asset, fetched, every_asset))
         for order_file in files:
             fetched = file_futures[order_file.id].result()
             _record(order, partial(_record_file_attempt, order, order_file, fetched))
-    return _state(order)
+    return _state(order, every_asset)
 
 
 def _record(order: Order, record: Callable[[datetime], None]) -> None:
@@ -329,7 +337,9 @@ def _order_file_status_show(order: Order, order_file: OrderFile) -> None:
     order.packing_slip_status, order.branding = locked.packing_slip_status, locked.branding
 
 
-def _record_attempt(order: Order, asset: Asset, fetched: Fetched, now: datetime) -> None:
+def _record_attempt(
+    order: Order, asset: Asset, fetched: Fetched, every_asset: list[Asset], now: datetime
+) -> None:
     failed = _attempt_count(asset, fetched, now)
     attempts = asset.download_attempts
     if failed is None:
@@ -348,35 +358,48 @@ def _record_attempt(order: Order, asset: Asset, fetched: Fetched, now: datetime)
             f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
             f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
         )  # fmt: skip
-    asset.save()
-    _item_status(asset.item)
+    asset.save(update_fields=_ATTEMPT_FIELDS)
+    _item_status(asset.item, [each for each in every_asset if each.item_id == asset.item_id])
 
 
-def _item_status(item: OrderItem) -> None:
-    statuses = set(Asset.objects.filter(item=item).values_list("status", flat=True))
+# What an attempt changes in an asset's row.
+_ATTEMPT_FIELDS = (
+    "download_attempts", "status", "next_attempt_at", "last_error", "source_file",
+    "source_size", "page_count",
+)  # fmt: skip
+
+
+def _item_status(item: OrderItem, assets: list[Asset]) -> None:
+    """The item's status from its assets (all of them, as this claimed step left them)."""
+    statuses = {asset.status for asset in assets}
     if AssetStatus.ERROR in statuses:
         status = ItemStatus.INVALID
     elif statuses == {AssetStatus.COMPLETE}:
         status = ItemStatus.OK
     else:
         status = ItemStatus.NOT_YET_DOWNLOADED
-    OrderItem.objects.filter(id=item.id).exclude(status=status).update(status=status)
+    if item.status != status:
+        OrderItem.objects.filter(id=item.id).update(status=status)
+        for asset in assets:  # each asset read its own copy of the item
+            asset.item.status = status
 
 
-def _state(order: Order) -> tuple[str, datetime | None]:
-    unfinished = [AssetStatus.ERROR, AssetStatus.IN_PROGRESS]
-    # The assets and files not yet Complete, in one query.
-    rows = list(
-        Asset.objects.filter(item__order=order, status__in=unfinished)
-        .order_by()
-        .values_list("status", "next_attempt_at")
-        .union(
-            OrderFile.objects.filter(order=order, status__in=unfinished)
-            .order_by()
-            .values_list("status", "next_attempt_at"),
-            all=True,
-        )
+_UNFINISHED = (AssetStatus.ERROR, AssetStatus.IN_PROGRESS)
+
+
+def _state(order: Order, assets: list[Asset]) -> tuple[str, datetime | None]:
+    """From the order's assets as this step left them and its files not yet Complete (read
+    only when the order row shows one: most orders have none)."""
+    rows = [(a.status, a.next_attempt_at) for a in assets if a.status in _UNFINISHED]
+    files_unfinished = order.packing_slip_status in _UNFINISHED or any(
+        shown.get("status") in _UNFINISHED for shown in order.branding.values()
     )
+    if files_unfinished:
+        rows.extend(
+            OrderFile.objects.filter(order=order, status__in=_UNFINISHED).values_list(
+                "status", "next_attempt_at"
+            )
+        )
     if any(status == AssetStatus.ERROR for status, _ in rows):
         return DetailState.ERROR, None
     pending = [at for status, at in rows if status == AssetStatus.IN_PROGRESS]
