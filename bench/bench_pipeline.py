@@ -183,13 +183,18 @@ def doorbells_held() -> Iterator[list[tuple[int, str]]]:
     """Within: the orders this process creates are not rung for when they commit; their
     (order id, step) are collected instead, for the caller to ring (``order_enqueue``)."""
     from django.db import transaction
+    from django.utils import timezone
 
+    from orders.models import Order
     from orders.pipeline import scheduling
 
     held: list[tuple[int, str]] = []
     ring = scheduling.order_enqueue_on_commit
 
     def hold(*, order_id: int, step: str) -> None:
+        # Marked as rung for in the order's own transaction, as the service marks what it
+        # rings for: the sweeper does not queue it before the clock starts.
+        Order.objects.filter(id=order_id).update(swept_at=timezone.now())
         transaction.on_commit(lambda: held.append((order_id, step)))
 
     scheduling.order_enqueue_on_commit = hold  # type: ignore[assignment]
@@ -381,11 +386,11 @@ def main() -> None:
     cpu: dict[str, float] = {}  # CPU seconds by group over every run
     machine: dict[str, float] = {}
     try:
-        # Warm-up: four times as many orders as pool processes at once, so every process of
-        # the images pool has rendered (imports, connections, the catalogue snapshot, the
-        # statements prepared) as a long-running deployment's have, and so has the downloads
-        # pool.
-        wait([order(-n - 1) for n in range(4 * options.concurrency)])
+        # Warm-up: a run's worth of orders at once (at least four per rendering process), so
+        # every process of the images pool and every thread of the downloads pool has run the
+        # steps (imports, connections, the catalogue snapshot, statements prepared and past
+        # PostgreSQL's first custom plans) as a long-running deployment's have.
+        wait([order(-n - 1) for n in range(max(options.orders, 4 * options.concurrency))])
         for repeat in range(options.repeat):
             # The orders are posted before the clock starts, their doorbells rung when it does.
             posting = time.process_time()

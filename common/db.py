@@ -55,6 +55,7 @@ def rows_together(statements: Sequence[Statement]) -> list[list[Any]]:
             return results
 
         def pipelined(sql: str, params: Any, many: bool, context: Any) -> list[list[Any]]:
+            connection.validate_no_broken_transaction()  # as Django's own execute does
             raw = context["cursor"].cursor.connection
             with connection.wrap_database_errors, ExitStack() as cursors:
                 opened = [cursors.enter_context(raw.cursor()) for _ in statements]

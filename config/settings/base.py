@@ -95,12 +95,13 @@ if env.str("DATABASE_URL", default=""):
         "DATABASE_PREPARED_STATEMENTS", default=True
     ):
         # Values sent apart from the statement (server-side binding), and a statement run a
-        # second time on a connection prepared: PostgreSQL parses and plans it once per
-        # connection, not on every run (a worker's steps cost the server a third of the CPU).
-        # Off behind a pooler in transaction mode that cannot keep prepared statements
-        # (PgBouncer before 1.21).
+        # second time on a connection prepared (psycopg's threshold: runs before preparing):
+        # PostgreSQL parses and plans it once per connection, not on every run (a worker's
+        # steps cost the server a third of the CPU). Off behind a pooler in transaction mode
+        # that cannot keep prepared statements (PgBouncer before 1.22, or without
+        # max_prepared_statements).
         DATABASES["default"].setdefault("OPTIONS", {}).update(
-            server_side_binding=True, prepare_threshold=2
+            server_side_binding=True, prepare_threshold=1
         )
 else:
     DATABASES = {
