@@ -16,13 +16,15 @@ queues of the Redis database given. An asset server in its own process serves on
    processes (by default one more than the CPUs, as ``deploy/`` runs it; with beat) and a
    thread-pool worker for ``downloads``, ``callbacks`` and ``sweeps`` (``--one-worker``: one
    prefork worker for every queue), and the lab simulator at ``LAB_SIMULATOR_SECONDS=0``; the
-   orders are created through the API with their doorbells held back in this process (the
-   API's own cost is ``bench_api``'s), then the clock starts, the doorbells are rung at once
-   and it runs until every one is ``Complete`` (download and format check, no
-   md5 as the orders give no ``md5Hash``; allocation, charges, print file and thumbnail,
-   submission, production, shipping, callback events). The clock stops at the time the last
-   order's row records it became ``Complete``; the bench polls for it rarely, so its polling
-   is almost no load.
+   orders are created through the API with their doorbells held back in this process and
+   marked as rung for, so no sweep takes them early (the API's own cost is ``bench_api``'s),
+   then the clock starts, the doorbells are rung at once and it runs until every one is
+   ``Complete`` (download and format check, no md5 as the orders give no ``md5Hash``;
+   allocation, charges, print file and thumbnail, submission, production, shipping, callback
+   events). A run's worth of orders goes through first, unmeasured, so every worker process
+   and thread is as warm as a long-running deployment's (its statements prepared). The clock
+   stops at the time the last order's row records it became ``Complete``; the bench polls for
+   it rarely, so its polling is almost no load.
 2. **Print-ready alone**: ``render_print_ready`` of the same file to the same size, once per
    order, in a pool of as many processes, before and after the pipeline (the mean counts). The
    work alone keeps the CPUs busy with as many processes as CPUs: one more, or two, takes the
@@ -42,9 +44,9 @@ The ratio of the pipeline's rate to 2's is the cost of orchestration: HTTP downl
 steps, claims, callback events and the broker round trips; 3's ratio to 2's is the part of it
 that is the download and the fresh file alone, the floor under the first. Beside them, the CPU
 time each group of processes spent during the pipeline, per order (the workers' main processes
-apart from their pools, the asset server, this script posting orders and polling, PostgreSQL,
-Redis, and the rest, the kernel's writeback of the stored files among it), and the CPU of one
-render alone.
+apart from their pools, the asset server, this script polling, PostgreSQL, Redis, and the
+rest, the kernel's writeback of the stored files among it), the CPU of one render alone, and
+this script's CPU posting an order before the clock.
 """
 
 import argparse
