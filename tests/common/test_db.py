@@ -41,7 +41,7 @@ def _renamed_then_read(merchant_id: int) -> list[list[tuple[object, ...]]]:
         return rows_together([
             (f"UPDATE {table} SET name = %s WHERE id = %s", ["Renamed", merchant_id]),
             (f"SELECT name FROM {table} WHERE id = %s", [merchant_id]),
-            (f"SELECT id, name FROM {table} WHERE id = ANY(%s) ORDER BY id", [[merchant_id]]),
+            (f"SELECT id, name FROM {table} WHERE id IN (%s, %s) ORDER BY id", [merchant_id, 0]),
         ])  # fmt: skip
 
 
