@@ -125,6 +125,7 @@ if REDIS_URL:
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     }
     CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT = "common.broker:Transport"  # kombu's Redis, a client kept
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
 else:
     CACHES = {
