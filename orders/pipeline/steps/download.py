@@ -207,7 +207,7 @@ def _assets(order: Order) -> list[Asset]:
     )
 
 
-def _due(row: Asset | OrderFile, now: datetime) -> bool:
+def _due(row: Asset, now: datetime) -> bool:
     return row.status == AssetStatus.IN_PROGRESS and (
         row.next_attempt_at is None or row.next_attempt_at <= now
     )
@@ -222,6 +222,9 @@ def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
     now = timezone.now()
     every_asset = _assets(order)
     assets = [asset for asset in every_asset if _due(asset, now)]
+    by_item: dict[int, list[Asset]] = {}
+    for asset in every_asset:
+        by_item.setdefault(asset.item_id, []).append(asset)
     files = _pending_files(order, now)
     # This process's catalogue snapshot: one version query, not four per product.
     products = catalogue_snapshot().products_by_sku([a.item.sku for a in assets]) if assets else {}
@@ -237,7 +240,8 @@ def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
         file_futures = {f.id: pool.submit(_fetch_order_file, f, Path(folder)) for f in files}
         for asset in assets:
             fetched = futures[asset.id].result()
-            _record(order, partial(_record_attempt, order, asset, fetched, every_asset))
+            siblings = by_item[asset.item_id]
+            _record(order, partial(_record_attempt, order, asset, fetched, siblings))
         for order_file in files:
             fetched = file_futures[order_file.id].result()
             _record(order, partial(_record_file_attempt, order, order_file, fetched))
@@ -338,8 +342,9 @@ def _order_file_status_show(order: Order, order_file: OrderFile) -> None:
 
 
 def _record_attempt(
-    order: Order, asset: Asset, fetched: Fetched, every_asset: list[Asset], now: datetime
+    order: Order, asset: Asset, fetched: Fetched, item_assets: list[Asset], now: datetime
 ) -> None:
+    """One attempt at ``asset`` (one of ``item_assets``, its item's), and its item's status."""
     failed = _attempt_count(asset, fetched, now)
     attempts = asset.download_attempts
     if failed is None:
@@ -359,7 +364,7 @@ def _record_attempt(
             f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
         )  # fmt: skip
     asset.save(update_fields=_ATTEMPT_FIELDS)
-    _item_status(asset.item, [each for each in every_asset if each.item_id == asset.item_id])
+    _item_status(asset.item, item_assets)
 
 
 # What an attempt changes in an asset's row.
