@@ -182,13 +182,17 @@ def _issue(order: Order, asset: Asset, code: str, description: str) -> None:
     )
 
 
-def _pending_files(order: Order, now: datetime) -> list[OrderFile]:
-    # Each file's status is also on the order row: an order with none in progress (most have
-    # no packing slip or branding at all) needs no query.
-    in_progress = order.packing_slip_status == AssetStatus.IN_PROGRESS or any(
-        shown.get("status") == AssetStatus.IN_PROGRESS for shown in order.branding.values()
+def _files_shown_in(order: Order, statuses: tuple[str, ...]) -> bool:
+    """Whether the order row shows a packing slip or branding file in one of ``statuses``:
+    each file's status is also on the order row, so an order with none (most have no packing
+    slip or branding at all) needs no query of its files."""
+    return order.packing_slip_status in statuses or any(
+        shown.get("status") in statuses for shown in order.branding.values()
     )
-    if not in_progress:
+
+
+def _pending_files(order: Order, now: datetime) -> list[OrderFile]:
+    if not _files_shown_in(order, (AssetStatus.IN_PROGRESS,)):
         return []
     return list(
         OrderFile.objects.filter(order=order, status=AssetStatus.IN_PROGRESS).exclude(
@@ -396,10 +400,7 @@ def _state(order: Order, assets: list[Asset]) -> tuple[str, datetime | None]:
     """From the order's assets as this step left them and its files not yet Complete (read
     only when the order row shows one: most orders have none)."""
     rows = [(a.status, a.next_attempt_at) for a in assets if a.status in _UNFINISHED]
-    files_unfinished = order.packing_slip_status in _UNFINISHED or any(
-        shown.get("status") in _UNFINISHED for shown in order.branding.values()
-    )
-    if files_unfinished:
+    if _files_shown_in(order, _UNFINISHED):
         rows.extend(
             OrderFile.objects.filter(order=order, status__in=_UNFINISHED).values_list(
                 "status", "next_attempt_at"
