@@ -26,7 +26,9 @@ queues of the Redis database given. An asset server in its own process serves on
    stops at the time the last order's row records it became ``Complete``; the bench polls for
    it rarely, so its polling is almost no load.
 2. **Print-ready alone**: ``render_print_ready`` of the same file to the same size, once per
-   order, in a pool of as many processes, before and after the pipeline (the mean counts). The
+   order, in a pool of as many processes set up as the images worker sets up its own
+   (``RENDER_THREADS`` libvips threads a rendering), before and after the pipeline (the mean
+   counts). The
    work alone keeps the CPUs busy with as many processes as CPUs: one more, or two, takes the
    same time within the machine's noise (measured 25 November: 5.38-5.65 s for 40 renders in
    2, 3 and 4 processes on 2 CPUs), so one pool size serves both sides.
@@ -206,6 +208,21 @@ def doorbells_held() -> Iterator[list[tuple[int, str]]]:
         scheduling.order_enqueue_on_commit = ring
 
 
+def rendering_process_start(media: str) -> None:
+    """A process of the work-alone pool, set up as the images worker sets up its pool's
+    processes (``config.celery_app``): Django, and ``RENDER_THREADS`` libvips threads a
+    rendering."""
+    os.environ["MEDIA_ROOT"] = media
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from orders.artwork.printready import render_threads_set
+
+    render_threads_set(settings.RENDER_THREADS)
+
+
 def render_once(args: tuple[str, str, int]) -> float:
     """CPU seconds of one render (the process's every thread: libvips works in several)."""
     source, media, n = args
@@ -263,7 +280,10 @@ def printready_alone(
     a process whose libvips threads ran can hang)."""
     run = download_and_render_once if download else render_once
     with ProcessPoolExecutor(
-        max_workers=concurrency, mp_context=multiprocessing.get_context("spawn")
+        max_workers=concurrency,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=rendering_process_start,
+        initargs=(media,),
     ) as pool:
         list(pool.map(run, [(source, media, -n - 1) for n in range(concurrency)]))
         started = time.perf_counter()

@@ -80,6 +80,9 @@ def main() -> None:
         "server-side binding, where Django formats the values into it), BEGIN and COMMIT not "
         "counted",
     )
+    parser.add_argument(
+        "--sql", action="store_true", help="print each step's statements for the last order"
+    )
     options = parser.parse_args()
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not database_url.startswith("postgres") or not redis_url:
@@ -123,6 +126,10 @@ def main() -> None:
                     after = backend_cpu(connection)
                     # A step that reconnected: its backend's CPU is not all known.
                     db = after[1] - before[1] if after[0] == before[0] else 0.0
+                if options.sql and n == options.orders and not options.uncaptured:
+                    print(f"--- {step}: {len(captured)} statements ---")
+                    for query in captured.captured_queries:
+                        print("  ", " ".join(query["sql"].split())[:200])
                 if n:  # the first order warms up
                     measured.setdefault(step, []).append(
                         (cpu, wall, queries.count if options.uncaptured else len(captured), db)

@@ -23,6 +23,18 @@ def _long_lived_objects_frozen(**_kwargs: object) -> None:
     long_lived_objects_frozen()
 
 
+@signals.worker_process_init.connect
+def _rendering_threads_set(**_kwargs: object) -> None:
+    """A prefork child renders print files one at a time beside its siblings, one process per
+    CPU and one more: its renderings get ``RENDER_THREADS`` libvips threads each (one by
+    default), not one per CPU, which would only contend with the siblings and the steps."""
+    from django.conf import settings
+
+    from orders.artwork.printready import render_threads_set
+
+    render_threads_set(settings.RENDER_THREADS)
+
+
 @signals.task_prerun.connect
 @signals.task_postrun.connect
 def _database_connections_checked(task: Any = None, **_kwargs: object) -> None:

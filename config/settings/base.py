@@ -226,6 +226,13 @@ if PIPELINE_CLAIM_SECONDS <= ASSET_DOWNLOAD_DEADLINE_SECONDS:
         "outlasts its claim would be started again by a second worker."
     )
 PIPELINE_SWEEP_SECONDS = env.float("PIPELINE_SWEEP_SECONDS", default=10.0)
+# libvips threads of one rendering in a prefork (images) worker's processes. The pool already
+# runs a process per CPU and one more, so threads within a rendering only contend with the
+# other renderings and the steps around them; 0 leaves libvips' default (one per CPU), for a
+# pool of fewer processes than CPUs.
+RENDER_THREADS = env.int("RENDER_THREADS", default=1)
+if RENDER_THREADS < 0:
+    raise ImproperlyConfigured("RENDER_THREADS must be 0 (libvips' default) or more.")
 # Fairness between merchants on the downloads queue: at most this many of one merchant's orders
 # download at once. A further one is not run (it holds no download thread): it waits with a due
 # time in its row, made due again as one of the merchant's downloads ends, or after

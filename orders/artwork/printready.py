@@ -49,6 +49,13 @@ _TIFF_TILE = 256
 pyvips.cache_set_max(0)
 
 
+def render_threads_set(threads: int) -> None:
+    """Let each rendering in this process use ``threads`` libvips threads (0: leave libvips'
+    default, one per CPU); set once in a rendering process, before it renders."""
+    if threads > 0:
+        pyvips.vips_lib.vips_concurrency_set(threads)
+
+
 class PrintReadyError(Exception):
     """The image cannot be made into a print file; the message says why, for the merchant."""
 

@@ -1,11 +1,13 @@
 """Worker processes freeze their start-up objects out of the garbage collector's way
 (``common.memory``): gunicorn once a worker has loaded the app, Celery once a worker is ready
-and in each prefork child."""
+and in each prefork child. A prefork child also renders with ``RENDER_THREADS`` libvips
+threads."""
 
 import gc
 import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celery import signals
@@ -39,3 +41,47 @@ def test_a_celery_worker_freezes_what_it_loaded(signal: object) -> None:
     signal.send(sender=None)  # type: ignore[attr-defined]
 
     assert gc.get_freeze_count() > 10_000
+
+
+@pytest.fixture
+def vips_threads() -> Iterator[None]:
+    import pyvips
+
+    before = pyvips.vips_lib.vips_concurrency_get()
+    yield
+    pyvips.vips_lib.vips_concurrency_set(before)
+
+
+@pytest.mark.usefixtures("vips_threads")
+def test_a_prefork_child_renders_with_render_threads_libvips_threads(settings: Any) -> None:
+    import pyvips
+
+    import config.celery_app  # noqa: F401 -- connects the receivers
+
+    pyvips.vips_lib.vips_concurrency_set(3)
+    settings.RENDER_THREADS = 1
+    signals.worker_process_init.send(sender=None)
+    assert pyvips.vips_lib.vips_concurrency_get() == 1
+
+    pyvips.vips_lib.vips_concurrency_set(3)
+    settings.RENDER_THREADS = 0  # libvips' own default left as it is
+    signals.worker_process_init.send(sender=None)
+    assert pyvips.vips_lib.vips_concurrency_get() == 3
+
+
+def test_settings_refuse_a_negative_render_threads() -> None:
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    result = subprocess.run(
+        [sys.executable, "-c", "import config.settings.base"],
+        cwd=ROOT,
+        env={**clean, "RENDER_THREADS": "-1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "RENDER_THREADS must be 0" in result.stderr
