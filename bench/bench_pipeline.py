@@ -28,10 +28,9 @@ queues of the Redis database given. An asset server in its own process serves on
 2. **Print-ready alone**: ``render_print_ready`` of the same file to the same size, once per
    order, in a pool of as many processes set up as the images worker sets up its own
    (``RENDER_THREADS`` libvips threads a rendering), before and after the pipeline (the mean
-   counts). The
-   work alone keeps the CPUs busy with as many processes as CPUs: one more, or two, takes the
-   same time within the machine's noise (measured 25 November: 5.38-5.65 s for 40 renders in
-   2, 3 and 4 processes on 2 CPUs), so one pool size serves both sides.
+   counts). The work alone keeps the CPUs busy with as many processes as CPUs: one more, or
+   two, takes the same time within the machine's noise (measured 25 November: 5.38-5.65 s for
+   40 renders in 2, 3 and 4 processes on 2 CPUs), so one pool size serves both sides.
 3. **Download and print-ready alone**: the same pool, each order's photo first downloaded from
    the asset server through the guarded client (one kept session per process, no hash, as the
    orders give none) into a file of its own, then rendered as in 2: the work the pipeline cannot
