@@ -215,11 +215,9 @@ def rendering_process_start(media: str) -> None:
     import django
 
     django.setup()
-    from django.conf import settings
-
     from orders.artwork.printready import render_threads_set
 
-    render_threads_set(settings.RENDER_THREADS)
+    render_threads_set()
 
 
 def render_once(args: tuple[str, str, int]) -> float:

@@ -81,7 +81,10 @@ def main() -> None:
         "counted",
     )
     parser.add_argument(
-        "--sql", action="store_true", help="print each step's statements for the last order"
+        "--sql",
+        action="store_true",
+        help="print each step's statements for the last order (not with --uncaptured, which "
+        "keeps no statement)",
     )
     options = parser.parse_args()
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")

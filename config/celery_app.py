@@ -28,11 +28,9 @@ def _rendering_threads_set(**_kwargs: object) -> None:
     """A prefork child renders print files one at a time beside its siblings, one process per
     CPU and one more: its renderings get ``RENDER_THREADS`` libvips threads each (one by
     default), not one per CPU, which would only contend with the siblings and the steps."""
-    from django.conf import settings
-
     from orders.artwork.printready import render_threads_set
 
-    render_threads_set(settings.RENDER_THREADS)
+    render_threads_set()
 
 
 @signals.task_prerun.connect

@@ -49,11 +49,13 @@ _TIFF_TILE = 256
 pyvips.cache_set_max(0)
 
 
-def render_threads_set(threads: int) -> None:
-    """Let each rendering in this process use ``threads`` libvips threads (0: leave libvips'
-    default, one per CPU); set once in a rendering process, before it renders."""
-    if threads > 0:
-        pyvips.vips_lib.vips_concurrency_set(threads)
+def render_threads_set() -> None:
+    """Let each rendering in this process use ``RENDER_THREADS`` libvips threads (0: leave
+    libvips' default, one per CPU); set once in a rendering process, before it renders."""
+    from django.conf import settings
+
+    if settings.RENDER_THREADS > 0:
+        pyvips.vips_lib.vips_concurrency_set(settings.RENDER_THREADS)
 
 
 class PrintReadyError(Exception):

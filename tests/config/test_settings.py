@@ -26,6 +26,12 @@ def test_production_settings_refuse_to_start_without_a_secret_key() -> None:
     assert "DJANGO_SECRET_KEY" in result.stderr
 
 
+def test_settings_refuse_a_negative_render_threads() -> None:
+    result = _import_production({"RENDER_THREADS": "-1"})
+    assert result.returncode != 0
+    assert "RENDER_THREADS must be 0" in result.stderr
+
+
 def test_production_settings_refuse_to_start_without_allowed_hosts() -> None:
     result = _import_production({"DJANGO_SECRET_KEY": "x" * 50})
     assert result.returncode != 0
