@@ -71,7 +71,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import CpuMeter, recreate, scratch_database  # noqa: E402
+from bench.harness import CpuMeter, machine_times, recreate, scratch_database  # noqa: E402
 
 SOURCE_SIZE = (3000, 4000)
 SKU = "GLOBAL-PHO-8X10"
@@ -270,11 +270,12 @@ def download_and_render_once(args: tuple[str, str, int]) -> float:
 
 def printready_alone(
     source: str, media: str, orders: int, concurrency: int, *, download: bool = False
-) -> tuple[float, float]:
+) -> tuple[float, float, dict[str, float]]:
     """Seconds (wall, and CPU summed over the processes) for ``orders`` renders of ``source``
     (``download``: each of a file of its own downloaded first from the URL ``source``) in a
     pool of ``concurrency`` warmed-up processes (started fresh, not forked: a child forked from
-    a process whose libvips threads ran can hang)."""
+    a process whose libvips threads ran can hang), and the machine's CPU seconds meanwhile by
+    kind (``machine_times``)."""
     run = download_and_render_once if download else render_once
     with ProcessPoolExecutor(
         max_workers=concurrency,
@@ -283,9 +284,11 @@ def printready_alone(
         initargs=(media,),
     ) as pool:
         list(pool.map(run, [(source, media, -n - 1) for n in range(concurrency)]))
-        started = time.perf_counter()
+        machine, started = machine_times(), time.perf_counter()
         cpu = sum(pool.map(run, [(source, media, n) for n in range(orders)]))
-        return time.perf_counter() - started, cpu
+        wall = time.perf_counter() - started
+        spent = {kind: seconds - machine[kind] for kind, seconds in machine_times().items()}
+        return wall, cpu, spent
 
 
 def main() -> None:
@@ -375,7 +378,7 @@ def main() -> None:
 
     # The work alone runs before and after each pipeline run (the mean of the two is its
     # baseline), so a change in the machine's speed during the run falls on every side alike.
-    def alone(download: bool) -> tuple[float, float]:
+    def alone(download: bool) -> tuple[float, float, dict[str, float]]:
         what = asset_url if download else str(source)
         media = str(scratch / "media")
         return printready_alone(what, media, options.orders, options.concurrency, download=download)
@@ -403,6 +406,7 @@ def main() -> None:
 
     runs: list[float] = []  # the pipeline's seconds, run by run
     cpu: dict[str, float] = {}  # CPU seconds by group over every run
+    system: dict[str, float] = {}  # the part of it in the kernel
     machine: dict[str, float] = {}
     try:
         # Warm-up: a run's worth of orders at once (at least four per rendering process), so
@@ -423,6 +427,7 @@ def main() -> None:
             runs.append(wait(ids) - started)
             for label, seconds in meter.stop().items():
                 cpu[label] = cpu.get(label, 0.0) + seconds
+                system[label] = system.get(label, 0.0) + meter.system[label]
             for kind, seconds in meter.machine.items():
                 machine[kind] = machine.get(kind, 0.0) + seconds
             loads.append(os.getloadavg()[0])
@@ -474,18 +479,23 @@ def main() -> None:
     for label, seconds in cpu.items():
         if not seconds:  # a thread-pool worker has no pool processes
             continue
-        print(f"  {label:<34} {seconds / orders * 1000:7.1f} ms", file=out)
+        kernel = system[label] / orders * 1000
+        print(f"  {label:<34} {seconds / orders * 1000:7.1f} ms (system {kernel:.1f})", file=out)
     biggest = sorted(meter.others.items(), key=lambda kv: -kv[1])[:4]
     shown = ", ".join(f"{name} {seconds / orders * 1000:.1f}" for name, seconds in biggest)
     print(f"  (other, by command: {shown})", file=out)
     total = sum(cpu.values())
     print(f"  {'all':<34} {total / orders * 1000:7.1f} ms", file=out)
-    shown = ", ".join(
-        f"{kind} {machine.get(kind, 0.0) / orders * 1000:.1f}"
-        for kind in ("user", "system", "softirq", "irq", "steal", "idle", "iowait")
-    )
+    kinds = ("user", "system", "softirq", "irq", "steal", "idle", "iowait")
+    shown = ", ".join(f"{kind} {machine.get(kind, 0.0) / orders * 1000:.1f}" for kind in kinds)
     print(f"the machine's CPUs by kind, per order (ms): {shown}", file=out)
-    render_cpu = sum(spent for _, spent in alones) / len(alones) / options.orders
+    renders = options.orders * len(alones)
+    shown = ", ".join(
+        f"{kind} {sum(spent.get(kind, 0.0) for _, _, spent in alones) / renders * 1000:.1f}"
+        for kind in kinds
+    )
+    print(f"  the same during print-ready alone, per render: {shown}", file=out)
+    render_cpu = sum(spent for _, spent, _ in alones) / len(alones) / options.orders
     print(f"CPU of one render alone: {render_cpu * 1000:.1f} ms", file=out)
     posted = sum(posts) / orders * 1000
     print(f"CPU of this bench posting an order through the API, before the clock: {posted:.1f} ms",

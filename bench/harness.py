@@ -140,10 +140,10 @@ def report(name: str, rate: float, latencies: list[float], suffix: str = "") -> 
     )
 
 
-def _process_times() -> dict[int, tuple[str, int, int, float]]:
+def _process_times() -> dict[int, tuple[str, int, int, float, float]]:
     """Every process's (command name, session id, start time in ticks, CPU seconds: user +
-    system). A kernel worker thread renames itself after the work it does, so a process is
-    told from a later one with its pid by its start time, not its name."""
+    system, and system alone). A kernel worker thread renames itself after the work it does,
+    so a process is told from a later one with its pid by its start time, not its name."""
     tick = os.sysconf("SC_CLK_TCK")
     seen = {}
     for entry in os.listdir("/proc"):
@@ -157,7 +157,8 @@ def _process_times() -> dict[int, tuple[str, int, int, float]]:
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
         session, started = int(fields[3]), int(fields[19])
-        seen[int(entry)] = (name, session, started, (int(fields[11]) + int(fields[12])) / tick)
+        user, system = int(fields[11]), int(fields[12])
+        seen[int(entry)] = (name, session, started, (user + system) / tick, system / tick)
     return seen
 
 
@@ -178,13 +179,15 @@ class CpuMeter:
     ``groups`` maps a label to a test of (pid, command name, session id); a process counts in
     the first group whose test holds, else in "other". Processes that end in between are not
     counted (their time is lost), so the groups measured should be long-lived. ``machine``: the
-    whole machine's CPU time in between by kind (``/proc/stat``: idle, softirq, steal...).
+    whole machine's CPU time in between by kind (``/proc/stat``: idle, softirq, steal...);
+    ``system``: the part of each group's time spent in the kernel on its behalf.
     """
 
     def __init__(self, groups: Mapping[str, Callable[[int, str, int], bool]]) -> None:
         self.groups = groups
-        self.before: dict[int, tuple[str, int, int, float]] = {}
+        self.before: dict[int, tuple[str, int, int, float, float]] = {}
         self.spent: dict[str, float] = {}
+        self.system: dict[str, float] = {}
         self.others: dict[str, float] = {}  # "other" by command name
         self.machine_before: dict[str, float] = {}
         self.machine: dict[str, float] = {}  # the machine's CPU seconds in between, by kind
@@ -199,15 +202,18 @@ class CpuMeter:
             kind: seconds - self.machine_before[kind] for kind, seconds in machine_times().items()
         }
         spent: dict[str, float] = {label: 0.0 for label in [*self.groups, "other"]}
-        for pid, (name, session, started, seconds) in after.items():
+        system = dict(spent)
+        for pid, (name, session, started, seconds, kernel) in after.items():
             was = self.before.get(pid)
-            used = seconds - (was[3] if was and was[2] == started else 0.0)
+            same = was is not None and was[2] == started
+            used = seconds - (was[3] if was and same else 0.0)
             label = next(
                 (label for label, test in self.groups.items() if test(pid, name, session)),
                 "other",
             )
             spent[label] += used
+            system[label] += kernel - (was[4] if was and same else 0.0)
             if label == "other":
                 self.others[name] = self.others.get(name, 0.0) + used
-        self.spent = spent
+        self.spent, self.system = spent, system
         return spent
