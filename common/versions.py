@@ -6,9 +6,10 @@ every write to that data (``common.versioning``); its app registers the table he
 starts (``version_register``). A process reuses what it keeps while the number is the one it
 loaded the data with.
 
-Inside ``versions_request_scope`` (one per web request) the numbers are read once, at the first
-``version_current``, and reused for the rest of the request; outside it (workers, commands)
-every call reads them afresh.
+Inside ``versions_request_scope`` (one per web request, and one per run of a pipeline task:
+``orders.tasks``) the numbers are read once, at the first ``version_current``, and reused for
+the rest of the request or run; outside it (other tasks, commands) every call reads them
+afresh.
 """
 
 from collections.abc import Iterator

@@ -304,6 +304,28 @@ def order_with_parts_numbered_get(
     return _order_with_parts(environment, order_id, write_first=_sequence_increment(order_id))
 
 
+# The increment of ``order_with_parts_numbered_get`` returning the order row it wrote.
+_ORDER_NUMBERED = JoinedRead(
+    "UPDATE {order} o SET callback_sequence = o.callback_sequence + 1 WHERE o.id {in_ids} "
+    "RETURNING {columns}",
+    _ORDER_COLUMNS,
+)
+
+
+def order_numbered_get(*, environment: Environment, order: Order) -> Order:
+    """The order row alone, as ``order_with_parts_numbered_get`` reads it after the same
+    increment (one statement on PostgreSQL): for a further event of ``order`` in the
+    transaction of an earlier one, whose parts it reuses (``orders.events.PartsKept``)."""
+    if connection.vendor != "postgresql":
+        return order_with_parts_numbered_get(environment=environment, order_id=order.id)[0]
+    with connection.cursor() as cursor:
+        cursor.execute(*_ORDER_NUMBERED.statement([order.id]))
+        rows = _ORDER_NUMBERED.instances(cursor.fetchall())
+    if not rows or rows[0][0].environment_id != environment.id:
+        raise EntityNotFound(f"No order {order.public_id} in this environment.")
+    return rows[0][0]
+
+
 def _sequence_increment(order_id: int) -> tuple[str, list[Any]]:
     """The UPDATE adding one to the order's ``callback_sequence``."""
     quote = connection.ops.quote_name

@@ -9,6 +9,7 @@ purge to ``images``, the default queue.
 from celery import shared_task
 
 from common.sweeping import sweep_batch_mark_values
+from common.versions import versions_request_scope
 from orders.models import Order
 from orders.pipeline.claims import orders_due_unclaimed
 from orders.pipeline.retention import images_purge_expired
@@ -25,8 +26,13 @@ def order_advance_task(order_id: int, step: str | None = None) -> None:
 
     No Celery retries: a step that fails leaves the order due later in its row (and a failure
     here, say the database being away, leaves it due as it was), and the sweeper queues it.
+
+    The run is one scope of the in-memory data's versions, as a web request is
+    (``common.versions``): the catalogue snapshot is checked once, at the first step that uses
+    it (allocation, the first of a run on the images queue), not again at each step after.
     """
-    order_advance(order_id=order_id, step=step, follow_up=True)
+    with versions_request_scope():
+        order_advance(order_id=order_id, step=step, follow_up=True)
 
 
 @shared_task(name="orders.tasks.orders_sweep_task", ignore_result=True)

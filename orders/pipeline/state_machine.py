@@ -30,11 +30,18 @@ with the move to the next step. The steps' work is in ``orders.pipeline.steps``.
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
 
-from orders.events import downloads_complete, order_stage_changed, shipment_changed, step_failed
+from orders.events import (
+    PartsKept,
+    downloads_complete,
+    order_stage_changed,
+    shipment_changed,
+    step_failed,
+)
 from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import (
@@ -122,15 +129,18 @@ def _payment_expire(order: Order) -> None:
 
 
 def _download(order: Order) -> None:
-    state, next_at = order_assets_download(order=order)
-    with transaction.atomic():
-        if state == DetailState.IN_PROGRESS:
-            order_move_on(order=order, step=PipelineStep.DOWNLOAD, due_at=next_at)
-            return
-        ok = state == DetailState.COMPLETE
-        _step_finished(order, detail="download_assets", ok=ok, next_step=PipelineStep.ALLOCATE)
-        if ok:
-            downloads_complete(order=order)
+    order_assets_download(order=order, finish=partial(_download_finish, order))
+
+
+def _download_finish(order: Order, state: str, next_at: datetime | None) -> None:
+    """Inside the transaction of the download's last attempt (``order_assets_download``)."""
+    if state == DetailState.IN_PROGRESS:
+        order_move_on(order=order, step=PipelineStep.DOWNLOAD, due_at=next_at)
+        return
+    ok = state == DetailState.COMPLETE
+    _step_finished(order, detail="download_assets", ok=ok, next_step=PipelineStep.ALLOCATE)
+    if ok:
+        downloads_complete(order=order)
 
 
 def _allocate(order: Order) -> None:
@@ -195,8 +205,10 @@ def _produce(order: Order) -> None:
         if shipped_now:
             # The Shipped events show the order as shipping (recorded after this move).
             _mark(order, shipping=DetailState.IN_PROGRESS)
+        # From here only the order row changes: the events read its parts once.
+        kept = PartsKept()
         for shipment in shipped_now:
-            shipment_changed(order=order, shipment=shipment)
+            shipment_changed(order=order, shipment=shipment, kept=kept)
         if all_shipped:
             # An order that lost a shipment at submission keeps showing inProduction: Error.
             produced = order.in_production != DetailState.ERROR
@@ -208,7 +220,7 @@ def _produce(order: Order) -> None:
                 shipping=DetailState.COMPLETE,
                 stage=Stage.COMPLETE,
             )
-            order_stage_changed(order=order)
+            order_stage_changed(order=order, kept=kept)
         elif any_shipped:
             order_move_on(
                 order=order,

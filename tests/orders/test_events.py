@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from merchants.models import Environment, EnvironmentKind
 from orders.events import (
+    PartsKept,
     downloads_complete_type,
     event_source,
     order_event_create,
@@ -19,7 +20,7 @@ from orders.events import (
     stage_changed_type,
 )
 from orders.models import Order, OrderItem
-from tests.orders.factories import OrderFactory
+from tests.orders.factories import OrderFactory, ShipmentFactory
 from tests.support.database import ON_POSTGRES
 from tests.support.envelopes import build_envelope
 from webhooks.models import CallbackEvent
@@ -73,6 +74,42 @@ def test_an_event_numbers_and_reads_its_order_in_one_round_trip_on_postgresql() 
     assert sent[-1].startswith('INSERT INTO "orders_callbackevent"')
     assert event.sequence == Order.objects.get(id=order.id).callback_sequence == 1
     assert json.loads(bytes(event.body))["sequence"] == "0000000001"
+
+
+@pytest.mark.django_db
+def test_a_further_event_with_kept_parts_reads_the_order_row_alone_and_shows_it_whole() -> None:
+    order = OrderFactory.create()
+    ShipmentFactory.create(order=order, items=list(order.items.all()))
+    kept = PartsKept()
+
+    with transaction.atomic():
+        first = order_event_create(order=order, event_type=shipment_type("Shipped"), kept=kept)
+        # What a step changes between its events: the order row alone.
+        Order.objects.filter(id=order.id).update(stage="Complete", shipping="Complete")
+        # The same event with the parts read afresh, to compare with.
+        with CaptureQueriesContext(connection) as captured:
+            second = order_event_create(order=order, event_type=stage_changed_type("Complete"))
+        full = json.loads(bytes(second.body))
+        with CaptureQueriesContext(connection) as kept_captured:
+            third = order_event_create(
+                order=order, event_type=stage_changed_type("Complete"), kept=kept
+            )
+
+    sent = [query["sql"] for query in kept_captured.captured_queries]
+    if ON_POSTGRES:  # the increment returning the row, then the INSERT
+        assert len(sent) == 2 and sent[0].startswith('UPDATE "orders_order" o SET')
+        assert "SELECT" not in sent[0]
+        assert captured.captured_queries[0]["sql"].count("SELECT") == 4
+    shown = json.loads(bytes(third.body))
+    assert (first.sequence, second.sequence, third.sequence) == (1, 2, 3)
+    assert shown["sequence"] == "0000000003"
+    assert shown["data"] == full["data"]
+    assert shown["data"]["order"]["status"]["stage"] == "Complete"
+    assert shown["data"]["order"]["status"]["details"]["shipping"] == "Complete"
+    assert len(shown["data"]["order"]["shipments"]) == 1
+    assert (
+        shown["data"]["order"]["items"] == json.loads(bytes(first.body))["data"]["order"]["items"]
+    )
 
 
 def _in_own_transaction(work: Any) -> threading.Thread:

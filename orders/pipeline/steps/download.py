@@ -12,11 +12,12 @@ TIFF or PDF file, and their status is shown on ``packingSlip.status`` and in ``b
 import logging
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -217,11 +218,16 @@ def _due(row: Asset, now: datetime) -> bool:
     )
 
 
-def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
+def order_assets_download(
+    *, order: Order, finish: Callable[[str, datetime | None], None] | None = None
+) -> tuple[str, datetime | None]:
     """Attempt every due asset once; return the order's detail state and when to look again.
 
     The detail state is Complete when every asset is downloaded, Error when one has failed
-    for good, else InProgress with the earliest retry time.
+    for good, else InProgress with the earliest retry time. Each attempt is recorded as it
+    ends, under our claim; ``finish(state, next_at)`` (the state machine's move to what comes
+    next) runs inside the transaction of the last record (of its own when nothing was due),
+    so the last attempt and the order's move commit together.
     """
     now = timezone.now()
     every_asset = _assets(order)
@@ -232,34 +238,76 @@ def order_assets_download(*, order: Order) -> tuple[str, datetime | None]:
     files = _pending_files(order, now)
     # This process's catalogue snapshot: one version query, not four per product.
     products = catalogue_snapshot().products_by_sku([a.item.sku for a in assets]) if assets else {}
+
+    def finished() -> None:
+        if finish is not None:
+            finish(*_state(order, every_asset))
+
     with (
         tempfile.TemporaryDirectory(prefix="assets-") as folder,
-        ThreadPoolExecutor(max_workers=max(1, settings.ASSET_DOWNLOAD_PARALLELISM)) as pool,
+        _fetching_pool(len(assets) + len(files)) as pool,
     ):
-        futures = {}
+        attempts: list[tuple[Future[Fetched], Callable[[Fetched, datetime], None]]] = []
         for asset in assets:
             product = products.get(asset.item.sku.strip().upper())
             by_page = bool(product and product.priced_by_page and asset.print_area == "default")
-            futures[asset.id] = pool.submit(_fetch, asset, by_page, Path(folder))
-        file_futures = {f.id: pool.submit(_fetch_order_file, f, Path(folder)) for f in files}
-        for asset in assets:
-            fetched = futures[asset.id].result()
-            siblings = by_item[asset.item_id]
-            _record(order, partial(_record_attempt, order, asset, fetched, siblings))
+            attempts.append(
+                (
+                    pool.submit(_fetch, asset, by_page, Path(folder)),
+                    partial(_record_attempt, order, asset, by_item[asset.item_id]),
+                )
+            )
         for order_file in files:
-            fetched = file_futures[order_file.id].result()
-            _record(order, partial(_record_file_attempt, order, order_file, fetched))
+            attempts.append(
+                (
+                    pool.submit(_fetch_order_file, order_file, Path(folder)),
+                    partial(_record_file_attempt, order, order_file),
+                )
+            )
+        for number, (future, record) in enumerate(attempts, 1):
+            then = finished if number == len(attempts) else None
+            _record(order, partial(record, future.result()), then=then)
+    if not attempts:
+        with transaction.atomic():
+            finished()
     return _state(order, every_asset)
 
 
-def _record(order: Order, record: Callable[[datetime], None]) -> None:
+class _InThisThread(Executor):
+    """Runs what is submitted at once, in the caller's thread: an order with one file to fetch
+    (most orders) needs no thread started and joined for it."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+
+def _fetching_pool(fetches: int) -> Executor:
+    """Threads for ``fetches`` downloads at once (``ASSET_DOWNLOAD_PARALLELISM`` at most), or
+    the caller's own thread for one."""
+    if fetches <= 1:
+        return _InThisThread()
+    return ThreadPoolExecutor(max_workers=max(1, min(fetches, settings.ASSET_DOWNLOAD_PARALLELISM)))
+
+
+def _record(
+    order: Order, record: Callable[[datetime], None], *, then: Callable[[], None] | None = None
+) -> None:
+    """``record`` one attempt under our claim, and ``then`` in the same transaction."""
     now = timezone.now()
     claim = order.claimed_until
     try:
         with transaction.atomic():
             # A worker that lost the order (its claim expired) must not count the attempt twice.
+            # The order row is locked first, as the actions lock it before its items.
             order_claim_renew(order=order)
             record(now)
+            if then is not None:
+                then()
     except BaseException:
         order.claimed_until = claim  # the renewal rolled back with the rest
         raise
@@ -346,7 +394,7 @@ def _order_file_status_show(order: Order, order_file: OrderFile) -> None:
 
 
 def _record_attempt(
-    order: Order, asset: Asset, fetched: Fetched, item_assets: list[Asset], now: datetime
+    order: Order, asset: Asset, item_assets: list[Asset], fetched: Fetched, now: datetime
 ) -> None:
     """One attempt at ``asset`` (one of ``item_assets``, its item's), and its item's status."""
     failed = _attempt_count(asset, fetched, now)
