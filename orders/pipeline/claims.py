@@ -5,12 +5,13 @@ token. Moving on succeeds only for the claim holder and the expected step, so a 
 a second worker (after a crash or a duplicated message) cannot move the order twice.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -246,3 +247,22 @@ def order_claim_renew(*, order: Order) -> None:
     if not renewed:
         raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
     order.claimed_until = until
+
+
+@contextmanager
+def order_claimed_transaction(*, order: Order) -> Iterator[None]:
+    """A transaction that starts by renewing our claim (``order_claim_renew``), which locks
+    the order row before the step writes any other row of the order: the actions lock it
+    first too, then its items, shipments and charges, so a step and an action on one order wait
+    for each other and never deadlock.
+
+    On a rollback the claim in memory is the database's again (the renewal, and any move the
+    step made, rolled back), so the state machine can still find the order by it."""
+    claim = order.claimed_until
+    try:
+        with transaction.atomic():
+            order_claim_renew(order=order)
+            yield
+    except BaseException:
+        order.claimed_until = claim
+        raise

@@ -49,6 +49,7 @@ from orders.pipeline.claims import (
     ClaimLost,
     order_claim,
     order_claim_renew,
+    order_claimed_transaction,
     order_move_on,
 )
 from orders.pipeline.fairness import downloads_wake
@@ -144,7 +145,7 @@ def _download_finish(order: Order, state: str, next_at: datetime | None) -> None
 
 
 def _allocate(order: Order) -> None:
-    with transaction.atomic():
+    with order_claimed_transaction(order=order):
         allocated = order_allocate(order=order)
         if allocated is None:  # out of stock everywhere for now: wait, and try again
             retry_at = allocation_retry_at(order=order, now=timezone.now())
@@ -200,7 +201,7 @@ def _submit(order: Order) -> None:
 
 
 def _produce(order: Order) -> None:
-    with transaction.atomic():
+    with order_claimed_transaction(order=order):
         any_shipped, all_shipped, next_check, shipped_now = order_shipments_track(order=order)
         if shipped_now:
             # The Shipped events show the order as shipping (recorded after this move).

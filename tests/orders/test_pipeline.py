@@ -37,12 +37,13 @@ from orders.models import (
     ChargeType,
     Order,
     OrderIssue,
+    OrderItem,
     PipelineStep,
     Shipment,
     Stage,
 )
 from orders.pipeline.claims import ClaimLost, order_claim
-from orders.pipeline.state_machine import order_advance, order_submit_now
+from orders.pipeline.state_machine import STEPS, order_advance, order_submit_now
 from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.produce import shipment_submission_record
 from orders.tasks import orders_sweep_task
@@ -595,6 +596,48 @@ def test_downloading_a_one_asset_order_without_files_takes_a_query_for_each_read
 
 
 @pytest.mark.django_db
+def test_a_downloads_last_attempt_commits_with_the_orders_move_or_not_at_all(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    order = order_claim(order_id=pk(photo_order(sandbox_api, httpserver, "together")))
+    assert order is not None
+    claim = order.claimed_until
+
+    def failing(state: str, next_at: Any) -> None:
+        # Inside the attempt's transaction: the attempt is written, not yet committed.
+        assert (state, next_at) == ("Complete", None)
+        assert connection.in_atomic_block
+        assert Asset.objects.get(item__order_id=order.id).status == "Complete"
+        raise RuntimeError("the move failed")
+
+    with pytest.raises(RuntimeError):
+        order_assets_download(order=order, finish=failing)
+
+    # Neither the attempt nor the claim's renewal stands, and the claim in memory is the
+    # database's, so the state machine's retry finds the order by it.
+    asset = Asset.objects.get(item__order_id=order.id)
+    assert (asset.status, asset.download_attempts, asset.source_file) == ("InProgress", 0, "")
+    assert order.claimed_until == claim == Order.objects.get(id=order.id).claimed_until
+
+    # Tried again: the attempt and the move commit together.
+    moves: list[tuple[str, Any, str]] = []
+
+    def moved(state: str, next_at: Any) -> None:
+        status = Asset.objects.get(item__order_id=order.id).status
+        moves.append((state, next_at, status))
+
+    assert order_assets_download(order=order, finish=moved) == ("Complete", None)
+    assert moves == [("Complete", None, "Complete")]
+    assert requests_to(httpserver, "/together.jpg") == 2
+    # Nothing left to attempt: the move runs under a renewed claim of its own, no download.
+    assert order_assets_download(order=order, finish=moved) == ("Complete", None)
+    assert moves[1:] == [("Complete", None, "Complete")]
+    assert order.claimed_until != claim
+    assert requests_to(httpserver, "/together.jpg") == 2
+
+
+@pytest.mark.django_db
 def test_a_claim_reads_the_order_with_its_environment_and_merchant_in_the_same_statement(
     sandbox_api: APIClient, django_assert_num_queries: Any
 ) -> None:
@@ -1075,3 +1118,76 @@ def test_the_sweepers_ring_once_per_due_time_or_expired_claim_not_at_every_sweep
         assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
     finally:
         purge_queues()
+
+
+def _waiting_for_a_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("step", [PipelineStep.ALLOCATE, PipelineStep.PRODUCTION])
+def test_a_step_waits_for_an_action_holding_its_order_and_neither_deadlocks(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer, step: str
+) -> None:
+    """The allocation writes the order's items and shipments, production its shipments, then
+    the order row; an action locks the order row, then writes those rows. Each step locks the
+    order row first too (its claim renewed), so it waits for the action instead of holding
+    rows the action then waits for (a deadlock, which PostgreSQL ends by failing one side)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are proven on PostgreSQL")
+    settings.ALLOW_PRIVATE_URLS = True
+    settings.LAB_SIMULATOR_SECONDS = 0
+    order_id = photo_order(sandbox_api, httpserver, "locks")
+    advance_to(order_id, step)
+    # Claimed (committed), as a worker claims a step before it runs it.
+    claimed = order_claim(order_id=pk(order_id), step=step, start=True)
+    assert claimed is not None
+    holding, release = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def action() -> None:  # as the actions do it: the order row, then its items and shipments
+        try:
+            with transaction.atomic():
+                Order.objects.select_for_update().get(id=pk(order_id))
+                holding.set()
+                release.wait(10)
+                OrderItem.objects.filter(order_id=pk(order_id)).update(merchant_reference="mine")
+                Shipment.objects.filter(order_id=pk(order_id)).update(carrier_name="Mine")
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    def run_step() -> None:
+        try:
+            STEPS[step](claimed)
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    acting = threading.Thread(target=action)
+    acting.start()
+    assert holding.wait(10)
+    stepping = threading.Thread(target=run_step)
+    stepping.start()
+    deadline = time.monotonic() + 10
+    while _waiting_for_a_lock() == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    waited = _waiting_for_a_lock()
+    release.set()
+    acting.join(10)
+    stepping.join(10)
+
+    assert waited == 1 and failures == []
+    order = Order.objects.get(id=pk(order_id))
+    # The step ran to its end after the action: allocated, or shipped and complete.
+    assert order.pipeline_step == (
+        PipelineStep.PREPARE if step == PipelineStep.ALLOCATE else PipelineStep.DONE
+    )
+    assert order.items.get().merchant_reference == "mine"
