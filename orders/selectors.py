@@ -314,13 +314,15 @@ _ORDER_NUMBERED = JoinedRead(
 
 def order_numbered_get(*, environment: Environment, order: Order) -> Order:
     """The order row alone, as ``order_with_parts_numbered_get`` reads it after the same
-    increment (one statement on PostgreSQL): for a further event of ``order`` in the
+    increment (one statement on PostgreSQL, two elsewhere): for a further event of ``order`` in the
     transaction of an earlier one, whose parts it reuses (``orders.events.PartsKept``)."""
-    if connection.vendor != "postgresql":
-        return order_with_parts_numbered_get(environment=environment, order_id=order.id)[0]
     with connection.cursor() as cursor:
-        cursor.execute(*_ORDER_NUMBERED.statement([order.id]))
-        rows = _ORDER_NUMBERED.instances(cursor.fetchall())
+        if connection.vendor == "postgresql":
+            cursor.execute(*_ORDER_NUMBERED.statement([order.id]))
+            rows = _ORDER_NUMBERED.instances(cursor.fetchall())
+        else:  # the increment, then the row
+            cursor.execute(*_sequence_increment(order.id))
+            rows = [(row,) for row in Order.objects.filter(id=order.id)]
     if not rows or rows[0][0].environment_id != environment.id:
         raise EntityNotFound(f"No order {order.public_id} in this environment.")
     return rows[0][0]

@@ -29,7 +29,8 @@ def order_advance_task(order_id: int, step: str | None = None) -> None:
 
     The run is one scope of the in-memory data's versions, as a web request is
     (``common.versions``): the catalogue snapshot is checked once, at the first step that uses
-    it (allocation, the first of a run on the images queue), not again at each step after.
+    it (allocation on the images queue, the download on the downloads queue), not again at
+    each step after; a run lasts a few steps of one order, or the downloads it hands a slot to.
     """
     with versions_request_scope():
         order_advance(order_id=order_id, step=step, follow_up=True)

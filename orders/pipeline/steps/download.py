@@ -1,5 +1,5 @@
-"""Step 2: download every asset, the packing slip and the branding files, in parallel, through
-the guarded client.
+"""Step 2: download every asset, the packing slip and the branding files through the guarded
+client, in parallel when there are several (one runs in the task's own thread).
 
 Each asset keeps its own attempt count and due time. A failed attempt leaves one
 ``order.items.assets.NotDownloaded`` issue per asset (replaced, not appended); the tenth turns
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from common.files import file_store
@@ -59,7 +58,7 @@ from orders.models import (
     OrderIssue,
     OrderItem,
 )
-from orders.pipeline.claims import order_claim_renew
+from orders.pipeline.claims import order_claimed_transaction
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +79,8 @@ def retry_delay(attempt: int) -> timedelta:
 
 
 def _fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
-    """Runs in a worker thread: network and file checks only, no database access."""
+    """Runs in a fetching thread (``_fetching_pool``): network and file checks only, no
+    database access."""
 
     def check(downloaded: DownloadedFile) -> AssetFileInfo:
         if asset.md5_hash:
@@ -225,9 +225,10 @@ def order_assets_download(
 
     The detail state is Complete when every asset is downloaded, Error when one has failed
     for good, else InProgress with the earliest retry time. Each attempt is recorded as it
-    ends, under our claim; ``finish(state, next_at)`` (the state machine's move to what comes
-    next) runs inside the transaction of the last record (of its own when nothing was due),
-    so the last attempt and the order's move commit together.
+    ends, under our claim. ``finish(state, next_at)`` (the state machine's move to what comes
+    next, with its event) runs in the transaction of the last attempt's record, or of a claim
+    renewal of its own when nothing was due: the last attempt and the move commit together,
+    and fail together (the attempt is then made again when the step is retried).
     """
     now = timezone.now()
     every_asset = _assets(order)
@@ -238,10 +239,12 @@ def order_assets_download(
     files = _pending_files(order, now)
     # This process's catalogue snapshot: one version query, not four per product.
     products = catalogue_snapshot().products_by_sku([a.item.sku for a in assets]) if assets else {}
+    outcome: list[tuple[str, datetime | None]] = []
 
     def finished() -> None:
+        outcome.append(_state(order, every_asset))
         if finish is not None:
-            finish(*_state(order, every_asset))
+            finish(*outcome[0])
 
     with (
         tempfile.TemporaryDirectory(prefix="assets-") as folder,
@@ -268,9 +271,10 @@ def order_assets_download(
             then = finished if number == len(attempts) else None
             _record(order, partial(record, future.result()), then=then)
     if not attempts:
-        with transaction.atomic():
-            finished()
-    return _state(order, every_asset)
+        if finish is None:
+            return _state(order, every_asset)
+        _record(order, None, then=finished)
+    return outcome[0]
 
 
 class _InThisThread(Executor):
@@ -295,22 +299,19 @@ def _fetching_pool(fetches: int) -> Executor:
 
 
 def _record(
-    order: Order, record: Callable[[datetime], None], *, then: Callable[[], None] | None = None
+    order: Order,
+    record: Callable[[datetime], None] | None,
+    *,
+    then: Callable[[], None] | None = None,
 ) -> None:
-    """``record`` one attempt under our claim, and ``then`` in the same transaction."""
+    """``record`` one attempt under our claim, and ``then`` in the same transaction (a worker
+    that lost the order, its claim expired, must not count the attempt twice)."""
     now = timezone.now()
-    claim = order.claimed_until
-    try:
-        with transaction.atomic():
-            # A worker that lost the order (its claim expired) must not count the attempt twice.
-            # The order row is locked first, as the actions lock it before its items.
-            order_claim_renew(order=order)
+    with order_claimed_transaction(order=order):
+        if record is not None:
             record(now)
-            if then is not None:
-                then()
-    except BaseException:
-        order.claimed_until = claim  # the renewal rolled back with the rest
-        raise
+        if then is not None:
+            then()
 
 
 def _attempt_count(row: Asset | OrderFile, fetched: Fetched, now: datetime) -> bool | None:
