@@ -250,18 +250,20 @@ def order_claim_renew(*, order: Order) -> None:
 
 
 @contextmanager
-def order_claimed_transaction(*, order: Order) -> Iterator[None]:
+def order_claimed_transaction(*, order: Order, renewed: bool = True) -> Iterator[None]:
     """A transaction that starts by renewing our claim (``order_claim_renew``), which locks
     the order row before the step writes any other row of the order: the actions lock it
     first too, then its items, shipments and charges, so a step and an action on one order wait
-    for each other and never deadlock.
+    for each other and never deadlock. ``renewed=False``: the step renews it itself, later but
+    before its first write (production, which asks the labs first).
 
     On a rollback the claim in memory is the database's again (the renewal, and any move the
     step made, rolled back), so the state machine can still find the order by it."""
     claim = order.claimed_until
     try:
         with transaction.atomic():
-            order_claim_renew(order=order)
+            if renewed:
+                order_claim_renew(order=order)
             yield
     except BaseException:
         order.claimed_until = claim

@@ -201,7 +201,8 @@ def _submit(order: Order) -> None:
 
 
 def _produce(order: Order) -> None:
-    with order_claimed_transaction(order=order):
+    # The order row is locked (our claim renewed) once a shipment has news to write.
+    with order_claimed_transaction(order=order, renewed=False):
         any_shipped, all_shipped, next_check, shipped_now = order_shipments_track(order=order)
         if shipped_now:
             # The Shipped events show the order as shipping (recorded after this move).

@@ -130,7 +130,20 @@ def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None,
     Returns (any shipped, all shipped, when to ask again, the shipments shipped just now). The
     caller records their ``Shipped`` events once it has moved the order on, so each event shows
     the order as it then is (``shipping: InProgress``).
+
+    Asking a lab holds no lock; before its first write to a shipment, the step renews its claim,
+    which locks the order row first, as the actions lock it before its shipments: a cancel
+    racing the step waits for it, or the step for the cancel, and neither deadlocks. An order
+    whose shipments have not moved is not locked while the labs are asked.
     """
+    locked = False
+
+    def order_locked() -> None:
+        nonlocal locked
+        if not locked:
+            order_claim_renew(order=order)
+            locked = True
+
     now = timezone.now()
     sandbox = order.environment.is_sandbox
     any_shipped = False
@@ -154,6 +167,8 @@ def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None,
         produced = bool(progress.in_production_at and shipment.in_production_at is None)
         if produced:
             shipment.in_production_at = progress.in_production_at
+        if produced or progress.shipped_at:
+            order_locked()
         if progress.shipped_at and _shipped_record(shipment, progress, produced=produced):
             shipped_now.append(shipment)
         elif produced:
