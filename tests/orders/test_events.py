@@ -3,7 +3,6 @@ one costs, and how concurrent ones of one order are numbered."""
 
 import json
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from orders.events import (
 )
 from orders.models import Order, OrderItem
 from tests.orders.factories import OrderFactory, ShipmentFactory
-from tests.support.database import ON_POSTGRES
+from tests.support.database import ON_POSTGRES, sessions_waiting_for_a_lock_soon
 from tests.support.envelopes import build_envelope
 from webhooks.models import CallbackEvent
 
@@ -127,15 +126,6 @@ def _in_own_transaction(work: Any) -> threading.Thread:
     return thread
 
 
-def _waiting_for_a_lock() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return int(cursor.fetchone()[0])
-
-
 @pytest.mark.django_db(transaction=True)
 def test_an_event_waiting_for_another_of_its_order_is_numbered_and_shown_after_it() -> None:
     if not ON_POSTGRES:
@@ -157,10 +147,7 @@ def test_an_event_waiting_for_another_of_its_order_is_numbered_and_shown_after_i
     second_thread = _in_own_transaction(
         lambda: later.append(order_event_create(order=order, event_type=event_type))
     )
-    deadline = time.monotonic() + 10
-    while _waiting_for_a_lock() == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    waited = _waiting_for_a_lock()
+    waited = sessions_waiting_for_a_lock_soon()
     release.set()
     first_thread.join(10)
     second_thread.join(10)

@@ -47,6 +47,7 @@ from orders.pipeline.state_machine import STEPS, order_advance, order_submit_now
 from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.produce import shipment_submission_record
 from orders.tasks import orders_sweep_task
+from tests.support.database import sessions_waiting_for_a_lock_soon
 from tests.support.images import bomb_png_bytes, jpeg_bytes, md5, pdf_bytes, png_bytes
 from tests.support.orders import (
     TYPE,
@@ -1120,15 +1121,6 @@ def test_the_sweepers_ring_once_per_due_time_or_expired_claim_not_at_every_sweep
         purge_queues()
 
 
-def _waiting_for_a_lock() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return int(cursor.fetchone()[0])
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("step", [PipelineStep.ALLOCATE, PipelineStep.PRODUCTION])
 def test_a_step_waits_for_an_action_holding_its_order_and_neither_deadlocks(
@@ -1176,10 +1168,7 @@ def test_a_step_waits_for_an_action_holding_its_order_and_neither_deadlocks(
     assert holding.wait(10)
     stepping = threading.Thread(target=run_step)
     stepping.start()
-    deadline = time.monotonic() + 10
-    while _waiting_for_a_lock() == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    waited = _waiting_for_a_lock()
+    waited = sessions_waiting_for_a_lock_soon()
     release.set()
     acting.join(10)
     stepping.join(10)
