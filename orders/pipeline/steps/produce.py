@@ -4,7 +4,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from labs.connectors import LabConnector, LabProgress, lab_connector
@@ -14,7 +13,7 @@ from orders.issues import SUBMISSION_FAILED
 from orders.lab_orders import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
 from orders.parts import ShipmentParts
-from orders.pipeline.claims import ClaimLost, order_claim_renew
+from orders.pipeline.claims import ClaimLost, order_claim_renew, order_claimed_transaction
 from orders.selectors import order_shipment_parts
 
 
@@ -67,30 +66,24 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
 def _refusal_record(order: Order, shipment: Shipment, message: str, *, final: bool) -> int:
     """Count a refused submission (under our claim) and say so in the shipment's one issue;
     ``final``: the lab refused for good, no attempt follows."""
-    claim = order.claimed_until
-    try:
-        with transaction.atomic():
-            order_claim_renew(order=order)
-            attempts = shipment.submit_attempts + 1
-            Shipment.objects.filter(id=shipment.id).update(submit_attempts=attempts)
-            limit = settings.LAB_SUBMIT_ATTEMPTS
-            progress = (
-                f"after {attempts} attempt(s)"
-                if attempts >= limit or final
-                else f"(attempt {attempts} of {limit})"
-            )
-            OrderIssue.objects.update_or_create(
-                order=order,
-                object_id=shipment.public_id,
-                error_code=SUBMISSION_FAILED,
-                defaults={
-                    "description": f"Lab {shipment.lab_code} refused shipment "
-                    f"{shipment.public_id} {progress}: {message}"
-                },
-            )
-    except BaseException:
-        order.claimed_until = claim
-        raise
+    with order_claimed_transaction(order=order):
+        attempts = shipment.submit_attempts + 1
+        Shipment.objects.filter(id=shipment.id).update(submit_attempts=attempts)
+        limit = settings.LAB_SUBMIT_ATTEMPTS
+        progress = (
+            f"after {attempts} attempt(s)"
+            if attempts >= limit or final
+            else f"(attempt {attempts} of {limit})"
+        )
+        OrderIssue.objects.update_or_create(
+            order=order,
+            object_id=shipment.public_id,
+            error_code=SUBMISSION_FAILED,
+            defaults={
+                "description": f"Lab {shipment.lab_code} refused shipment "
+                f"{shipment.public_id} {progress}: {message}"
+            },
+        )
     shipment.submit_attempts = attempts
     return attempts
 
@@ -107,16 +100,13 @@ def shipment_submission_record(
     """Record an accepted submission under our claim and the order's row lock (as the actions
     take it): a cancel either sees the submission and cancels at the lab, or came first, and
     then the lab order is withdrawn here (``parts``: as ``lab_order`` takes them)."""
-    claim = order.claimed_until
     try:
-        with transaction.atomic():
-            order_claim_renew(order=order)
+        with order_claimed_transaction(order=order):
             Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
                 submitted_at=submitted_at, lab_order_reference=reference
             )
             OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
     except BaseException as exc:
-        order.claimed_until = claim  # the renewal rolled back with the rest
         cancelled = Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.CANCELLED)
         if isinstance(exc, ClaimLost) and cancelled.exists():
             connector.cancel(replace(lab_order(shipment, parts), reference=reference))
