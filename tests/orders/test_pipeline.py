@@ -37,17 +37,15 @@ from orders.models import (
     ChargeType,
     Order,
     OrderIssue,
-    OrderItem,
     PipelineStep,
     Shipment,
     Stage,
 )
 from orders.pipeline.claims import ClaimLost, order_claim
-from orders.pipeline.state_machine import STEPS, order_advance, order_submit_now
+from orders.pipeline.state_machine import order_advance, order_submit_now
 from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.produce import shipment_submission_record
 from orders.tasks import orders_sweep_task
-from tests.support.database import sessions_waiting_for_a_lock_soon
 from tests.support.images import bomb_png_bytes, jpeg_bytes, md5, pdf_bytes, png_bytes
 from tests.support.orders import (
     TYPE,
@@ -1119,64 +1117,3 @@ def test_the_sweepers_ring_once_per_due_time_or_expired_claim_not_at_every_sweep
         assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
     finally:
         purge_queues()
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("step", [PipelineStep.ALLOCATE, PipelineStep.PRODUCTION])
-def test_a_step_waits_for_an_action_holding_its_order_and_neither_deadlocks(
-    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer, step: str
-) -> None:
-    """The allocation writes the order's items and shipments, production its shipments, then
-    the order row; an action locks the order row, then writes those rows. Each step locks the
-    order row first too (its claim renewed), so it waits for the action instead of holding
-    rows the action then waits for (a deadlock, which PostgreSQL ends by failing one side)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("row locks are proven on PostgreSQL")
-    settings.ALLOW_PRIVATE_URLS = True
-    settings.LAB_SIMULATOR_SECONDS = 0
-    order_id = photo_order(sandbox_api, httpserver, "locks")
-    advance_to(order_id, step)
-    # Claimed (committed), as a worker claims a step before it runs it.
-    claimed = order_claim(order_id=pk(order_id), step=step, start=True)
-    assert claimed is not None
-    holding, release = threading.Event(), threading.Event()
-    failures: list[BaseException] = []
-
-    def action() -> None:  # as the actions do it: the order row, then its items and shipments
-        try:
-            with transaction.atomic():
-                Order.objects.select_for_update().get(id=pk(order_id))
-                holding.set()
-                release.wait(10)
-                OrderItem.objects.filter(order_id=pk(order_id)).update(merchant_reference="mine")
-                Shipment.objects.filter(order_id=pk(order_id)).update(carrier_name="Mine")
-        except BaseException as exc:
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    def run_step() -> None:
-        try:
-            STEPS[step](claimed)
-        except BaseException as exc:
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    acting = threading.Thread(target=action)
-    acting.start()
-    assert holding.wait(10)
-    stepping = threading.Thread(target=run_step)
-    stepping.start()
-    waited = sessions_waiting_for_a_lock_soon()
-    release.set()
-    acting.join(10)
-    stepping.join(10)
-
-    assert waited == 1 and failures == []
-    order = Order.objects.get(id=pk(order_id))
-    # The step ran to its end after the action: allocated, or shipped and complete.
-    assert order.pipeline_step == (
-        PipelineStep.PREPARE if step == PipelineStep.ALLOCATE else PipelineStep.DONE
-    )
-    assert order.items.get().merchant_reference == "mine"
