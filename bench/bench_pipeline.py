@@ -5,7 +5,7 @@ Run from the project root with PostgreSQL and Redis::
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mydb REDIS_URL=redis://127.0.0.1:6379/6 \\
         .venv/bin/python bench/bench_pipeline.py [--orders 40] [--concurrency 3] [--one-worker] \\
-        [--repeat 3]
+        [--repeat 3] [--timeline]
 
 It creates a scratch database ``<name>_bench`` beside the one in ``DATABASE_URL`` (dropped at
 the end), migrates it, loads the demo catalogue and empties the ``default`` and ``callbacks``
@@ -47,12 +47,14 @@ that is the download and the fresh file alone, the floor under the first. Beside
 time each group of processes spent during the pipeline, per order (the workers' main processes
 apart from their pools, the asset server, this script polling, PostgreSQL, Redis, and the
 rest, the kernel's writeback of the stored files among it), the CPU of one render alone, and
-this script's CPU posting an order before the clock.
+this script's CPU posting an order before the clock. ``--timeline``: for each run, the share of
+the CPUs left idle in each tenth of it (where a run waits: its start, its end, or throughout).
 """
 
 import argparse
 import contextlib
 import io
+import itertools
 import multiprocessing
 import os
 import signal
@@ -60,6 +62,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -291,12 +294,52 @@ def printready_alone(
         return wall, cpu, spent
 
 
+class IdleSampler:
+    """The machine's idle CPU time (``/proc/stat``) sampled every ``every`` seconds in a thread
+    of its own from its creation, for ``tenths``."""
+
+    def __init__(self, every: float = 0.05) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self.stopped = threading.Event()
+        self.every = every
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append((time.time(), machine_times()["idle"]))
+            if self.stopped.wait(self.every):
+                return
+
+    def tenths(self, start: float, stop: float) -> list[float]:
+        """Stop sampling; the CPUs' idle share in each tenth of [``start``, ``stop``], from the
+        samples around it (interpolated linearly between them)."""
+        self.stopped.set()
+        self.thread.join()
+        cpus = os.cpu_count() or 1
+
+        def idle_at(moment: float) -> float:
+            before = max((s for s in self.samples if s[0] <= moment), default=self.samples[0])
+            after = min((s for s in self.samples if s[0] >= moment), default=self.samples[-1])
+            if after[0] == before[0]:
+                return before[1]
+            share = (moment - before[0]) / (after[0] - before[0])
+            return before[1] + (after[1] - before[1]) * share
+
+        step = (stop - start) / 10
+        edges = [start + step * n for n in range(11)]
+        return [(idle_at(b) - idle_at(a)) / (step * cpus) for a, b in itertools.pairwise(edges)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--orders", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=(os.cpu_count() or 1) + 1)
     parser.add_argument("--one-worker", action="store_true")
     parser.add_argument("--repeat", type=int, default=1, help="pipeline runs (median shown)")
+    parser.add_argument(
+        "--timeline", action="store_true", help="the CPUs' idle share by tenth of each run"
+    )
     options = parser.parse_args()
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not database_url.startswith("postgres") or not redis_url:
@@ -405,6 +448,7 @@ def main() -> None:
     posts: list[float] = []  # this process's CPU seconds posting each run's orders
 
     runs: list[float] = []  # the pipeline's seconds, run by run
+    timelines: list[list[float]] = []  # --timeline: each run's idle share by tenth
     cpu: dict[str, float] = {}  # CPU seconds by group over every run
     system: dict[str, float] = {}  # the part of it in the kernel
     machine: dict[str, float] = {}
@@ -421,10 +465,13 @@ def main() -> None:
                 ids = [order(repeat * options.orders + n) for n in range(options.orders)]
             posts.append(time.process_time() - posting)
             meter.start()
+            sampling = IdleSampler() if options.timeline else None
             started = time.time()
             for order_id, step in held:
                 order_enqueue(order_id=order_id, step=step)
             runs.append(wait(ids) - started)
+            if sampling is not None:
+                timelines.append(sampling.tenths(started, started + runs[-1]))
             for label, seconds in meter.stop().items():
                 cpu[label] = cpu.get(label, 0.0) + seconds
                 system[label] = system.get(label, 0.0) + meter.system[label]
@@ -463,6 +510,9 @@ def main() -> None:
             f"ratio {ratio:.2f}x (the download and fresh file alone {floor_ratio:.2f}x)",
             file=out,
         )
+    for n, tenths in enumerate(timelines, 1):
+        shown = " ".join(f"{share * 100:3.0f}" for share in tenths)
+        print(f"run {n}: the CPUs idle by tenth of the run (%): {shown}", file=out)
     shown_loads = ", ".join(f"{load:.1f}" for load in loads)
     print(f"load average (1 min) before the first run and after each: {shown_loads}", file=out)
     print(
