@@ -214,6 +214,10 @@ _DOWNLOAD_CLAIM = _download_claim_statement(started=False)
 _DOWNLOAD_CLAIM_STARTED = _download_claim_statement(started=True)
 
 
+# A claim younger than this is not renewed by ``order_claim_renew(unless_fresh=True)``.
+CLAIM_FRESH = timedelta(seconds=1)
+
+
 def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:
     """Record the next step (or the same one, due later) and release the claim.
 
@@ -233,14 +237,22 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
         setattr(order, name, value)
 
 
-def order_claim_renew(*, order: Order) -> None:
+def order_claim_renew(*, order: Order, unless_fresh: bool = False) -> None:
     """Extend our claim between the units of a long step (each download, each rendering), or
     raise ``ClaimLost``: a step outlasting the claim must not be run by two workers at once.
 
     Inside a transaction the update also locks the order row until it commits, as the actions
-    do, so a cancel either waits for the write or has already happened.
+    do, so a cancel either waits for the write or has already happened. ``unless_fresh``: a
+    claim taken or renewed less than ``CLAIM_FRESH`` ago is left as it is, with no statement
+    (renewing it would move its end by less than that; a cancel meanwhile is still found, by
+    the next renewal or by the step's move).
     """
-    until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
+    now = timezone.now()
+    period = timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
+    claimed = order.claimed_until
+    if unless_fresh and claimed is not None and claimed - now > period - CLAIM_FRESH:
+        return
+    until = now + period
     renewed = Order.objects.filter(
         id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until
     ).update(claimed_until=until)

@@ -27,6 +27,7 @@ shipments submitted), and its final writes and the callback event it causes comm
 with the move to the next step. The steps' work is in ``orders.pipeline.steps``.
 """
 
+import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -161,7 +162,9 @@ def _allocate(order: Order) -> None:
 
 def _prepare(order: Order) -> None:
     ok = order_assets_prepare(order=order)
-    with transaction.atomic():
+    # Prepared: the move is one statement (no transaction around it); failed: the move and its
+    # error event commit together.
+    with contextlib.nullcontext() if ok else transaction.atomic():
         _step_finished(
             order, detail="print_ready_assets_prepared", ok=ok, next_step=PipelineStep.SUBMIT
         )
@@ -169,35 +172,37 @@ def _prepare(order: Order) -> None:
 
 def _submit(order: Order) -> None:
     submitted, retry_at = order_shipments_submit(order=order)
-    if submitted is False:
-        # Refused for good: the shipments already at other labs are withdrawn, not abandoned.
-        cancelled, kept = submitted_shipments_withdraw(order=order)
+    # Accepted, or refused for now: the move alone (one statement, no transaction around it).
+    if submitted:
+        now = timezone.now()
+        order_move_on(order=order, step=PipelineStep.PRODUCTION, due_at=now, submitted_at=now)
+        return
+    if submitted is None:
+        order_move_on(order=order, step=PipelineStep.SUBMIT, due_at=retry_at)
+        return
+    # Refused for good: the shipments already at other labs are withdrawn, not abandoned; the
+    # failure, the move and its event commit together.
+    cancelled, kept = submitted_shipments_withdraw(order=order)
     with transaction.atomic():
-        if submitted:
+        order_claim_renew(order=order)  # our claim, and the order row locked, or roll back
+        submission_failure_record(order=order, cancelled=cancelled, kept=kept)
+        if kept:  # made at their labs anyway: follow them to dispatch
             now = timezone.now()
-            order_move_on(order=order, step=PipelineStep.PRODUCTION, due_at=now, submitted_at=now)
-        elif submitted is None:
-            order_move_on(order=order, step=PipelineStep.SUBMIT, due_at=retry_at)
+            order_move_on(
+                order=order,
+                step=PipelineStep.PRODUCTION,
+                due_at=now,
+                submitted_at=now,
+                in_production=DetailState.ERROR,
+            )
         else:
-            order_claim_renew(order=order)  # our claim, and the order row locked, or roll back
-            submission_failure_record(order=order, cancelled=cancelled, kept=kept)
-            if kept:  # made at their labs anyway: follow them to dispatch
-                now = timezone.now()
-                order_move_on(
-                    order=order,
-                    step=PipelineStep.PRODUCTION,
-                    due_at=now,
-                    submitted_at=now,
-                    in_production=DetailState.ERROR,
-                )
-            else:
-                order_move_on(
-                    order=order,
-                    step=PipelineStep.FAILED,
-                    due_at=None,
-                    in_production=DetailState.ERROR,
-                )
-            step_failed(order=order, detail="in_production")
+            order_move_on(
+                order=order,
+                step=PipelineStep.FAILED,
+                due_at=None,
+                in_production=DetailState.ERROR,
+            )
+        step_failed(order=order, detail="in_production")
 
 
 def _produce(order: Order) -> None:

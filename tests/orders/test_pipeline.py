@@ -44,6 +44,7 @@ from orders.models import (
 from orders.pipeline.claims import ClaimLost, order_claim
 from orders.pipeline.state_machine import order_advance, order_submit_now
 from orders.pipeline.steps.download import order_assets_download
+from orders.pipeline.steps.prepare import order_assets_prepare
 from orders.pipeline.steps.produce import shipment_submission_record
 from orders.tasks import orders_sweep_task
 from tests.support.images import bomb_png_bytes, jpeg_bytes, md5, pdf_bytes, png_bytes
@@ -698,6 +699,38 @@ def test_a_step_claimed_to_run_shows_it_started_in_the_claims_own_statement(
     downloading = order_claim(order_id=order_id, step=PipelineStep.DOWNLOAD, start=True)
     assert downloading is not None and downloading.download_assets == "InProgress"
     assert Order.objects.get(id=order_id).download_assets == "InProgress"
+
+
+@pytest.mark.django_db
+def test_a_rendering_renews_the_claim_first_unless_it_was_taken_within_the_second(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    public_id = photo_order(sandbox_api, httpserver, "fresh")
+    advance_to(public_id, PipelineStep.PREPARE)
+    order_id = pk(public_id)
+    order = order_claim(order_id=order_id, step=PipelineStep.PREPARE)
+    assert order is not None and order.claimed_until is not None
+    taken = order.claimed_until
+
+    assert order_assets_prepare(order=order) is True
+    # Taken just now: rendered under the claim as it was (no renewal, no statement for it).
+    assert Order.objects.get(id=order_id).claimed_until == taken == order.claimed_until
+
+    # A claim taken two seconds ago is renewed before the rendering.
+    Asset.objects.filter(item__order_id=order_id).update(print_file="", thumbnail="")
+    older = taken - timedelta(seconds=2)
+    Order.objects.filter(id=order_id).update(claimed_until=older)
+    order.claimed_until = older
+    assert order_assets_prepare(order=order) is True
+    renewed = Order.objects.get(id=order_id).claimed_until
+    assert renewed == order.claimed_until and renewed > taken
+    # A claim lost meanwhile (a cancel) is found by that renewal, before anything is rendered.
+    Asset.objects.filter(item__order_id=order_id).update(print_file="", thumbnail="")
+    order.claimed_until = older
+    with pytest.raises(ClaimLost):
+        order_assets_prepare(order=order)
+    assert Asset.objects.get(item__order_id=order_id).print_file == ""
 
 
 @pytest.mark.django_db

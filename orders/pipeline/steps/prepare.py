@@ -61,7 +61,7 @@ def order_assets_prepare(*, order: Order) -> bool:
     items, assets = order_items_get(order=order)
     catalogue: CatalogueSnapshot | None = None  # read once, for the first image to render
     for item, asset in [(i, a) for i in items for a in assets[i.id] if not a.print_file]:
-        order_claim_renew(order=order)
+        order_claim_renew(order=order, unless_fresh=True)  # not just after the claim
         if asset.source_file.endswith(".pdf"):
             asset.print_file = asset.source_file
             asset.save(update_fields=["print_file"])
