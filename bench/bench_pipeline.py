@@ -294,6 +294,64 @@ def printready_alone(
         return wall, cpu, spent
 
 
+class Probed:
+    """What ``bench/probe/sitecustomize.py`` counted in the workers' processes, summed over the
+    processes of each kind (``pool``: prefork children; ``threads``: thread-pool workers):
+    their CPU seconds, the seconds in renders, and by task name its seconds and runs."""
+
+    def __init__(self) -> None:
+        self.process: dict[str, float] = {}
+        self.render = 0.0
+        self.tasks: dict[tuple[str, str], list[float]] = {}
+
+    @classmethod
+    def read(cls, folder: Path) -> "Probed":
+        found = cls()
+        for path in sorted(folder.glob("*-*[0-9]")) if folder.is_dir() else []:
+            kind = path.name.split("-", 1)[0]
+            with contextlib.suppress(OSError, ValueError):
+                first, *lines = path.read_text().splitlines()
+                process, render = (float(word) for word in first.split())
+                found.process[kind] = found.process.get(kind, 0.0) + process
+                found.render += render
+                for line in lines:
+                    name, cpu, runs = line.split()
+                    total = found.tasks.setdefault((kind, name), [0.0, 0.0])
+                    total[0] += float(cpu)
+                    total[1] += float(runs)
+        return found
+
+    def add_difference(self, after: "Probed", before: "Probed") -> None:
+        """Add what was counted between ``before`` and ``after``."""
+        for kind, seconds in after.process.items():
+            spent = seconds - before.process.get(kind, 0.0)
+            self.process[kind] = self.process.get(kind, 0.0) + spent
+        self.render += after.render - before.render
+        for key, (cpu, runs) in after.tasks.items():
+            was = before.tasks.get(key, [0.0, 0.0])
+            total = self.tasks.setdefault(key, [0.0, 0.0])
+            total[0] += cpu - was[0]
+            total[1] += runs - was[1]
+
+    def report(self, orders: int) -> list[str]:
+        lines = []
+        for kind, label in (("pool", "the images pool's processes"), ("threads", "thread pool")):
+            tasks = {name: v for (k, name), v in self.tasks.items() if k == kind}
+            if kind not in self.process:
+                continue
+            in_tasks = sum(cpu for cpu, _ in tasks.values())
+            shown = ", ".join(
+                f"{name} {cpu / orders * 1000:.1f} ms in {runs / orders:.2f} runs"
+                for name, (cpu, runs) in sorted(tasks.items(), key=lambda kv: -kv[1][0])
+            )
+            lines.append(f"  ({label} by the probe, per order: tasks {shown}")
+            if kind == "pool":
+                lines.append(f"   of which renders {self.render / orders * 1000:.1f} ms;")
+            between = (self.process[kind] - in_tasks) / orders * 1000
+            lines.append(f"   the process beyond its tasks {between:.1f} ms)")
+        return lines
+
+
 class IdleSampler:
     """The machine's idle CPU time (``/proc/stat``) sampled every ``every`` seconds in a thread
     of its own from its creation, for ``tenths``."""
@@ -339,6 +397,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="pipeline runs (median shown)")
     parser.add_argument(
         "--timeline", action="store_true", help="the CPUs' idle share by tenth of each run"
+    )
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="split the images pool's CPU into renders, the rest of the tasks, and Celery",
     )
     options = parser.parse_args()
     database_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
@@ -409,11 +472,18 @@ def main() -> None:
             ],
             ["-Q", "downloads,callbacks,sweeps", "-P", "threads", "-c", "8", "-n", "io@%h"],
         ]
+    environment = os.environ.copy()
+    probes = scratch / "probe"
+    if options.probe:  # bench/probe/sitecustomize.py, in the workers' processes only
+        probes.mkdir()
+        paths = [str(ROOT / "bench" / "probe"), environment.get("PYTHONPATH", "")]
+        environment.update(PYTHONPATH=os.pathsep.join(filter(None, paths)))
+        environment.update(BENCH_PROBE_DIR=str(probes))
     started_workers = [
         subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", *queues, *common,
              "-s", str(scratch / "beat-schedule")],
-            cwd=ROOT, env=os.environ.copy(), stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         for queues in workers
@@ -448,6 +518,7 @@ def main() -> None:
     posts: list[float] = []  # this process's CPU seconds posting each run's orders
 
     runs: list[float] = []  # the pipeline's seconds, run by run
+    probe = Probed()  # --probe: the workers' CPU by task
     timelines: list[list[float]] = []  # --timeline: each run's idle share by tenth
     cpu: dict[str, float] = {}  # CPU seconds by group over every run
     system: dict[str, float] = {}  # the part of it in the kernel
@@ -465,6 +536,7 @@ def main() -> None:
                 ids = [order(repeat * options.orders + n) for n in range(options.orders)]
             posts.append(time.process_time() - posting)
             meter.start()
+            probed = Probed.read(probes)
             sampling = IdleSampler() if options.timeline else None
             started = time.time()
             for order_id, step in held:
@@ -472,6 +544,9 @@ def main() -> None:
             runs.append(wait(ids) - started)
             if sampling is not None:
                 timelines.append(sampling.tenths(started, started + runs[-1]))
+            if options.probe:
+                time.sleep(0.2)  # the last task's totals written
+                probe.add_difference(Probed.read(probes), probed)
             for label, seconds in meter.stop().items():
                 cpu[label] = cpu.get(label, 0.0) + seconds
                 system[label] = system.get(label, 0.0) + meter.system[label]
@@ -531,6 +606,8 @@ def main() -> None:
             continue
         kernel = system[label] / orders * 1000
         print(f"  {label:<34} {seconds / orders * 1000:7.1f} ms (system {kernel:.1f})", file=out)
+    for line in probe.report(orders):
+        print(line, file=out)
     biggest = sorted(meter.others.items(), key=lambda kv: -kv[1])[:4]
     shown = ", ".join(f"{name} {seconds / orders * 1000:.1f}" for name, seconds in biggest)
     print(f"  (other, by command: {shown})", file=out)
