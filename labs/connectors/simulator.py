@@ -18,7 +18,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F
+from django.db import connection
+from django.utils import timezone
 
 from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
 from labs.models import SimulatedLabOrder
@@ -31,6 +32,20 @@ _CARRIERS = {
     "Express": ("DHL", "Express Worldwide"),
     "Overnight": ("FedEx", "Priority Overnight"),
 }
+
+
+# An accepted submission recorded in one statement: the first of its shipment inserted, a
+# later one counted, and either way the reference recorded first returned.
+_RECORD = (
+    "INSERT INTO {table} (shipment_id, lab_code, reference, submissions, created) "
+    "VALUES (%s, %s, %s, 1, %s) ON CONFLICT (shipment_id) "
+    "DO UPDATE SET submissions = {table}.submissions + 1 RETURNING reference"
+)
+
+
+def _now_for(connection: Any) -> Any:
+    """Now, as the database takes a datetime column's value in a raw statement."""
+    return connection.ops.adapt_datetimefield_value(timezone.now())
 
 
 def _fraction(text: str) -> Decimal:
@@ -51,15 +66,13 @@ class SimulatorConnector(LabConnector):
         if _fraction(order.shipment_id) < self.failure_share:
             return LabResult(False, message=f"Simulated rejection by lab {self.lab_code}.")
         reference = f"SIM-{self.lab_code.upper()}-{order.shipment_id.split('_')[-1]}"
-        recorded, created = SimulatedLabOrder.objects.get_or_create(
-            shipment_id=order.shipment_id,
-            defaults={"lab_code": self.lab_code, "reference": reference},
-        )
-        if not created:
-            SimulatedLabOrder.objects.filter(id=recorded.id).update(
-                submissions=F("submissions") + 1
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _RECORD.format(table=connection.ops.quote_name(SimulatedLabOrder._meta.db_table)),
+                [order.shipment_id, self.lab_code, reference, _now_for(connection)],
             )
-        return LabResult(True, reference=recorded.reference)
+            (recorded,) = cursor.fetchone()
+        return LabResult(True, reference=recorded)
 
     def progress(self, order: LabOrder, *, submitted_at: datetime, now: datetime) -> LabProgress:
         seconds = float(settings.LAB_SIMULATOR_SECONDS)

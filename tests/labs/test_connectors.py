@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 
 from labs.connectors import (
     CAPABILITIES,
@@ -83,6 +84,8 @@ def test_simulator_records_one_lab_order_per_shipment_and_answers_a_resubmission
         "SIM-GB1-555",
         2,
     )
+    # Recorded when it was first accepted (in the database's own form of a datetime).
+    assert timezone.now() - timedelta(minutes=1) < recorded.created <= timezone.now()
     assert SimulatedLabOrder.objects.count() == 2
 
 
