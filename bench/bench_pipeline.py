@@ -5,7 +5,7 @@ Run from the project root with PostgreSQL and Redis::
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/mydb REDIS_URL=redis://127.0.0.1:6379/6 \\
         .venv/bin/python bench/bench_pipeline.py [--orders 40] [--concurrency 3] [--one-worker] \\
-        [--repeat 3] [--timeline]
+        [--repeat 3] [--timeline] [--probe]
 
 It creates a scratch database ``<name>_bench`` beside the one in ``DATABASE_URL`` (dropped at
 the end), migrates it, loads the demo catalogue and empties the ``default`` and ``callbacks``
@@ -49,6 +49,10 @@ apart from their pools, the asset server, this script polling, PostgreSQL, Redis
 rest, the kernel's writeback of the stored files among it), the CPU of one render alone, and
 this script's CPU posting an order before the clock. ``--timeline``: for each run, the share of
 the CPUs left idle in each tenth of it (where a run waits: its start, its end, or throughout).
+``--probe``: the workers run with ``bench/probe`` on their ``PYTHONPATH``, whose
+``sitecustomize.py`` counts their tasks' CPU by task name and, in the images pool, the renders'
+(``BENCH_PROBE_PROFILE=1``: a cProfile of the pool's tasks too), and the images pool's and the
+thread pool's CPU are split into tasks, renders and the process's work between tasks.
 """
 
 import argparse
@@ -353,8 +357,8 @@ class Probed:
 
 
 class IdleSampler:
-    """The machine's idle CPU time (``/proc/stat``) sampled every ``every`` seconds in a thread
-    of its own from its creation, for ``tenths``."""
+    """Samples the machine's idle CPU time (``/proc/stat``) every ``every`` seconds, in a
+    thread of its own, from its creation until ``stop``; ``tenths`` reads the samples."""
 
     def __init__(self, every: float = 0.05) -> None:
         self.samples: list[tuple[float, float]] = []
@@ -369,11 +373,13 @@ class IdleSampler:
             if self.stopped.wait(self.every):
                 return
 
-    def tenths(self, start: float, stop: float) -> list[float]:
-        """Stop sampling; the CPUs' idle share in each tenth of [``start``, ``stop``], from the
-        samples around it (interpolated linearly between them)."""
+    def stop(self) -> None:
         self.stopped.set()
         self.thread.join()
+
+    def tenths(self, start: float, stop: float) -> list[float]:
+        """The CPUs' idle share in each tenth of [``start``, ``stop``], from the samples around
+        it (interpolated linearly between them)."""
         cpus = os.cpu_count() or 1
 
         def idle_at(moment: float) -> float:
@@ -543,15 +549,16 @@ def main() -> None:
                 order_enqueue(order_id=order_id, step=step)
             runs.append(wait(ids) - started)
             if sampling is not None:
+                sampling.stop()
                 timelines.append(sampling.tenths(started, started + runs[-1]))
-            if options.probe:
-                time.sleep(0.2)  # the last task's totals written
-                probe.add_difference(Probed.read(probes), probed)
             for label, seconds in meter.stop().items():
                 cpu[label] = cpu.get(label, 0.0) + seconds
                 system[label] = system.get(label, 0.0) + meter.system[label]
             for kind, seconds in meter.machine.items():
                 machine[kind] = machine.get(kind, 0.0) + seconds
+            if options.probe:  # after the meter: the wait is no part of the run's CPU
+                time.sleep(0.2)  # the last tasks' totals written
+                probe.add_difference(Probed.read(probes), probed)
             loads.append(os.getloadavg()[0])
             alones.append(alone(download=False))
             floors.append(alone(download=True)[0])

@@ -44,13 +44,16 @@ class _Totals:
             self.profile.disable()
             self.profile.dump_stats(Path(FOLDER) / f"{self.kind}-{os.getpid()}.prof")
         spent = self.clock() - getattr(self.local, "started", self.clock())
-        with self.lock:
+        with self.lock:  # one writer at a time, and the file replaced whole: never half read
             total = self.tasks.setdefault(name, [0.0, 0])
             total[0] += spent
             total[1] += 1
             lines = [f"{time.process_time()} {self.render}"]
             lines += [f"{task} {cpu} {runs}" for task, (cpu, runs) in self.tasks.items()]
-        (Path(FOLDER) / f"{self.kind}-{os.getpid()}").write_text("\n".join(lines) + "\n")
+            path = Path(FOLDER) / f"{self.kind}-{os.getpid()}"
+            partial = path.with_name(path.name + ".part")
+            partial.write_text("\n".join(lines) + "\n")
+            os.replace(partial, path)
 
 
 def _install() -> None:

@@ -218,7 +218,8 @@ ASSET_RETRY_MAX_SECONDS = env.float("ASSET_RETRY_MAX_SECONDS", default=3600.0)
 ALLOCATION_RETRY_BASE_SECONDS = env.float("ALLOCATION_RETRY_BASE_SECONDS", default=900.0)
 ALLOCATION_RETRY_MAX_SECONDS = env.float("ALLOCATION_RETRY_MAX_SECONDS", default=4 * 3600.0)
 # How long a worker owns an order step before the sweeper may hand it to another worker;
-# renewed after each download and each rendering, so it must outlast one download.
+# renewed after each download and before each rendering (unless taken within the second), so
+# it must outlast one download.
 PIPELINE_CLAIM_SECONDS = env.float("PIPELINE_CLAIM_SECONDS", default=600.0)
 if PIPELINE_CLAIM_SECONDS <= ASSET_DOWNLOAD_DEADLINE_SECONDS:
     raise ImproperlyConfigured(

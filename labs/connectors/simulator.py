@@ -34,18 +34,15 @@ _CARRIERS = {
 }
 
 
-# An accepted submission recorded in one statement: the first of its shipment inserted, a
-# later one counted, and either way the reference recorded first returned.
-_RECORD = (
+# An accepted submission's ``SimulatedLabOrder`` upserted: the first of its shipment
+# inserted, a later one counted. With ``RETURNING`` (PostgreSQL, SQLite 3.35 and later) the
+# statement also answers the reference recorded first; else ``_SIMULATED_ORDER_REFERENCE``.
+_SIMULATED_ORDER_UPSERT = (
     "INSERT INTO {table} (shipment_id, lab_code, reference, submissions, created) "
     "VALUES (%s, %s, %s, 1, %s) ON CONFLICT (shipment_id) "
-    "DO UPDATE SET submissions = {table}.submissions + 1 RETURNING reference"
+    "DO UPDATE SET submissions = {table}.submissions + 1"
 )
-
-
-def _now_for(connection: Any) -> Any:
-    """Now, as the database takes a datetime column's value in a raw statement."""
-    return connection.ops.adapt_datetimefield_value(timezone.now())
+_SIMULATED_ORDER_REFERENCE = "SELECT reference FROM {table} WHERE shipment_id = %s"
 
 
 def _fraction(text: str) -> Decimal:
@@ -66,11 +63,17 @@ class SimulatorConnector(LabConnector):
         if _fraction(order.shipment_id) < self.failure_share:
             return LabResult(False, message=f"Simulated rejection by lab {self.lab_code}.")
         reference = f"SIM-{self.lab_code.upper()}-{order.shipment_id.split('_')[-1]}"
+        table = connection.ops.quote_name(SimulatedLabOrder._meta.db_table)
+        created = connection.ops.adapt_datetimefield_value(timezone.now())
+        returning = connection.features.can_return_columns_from_insert
         with connection.cursor() as cursor:
             cursor.execute(
-                _RECORD.format(table=connection.ops.quote_name(SimulatedLabOrder._meta.db_table)),
-                [order.shipment_id, self.lab_code, reference, _now_for(connection)],
+                _SIMULATED_ORDER_UPSERT.format(table=table)
+                + (" RETURNING reference" if returning else ""),
+                [order.shipment_id, self.lab_code, reference, created],
             )
+            if not returning:
+                cursor.execute(_SIMULATED_ORDER_REFERENCE.format(table=table), [order.shipment_id])
             (recorded,) = cursor.fetchone()
         return LabResult(True, reference=recorded)
 

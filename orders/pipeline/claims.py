@@ -214,14 +214,11 @@ _DOWNLOAD_CLAIM = _download_claim_statement(started=False)
 _DOWNLOAD_CLAIM_STARTED = _download_claim_statement(started=True)
 
 
-# A claim younger than this is not renewed by ``order_claim_renew(unless_fresh=True)``.
-CLAIM_FRESH = timedelta(seconds=1)
-
-
 def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:
     """Record the next step (or the same one, due later) and release the claim.
 
-    Raises ``ClaimLost`` when the order is no longer ours, so the caller's transaction rolls back.
+    One statement: a step may call it alone, with no transaction around it. Raises
+    ``ClaimLost`` when the order is no longer ours (inside a transaction: so that it rolls back).
     """
     now = timezone.now()
     changed = Order.objects.filter(
@@ -237,20 +234,28 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
         setattr(order, name, value)
 
 
+# A claim younger than this is not renewed by ``order_claim_renew(unless_fresh=True)``.
+CLAIM_FRESH = timedelta(seconds=1)
+
+
 def order_claim_renew(*, order: Order, unless_fresh: bool = False) -> None:
     """Extend our claim between the units of a long step (each download, each rendering), or
     raise ``ClaimLost``: a step outlasting the claim must not be run by two workers at once.
 
     Inside a transaction the update also locks the order row until it commits, as the actions
-    do, so a cancel either waits for the write or has already happened. ``unless_fresh``: a
-    claim taken or renewed less than ``CLAIM_FRESH`` ago is left as it is, with no statement
-    (renewing it would move its end by less than that; a cancel meanwhile is still found, by
-    the next renewal or by the step's move).
+    do, so a cancel either waits for the write or has already happened.
+
+    ``unless_fresh`` (between the units of a step, outside a transaction): a claim taken or
+    renewed less than ``CLAIM_FRESH`` ago is left as it is, with no statement and so no lock
+    (renewing it would move its end by less than that; a cancel meanwhile is found by the next
+    renewal or by the step's move, which then raises ``ClaimLost``). Not for the renewal that
+    opens ``order_claimed_transaction``, which must take the lock.
     """
     now = timezone.now()
     period = timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
     claimed = order.claimed_until
-    if unless_fresh and claimed is not None and claimed - now > period - CLAIM_FRESH:
+    fresh = claimed is not None and claimed > now and claimed - now > period - CLAIM_FRESH
+    if unless_fresh and fresh:
         return
     until = now + period
     renewed = Order.objects.filter(

@@ -27,7 +27,6 @@ shipments submitted), and its final writes and the callback event it causes comm
 with the move to the next step. The steps' work is in ``orders.pipeline.steps``.
 """
 
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -161,12 +160,17 @@ def _allocate(order: Order) -> None:
 
 
 def _prepare(order: Order) -> None:
-    ok = order_assets_prepare(order=order)
-    # Prepared: the move is one statement (no transaction around it); failed: the move and its
-    # error event commit together.
-    with contextlib.nullcontext() if ok else transaction.atomic():
+    if order_assets_prepare(order=order):  # the move alone: one statement, no transaction
+        order_move_on(
+            order=order,
+            step=PipelineStep.SUBMIT,
+            due_at=timezone.now(),
+            print_ready_assets_prepared=DetailState.COMPLETE,
+        )
+        return
+    with transaction.atomic():  # the move to Failed and its error event together
         _step_finished(
-            order, detail="print_ready_assets_prepared", ok=ok, next_step=PipelineStep.SUBMIT
+            order, detail="print_ready_assets_prepared", ok=False, next_step=PipelineStep.SUBMIT
         )
 
 

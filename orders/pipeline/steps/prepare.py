@@ -61,7 +61,8 @@ def order_assets_prepare(*, order: Order) -> bool:
     items, assets = order_items_get(order=order)
     catalogue: CatalogueSnapshot | None = None  # read once, for the first image to render
     for item, asset in [(i, a) for i in items for a in assets[i.id] if not a.print_file]:
-        order_claim_renew(order=order, unless_fresh=True)  # not just after the claim
+        # A long rendering after another: the claim renewed first (not the claim just taken).
+        order_claim_renew(order=order, unless_fresh=True)
         if asset.source_file.endswith(".pdf"):
             asset.print_file = asset.source_file
             asset.save(update_fields=["print_file"])
