@@ -765,13 +765,14 @@ def test_an_order_cancelled_within_a_fresh_claims_second_stays_cancelled_after_i
 
 @pytest.mark.django_db  # in-process
 def test_print_ready_and_submission_each_move_on_in_one_statement_with_no_transaction(
-    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pinned statements of a one-print order; a transaction shows as a SAVEPOINT and its
     RELEASE here (inside the test's own), which Django's query log records too."""
     if connection.vendor != "postgresql":
         pytest.skip("the claim and the simulator's record are one statement on PostgreSQL")
     settings.ALLOW_PRIVATE_URLS = True
+    monkeypatch.setattr(claims, "CLAIM_FRESH", timedelta(minutes=1))  # however slow the machine
     order_id = photo_order(sandbox_api, httpserver, "statements")
     advance_to(order_id, PipelineStep.PREPARE)
 
