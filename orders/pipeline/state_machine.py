@@ -48,7 +48,6 @@ from orders.pipeline.claims import (
     STARTED_DETAILS,
     ClaimLost,
     order_claim,
-    order_claim_renew,
     order_claimed_transaction,
     order_move_on,
 )
@@ -187,8 +186,7 @@ def _submit(order: Order) -> None:
     # Refused for good: the shipments already at other labs are withdrawn, not abandoned; the
     # failure, the move and its event commit together.
     cancelled, kept = submitted_shipments_withdraw(order=order)
-    with transaction.atomic():
-        order_claim_renew(order=order)  # our claim, and the order row locked, or roll back
+    with order_claimed_transaction(order=order):  # our claim, the order row locked first
         submission_failure_record(order=order, cancelled=cancelled, kept=kept)
         if kept:  # made at their labs anyway: follow them to dispatch
             now = timezone.now()
