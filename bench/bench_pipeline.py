@@ -51,8 +51,10 @@ this script's CPU posting an order before the clock. ``--timeline``: for each ru
 the CPUs left idle in each tenth of it (where a run waits: its start, its end, or throughout).
 ``--probe``: the workers run with ``bench/probe`` on their ``PYTHONPATH``, whose
 ``sitecustomize.py`` counts their tasks' CPU by task name and, in the images pool, the renders'
-(``BENCH_PROBE_PROFILE=1``: a cProfile of the pool's tasks too), and the images pool's and the
-thread pool's CPU are split into tasks, renders and the process's work between tasks.
+(``BENCH_PROBE_PROFILE=1``: a cProfile of the pool's tasks too, kept in the scratch folder's
+``probe/``), and the images pool's and the thread pool's CPU are split into tasks, renders and
+the process's work between tasks. A finished run deletes its scratch folder (but those
+profiles); one that fails leaves it, with the workers' log.
 """
 
 import argparse
@@ -61,6 +63,7 @@ import io
 import itertools
 import multiprocessing
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -83,6 +86,8 @@ from bench.harness import CpuMeter, machine_times, recreate, scratch_database  #
 SOURCE_SIZE = (3000, 4000)
 SKU = "GLOBAL-PHO-8X10"
 PRINT_AREA = (2400, 3000)
+# The probe's profiles (bench/probe/sitecustomize.py), kept after the run when asked for.
+PROFILED = os.environ.get("BENCH_PROBE_PROFILE") == "1"
 
 
 def make_photo() -> bytes:
@@ -141,6 +146,21 @@ def bench_environment(database_url: str, suffix: str) -> tuple[str, str, Path]:
         LOG_LEVEL="WARNING",
     )
     return admin_url, bench_name, scratch
+
+
+def scratch_remove(scratch: Path, keep: str | None = None) -> Path | None:
+    """Delete the scratch folder of a finished run (its media are some 20 MB an order), or all
+    of it but ``keep``; the path kept. A run that failed leaves it whole, to be looked into."""
+    if keep is None:
+        shutil.rmtree(scratch, ignore_errors=True)
+        return None
+    for entry in scratch.iterdir():
+        if entry.name != keep:
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    return scratch / keep
 
 
 def asset_server(photo: bytes) -> tuple[Process, str]:
@@ -572,6 +592,7 @@ def main() -> None:
 
     connections.close_all()
     recreate(admin_url, bench_name, drop_only=True)
+    kept = scratch_remove(scratch, keep="probe" if PROFILED else None)
 
     # Each run against the mean of the work alone just before and just after it.
     baselines = [(alones[n][0] + alones[n + 1][0]) / 2 for n in range(len(runs))]
@@ -634,6 +655,8 @@ def main() -> None:
     posted = sum(posts) / orders * 1000
     print(f"CPU of this bench posting an order through the API, before the clock: {posted:.1f} ms",
           file=out)  # fmt: skip
+    if kept is not None:
+        print(f"the images pool's profiles (cProfile, CPU time): {kept}/pool-*.prof", file=out)
     print(out.getvalue(), end="")
 
 

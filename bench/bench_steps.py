@@ -13,7 +13,8 @@ with ``order_advance`` (the lab simulator at 0 s: shipped on the first check). T
 warms up and is not counted; the means of the others are printed per step, with the CPU of
 this process's PostgreSQL backend ("db", from ``/proc/<pid>/schedstat`` when PostgreSQL runs
 on this machine, otherwise 0). ``--profile`` adds
-a cProfile (cumulative, top 40) of the steps named, over all counted orders. Queries are
+a cProfile (cumulative, top 40) of the steps named, over all counted orders, in this process's
+CPU time (waits on PostgreSQL and the asset server not counted). Queries are
 counted with ``CaptureQueriesContext`` (BEGIN and COMMIT included), whose logging of each
 statement's SQL costs CPU; ``--uncaptured`` counts them with an execute wrapper instead.
 """
@@ -38,6 +39,7 @@ from bench.bench_pipeline import (  # noqa: E402
     bench_environment,
     make_photo,
     order_post,
+    scratch_remove,
     service_ready,
 )
 from bench.harness import recreate  # noqa: E402
@@ -114,7 +116,7 @@ def main() -> None:
                 step = Order.objects.values_list("pipeline_step", flat=True).get(id=order_id)
                 if step in (PipelineStep.DONE, PipelineStep.FAILED):
                     break
-                profile = cProfile.Profile() if step in wanted and n else None
+                profile = cProfile.Profile(time.process_time) if step in wanted and n else None
                 queries = QueryCounter()
                 captured = CaptureQueriesContext(connection)
                 with connection.execute_wrapper(queries) if options.uncaptured else captured:
@@ -149,6 +151,7 @@ def main() -> None:
         server.kill()
         connections.close_all()
         recreate(admin_url, bench_name, drop_only=True)
+    scratch_remove(scratch)  # not when an order did not finish: its files are looked into
 
     print(f"{options.orders} orders, one {SKU} print each, steps run in this process (means)")
     total_cpu = total_wall = total_db = 0.0
