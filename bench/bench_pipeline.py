@@ -51,10 +51,10 @@ this script's CPU posting an order before the clock. ``--timeline``: for each ru
 the CPUs left idle in each tenth of it (where a run waits: its start, its end, or throughout).
 ``--probe``: the workers run with ``bench/probe`` on their ``PYTHONPATH``, whose
 ``sitecustomize.py`` counts their tasks' CPU by task name and, in the images pool, the renders'
-(``BENCH_PROBE_PROFILE=1``: a cProfile of the pool's tasks too, kept in the scratch folder's
-``probe/``), and the images pool's and the thread pool's CPU are split into tasks, renders and
-the process's work between tasks. A finished run deletes its scratch folder (but those
-profiles); one that fails leaves it, with the workers' log.
+(``BENCH_PROBE_PROFILE=1``: a cProfile of the tasks of each pool process and each thread
+too, kept in the scratch folder's ``probe/``), and the images pool's and the thread pool's CPU
+are split into tasks, renders and the process's work between tasks. A finished run deletes its
+scratch folder (but those profiles); one that fails leaves it, with the workers' log.
 """
 
 import argparse
@@ -656,7 +656,9 @@ def main() -> None:
     print(f"CPU of this bench posting an order through the API, before the clock: {posted:.1f} ms",
           file=out)  # fmt: skip
     if kept is not None:
-        print(f"the images pool's profiles (cProfile, CPU time): {kept}/pool-*.prof", file=out)
+        print(f"the workers' profiles (cProfile, CPU time): {kept}/pool-*.prof (the images "
+              f"pool's processes), {kept}/threads-*.prof (the thread pool's threads)",
+              file=out)  # fmt: skip
     print(out.getvalue(), end="")
 
 

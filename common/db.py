@@ -1,15 +1,20 @@
-"""Statements sent to the database together: one round trip for several reads on PostgreSQL.
+"""Statements for the hot paths, where building them through the ORM costs more than running
+them.
 
-With prepared statements on (``DATABASE_PREPARED_STATEMENTS``, server-side binding) they go
-through psycopg's pipeline mode, each prepared as any other statement; without, as one query
-of statements joined by semicolons. Django counts and logs them as one query either way.
+``rows_together``: several reads sent together, one round trip on PostgreSQL. With prepared
+statements on (``DATABASE_PREPARED_STATEMENTS``, server-side binding) they go through psycopg's
+pipeline mode, each prepared as any other statement; without, as one query of statements
+joined by semicolons. Django counts and logs them as one query either way.
+
+``rows_update``: a conditional UPDATE of plain values, its SQL built once per process.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, nullcontext
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import Field, Model
 
 Statement = tuple[str, Sequence[Any]]
 
@@ -68,3 +73,68 @@ def rows_together(statements: Sequence[Statement]) -> list[list[Any]]:
         debug = getattr(cursor, "debug_sql", None)
         with debug(sql, params) if debug else nullcontext():
             return cursor._execute_with_wrappers(sql, params, many=False, executor=pipelined)
+
+
+# ``rows_update``'s statements and the fields of their values, by their shape: (model,
+# condition fields, which condition values are None, changed fields).
+_UpdateShape = tuple[type[Model], tuple[str, ...], tuple[bool, ...], tuple[str, ...]]
+_Built = tuple[str, list["Field[Any, Any]"], list["Field[Any, Any]"]]
+_UPDATES: dict[_UpdateShape, _Built] = {}
+
+
+def rows_update(model: type[Model], where: Mapping[str, Any], values: Mapping[str, Any]) -> int:
+    """``model.objects.filter(**where).update(**values)``: the rows changed.
+
+    For the conditional updates every pipeline step makes (the claim's renewal, the move on):
+    ``where`` holds fields (or their ``attname``, as ``order_id``) equal to plain values, None
+    meaning IS NULL, and ``values`` plain values, as Django prepares them for the database (no
+    expressions, no related lookups). The ORM builds its query anew on every call, about 0.2 ms
+    of CPU more than this (measured: 270 to 280 against 85 to 90 microseconds); this builds
+    the SQL once per process for each shape of call, so it is also the same text each time (on
+    PostgreSQL prepared once per connection, as the ORM's would be)."""
+    shape = (model, tuple(where), tuple(value is None for value in where.values()), tuple(values))
+    built = _UPDATES.get(shape)
+    if built is None:
+        built = _UPDATES[shape] = _update_built(model, where, values)
+    sql, changed, compared = built
+    params = [
+        field.get_db_prep_save(value, connection)
+        for field, value in zip(changed, values.values(), strict=True)
+    ]
+    params += [
+        field.get_db_prep_value(value, connection)
+        for field, value in zip(compared, (v for v in where.values() if v is not None), strict=True)
+    ]
+    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.rowcount)
+
+
+def _update_built(
+    model: type[Model], where: Mapping[str, Any], values: Mapping[str, Any]
+) -> _Built:
+    """``rows_update``'s SQL for this shape of call, and the fields of its values in order."""
+    quote = connection.ops.quote_name
+    changed, changes = [], []
+    for name in values:
+        field, column = _column(model, name)
+        changed.append(field)
+        changes.append(f"{quote(column)} = %s")
+    compared, conditions = [], []
+    for name, value in where.items():
+        field, column = _column(model, name)
+        if value is None:
+            conditions.append(f"{quote(column)} IS NULL")
+        else:
+            conditions.append(f"{quote(column)} = %s")
+            compared.append(field)
+    sql = f"UPDATE {quote(model._meta.db_table)} SET {', '.join(changes)} WHERE "
+    return sql + " AND ".join(conditions), changed, compared
+
+
+def _column(model: type[Model], name: str) -> "tuple[Field[Any, Any], str]":
+    """The model's field ``name`` (or its attname) and its column."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, Field) or not field.column:
+        raise ValueError(f"{model.__name__}.{name} is not a column of its table.")
+    return field, field.column

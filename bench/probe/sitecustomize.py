@@ -20,8 +20,9 @@ from typing import Any
 
 FOLDER = os.environ.get("BENCH_PROBE_DIR", "")
 # BENCH_PROBE_PROFILE=1: each prefork child also profiles its tasks (cProfile, in CPU time), its
-# statistics written to ``pool-<pid>.prof`` after each task (where the steps spend CPU; the
-# profiler's own cost makes the bench's other numbers meaningless then).
+# statistics written to ``pool-<pid>.prof`` after each task, and each thread of a thread-pool
+# worker its own (in its thread's CPU time) to ``threads-<pid>-<thread>.prof``: where the steps
+# spend CPU; the profiler's own cost makes the bench's other numbers meaningless then.
 PROFILE = os.environ.get("BENCH_PROBE_PROFILE") == "1"
 
 
@@ -32,17 +33,25 @@ class _Totals:
         self.tasks: dict[str, list[float]] = {}  # name: [CPU seconds, runs]
         self.local = threading.local()
         self.lock = threading.Lock()
-        self.profile = cProfile.Profile(time.process_time) if PROFILE and kind == "pool" else None
+
+    def _profile(self) -> cProfile.Profile | None:
+        """This thread's profiler (a prefork child has one thread running tasks)."""
+        if not PROFILE:
+            return None
+        if getattr(self.local, "profile", None) is None:
+            self.local.profile = cProfile.Profile(self.clock)
+        return self.local.profile  # type: ignore[no-any-return]
 
     def started(self) -> None:
         self.local.started = self.clock()
-        if self.profile is not None:
-            self.profile.enable()
+        if (profile := self._profile()) is not None:
+            profile.enable()
 
     def ended(self, name: str) -> None:
-        if self.profile is not None:
-            self.profile.disable()
-            self.profile.dump_stats(Path(FOLDER) / f"{self.kind}-{os.getpid()}.prof")
+        if (profile := self._profile()) is not None:
+            profile.disable()
+            thread = "" if self.kind == "pool" else f"-{threading.get_ident()}"
+            profile.dump_stats(Path(FOLDER) / f"{self.kind}-{os.getpid()}{thread}.prof")
         spent = self.clock() - getattr(self.local, "started", self.clock())
         with self.lock:  # one writer at a time, and the file replaced whole: never half read
             total = self.tasks.setdefault(name, [0.0, 0])

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from common.db import rows_update
 from merchants.models import Environment, Merchant
 from orders.models import DetailState, Order, PipelineStep
 from orders.pipeline.fairness import (
@@ -214,6 +215,16 @@ _DOWNLOAD_CLAIM = _download_claim_statement(started=False)
 _DOWNLOAD_CLAIM_STARTED = _download_claim_statement(started=True)
 
 
+def order_claim_held(order: Order) -> dict[str, Any]:
+    """The order's row as long as our claim on its step holds: the condition of a step's
+    writes to the row, for ``common.db.rows_update``."""
+    return {
+        "id": order.id,
+        "pipeline_step": order.pipeline_step,
+        "claimed_until": order.claimed_until,
+    }
+
+
 def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:
     """Record the next step (or the same one, due later) and release the claim.
 
@@ -221,9 +232,12 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
     ``ClaimLost`` when the order is no longer ours (inside a transaction: so that it rolls back).
     """
     now = timezone.now()
-    changed = Order.objects.filter(
-        id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until
-    ).update(pipeline_step=step, due_at=due_at, claimed_until=None, last_updated=now, **fields)
+    changed = rows_update(
+        Order,
+        order_claim_held(order),
+        {"pipeline_step": step, "due_at": due_at, "claimed_until": None, "last_updated": now}
+        | fields,
+    )
     if not changed:
         raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
     order.pipeline_step = step
@@ -258,9 +272,7 @@ def order_claim_renew(*, order: Order, unless_fresh: bool = False) -> None:
     if unless_fresh and fresh:
         return
     until = now + period
-    renewed = Order.objects.filter(
-        id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until
-    ).update(claimed_until=until)
+    renewed = rows_update(Order, order_claim_held(order), {"claimed_until": until})
     if not renewed:
         raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
     order.claimed_until = until

@@ -35,6 +35,7 @@ from functools import partial
 from django.db import transaction
 from django.utils import timezone
 
+from common.db import rows_update
 from orders.events import (
     PartsKept,
     downloads_complete,
@@ -48,6 +49,7 @@ from orders.pipeline.claims import (
     STARTED_DETAILS,
     ClaimLost,
     order_claim,
+    order_claim_held,
     order_claimed_transaction,
     order_move_on,
 )
@@ -75,9 +77,7 @@ def _mark(order: Order, **fields: str) -> None:
     """Show a detail as started (visible to GET while the step runs)."""
     changed = {k: v for k, v in fields.items() if getattr(order, k) != v}
     if changed:
-        Order.objects.filter(
-            id=order.id, pipeline_step=order.pipeline_step, claimed_until=order.claimed_until
-        ).update(last_updated=timezone.now(), **changed)
+        rows_update(Order, order_claim_held(order), {"last_updated": timezone.now()} | changed)
         for name, value in changed.items():
             setattr(order, name, value)
 

@@ -1,14 +1,20 @@
 """Statements sent together (``common.db.rows_together``) and prepared statements on
-PostgreSQL: the same rows whichever way they travel, one query as Django counts them."""
+PostgreSQL: the same rows whichever way they travel, one query as Django counts them. The
+conditional update built once (``common.db.rows_update``): what the ORM's would change."""
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from common.db import rows_together, server_side_binding
+from common import db
+from common.db import rows_together, rows_update, server_side_binding
 from merchants.models import Merchant
+from orders.models import DetailState, Order, PipelineStep
+from tests.orders.factories import OrderFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -96,3 +102,63 @@ def test_an_error_inside_statements_together_is_djangos_error(merchant) -> None:
     with pytest.raises(DatabaseError), transaction.atomic():
         rows_together([("SELECT 1", []), ("SELECT * FROM no_such_table", [])])
     assert rows_together([("SELECT 1", []), ("SELECT 2", [])]) == [[(1,)], [(2,)]]
+
+
+# ``rows_update``: the ORM's conditional update, its SQL built once per process.
+
+
+def _rows(order_ids: list[int]) -> list[tuple[object, ...]]:
+    return list(
+        Order.objects.filter(id__in=order_ids)
+        .order_by("id")
+        .values_list("pipeline_step", "claimed_until", "due_at", "download_assets")
+    )
+
+
+def test_an_update_changes_the_rows_the_orm_would_and_counts_them() -> None:
+    now = timezone.now()
+    claim = now + timedelta(minutes=10)
+    ours = OrderFactory(claimed_until=claim)
+    theirs = OrderFactory(claimed_until=claim + timedelta(seconds=1))  # another claim
+    unclaimed = OrderFactory(claimed_until=None)
+    moved = {
+        "pipeline_step": PipelineStep.ALLOCATE,
+        "due_at": now,
+        "claimed_until": None,
+        "download_assets": DetailState.COMPLETE,
+    }
+    for order in (ours, theirs):
+        condition = {"id": order.id, "pipeline_step": PipelineStep.DOWNLOAD, "claimed_until": claim}
+        assert rows_update(Order, condition, moved) == (1 if order is ours else 0)
+    # None is IS NULL, as in filter(); the attname of a key works as its name does.
+    unclaimed_condition = {
+        "id": unclaimed.id,
+        "claimed_until": None,
+        "environment_id": unclaimed.environment_id,
+    }
+    assert rows_update(Order, unclaimed_condition, {"due_at": None}) == 1
+    assert _rows([ours.id, theirs.id, unclaimed.id]) == [
+        (PipelineStep.ALLOCATE, None, now, DetailState.COMPLETE),
+        (PipelineStep.DOWNLOAD, theirs.claimed_until, theirs.due_at, theirs.download_assets),
+        (PipelineStep.DOWNLOAD, None, None, unclaimed.download_assets),
+    ]
+
+
+def test_an_update_is_built_once_for_its_shape_and_sent_as_one_statement() -> None:
+    order = OrderFactory()
+    with CaptureQueriesContext(connection) as captured:
+        for name in ("first", "second"):
+            db.rows_update(Order, {"id": order.id}, {"merchant_reference": name})
+    statements = [query["sql"] for query in captured.captured_queries]
+    assert [sql.replace("second", "first") for sql in statements] == [statements[0]] * 2
+    assert statements[0].startswith('UPDATE "orders_order" SET "merchant_reference" = ')
+    shapes = [
+        shape for shape in db._UPDATES if shape[0] is Order and shape[3] == ("merchant_reference",)
+    ]
+    assert len(shapes) == 1
+    assert Order.objects.get(id=order.id).merchant_reference == "second"
+
+
+def test_an_update_refuses_what_is_not_a_column() -> None:
+    with pytest.raises(ValueError, match=r"Order\.items is not a column"):
+        rows_update(Order, {"items": 1}, {"due_at": None})

@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from common.db import rows_update
 from common.files import file_store
 from common.http import (
     DownloadedFile,
@@ -59,6 +60,7 @@ from orders.models import (
     OrderItem,
 )
 from orders.pipeline.claims import order_claimed_transaction
+from orders.selectors import order_items_get
 
 logger = logging.getLogger(__name__)
 
@@ -203,13 +205,16 @@ def _pending_files(order: Order, now: datetime) -> list[OrderFile]:
 
 
 def _assets(order: Order) -> list[Asset]:
-    """Every asset of the order with its item: the ones due are attempted, and the others
-    count for their item's status and the step's state without being read again."""
-    return list(
-        Asset.objects.select_related("item")
-        .filter(item__order=order)
-        .order_by("item__position", "position")
-    )
+    """Every asset of the order with its item, in the items' and then the assets' order: the
+    ones due are attempted, and the others count for their item's status and the step's state
+    without being read again (one statement, built once per process)."""
+    items, assets = order_items_get(order=order)
+    every_asset = []
+    for item in items:
+        for asset in assets[item.id]:
+            asset.item = item
+            every_asset.append(asset)
+    return every_asset
 
 
 def _due(row: Asset, now: datetime) -> bool:
@@ -416,7 +421,7 @@ def _record_attempt(
             f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
             f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
         )  # fmt: skip
-    asset.save(update_fields=_ATTEMPT_FIELDS)
+    rows_update(Asset, {"id": asset.id}, {name: getattr(asset, name) for name in _ATTEMPT_FIELDS})
     _item_status(asset.item, item_assets)
 
 
@@ -437,9 +442,8 @@ def _item_status(item: OrderItem, assets: list[Asset]) -> None:
     else:
         status = ItemStatus.NOT_YET_DOWNLOADED
     if item.status != status:
-        OrderItem.objects.filter(id=item.id).update(status=status)
-        for asset in assets:  # each asset read its own copy of the item
-            asset.item.status = status
+        rows_update(OrderItem, {"id": item.id}, {"status": status})
+        item.status = status  # the instance its assets share (``_assets``)
 
 
 _UNFINISHED = (AssetStatus.ERROR, AssetStatus.IN_PROGRESS)

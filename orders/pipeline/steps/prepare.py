@@ -12,10 +12,11 @@ from pathlib import Path
 
 from django.core.files.storage import default_storage
 
+from common.db import rows_update
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from orders.artwork.printready import PrintReadyError, render_print_ready
 from orders.issues import PRINT_READY_FAILED
-from orders.models import Order, OrderIssue, OrderItem
+from orders.models import Asset, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
 from orders.selectors import order_items_get
 from products.validation import DEFAULT_PRINT_AREA, resolve_attributes
@@ -94,12 +95,14 @@ def order_assets_prepare(*, order: Order) -> bool:
             continue
         asset.print_file = result.print_file
         asset.thumbnail = result.thumbnail
-        asset.save(update_fields=["print_file", "thumbnail"])
+        rows_update(
+            Asset, {"id": asset.id}, {"print_file": asset.print_file, "thumbnail": asset.thumbnail}
+        )
         # The item shows its default print area; another area's image only when it has none.
-        item_rows = OrderItem.objects.filter(id=asset.item_id)
+        item_row: dict[str, object] = {"id": asset.item_id}
         if asset.print_area != DEFAULT_PRINT_AREA:
-            item_rows = item_rows.filter(thumbnail="")
-        item_rows.update(thumbnail=result.thumbnail)
+            item_row["thumbnail"] = ""
+        rows_update(OrderItem, item_row, {"thumbnail": result.thumbnail})
     return ok
 
 

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from common.db import rows_update
 from labs.connectors import LabConnector, LabProgress, lab_connector
 from orders.charges import refund_write
 from orders.events import shipment_changed
@@ -102,8 +103,10 @@ def shipment_submission_record(
     then the lab order is withdrawn here (``parts``: as ``lab_order`` takes them)."""
     try:
         with order_claimed_transaction(order=order):
-            Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
-                submitted_at=submitted_at, lab_order_reference=reference
+            rows_update(
+                Shipment,
+                {"id": shipment.id, "status": ShipmentStatus.PROCESSING},
+                {"submitted_at": submitted_at, "lab_order_reference": reference},
             )
             OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
     except BaseException as exc:
@@ -184,9 +187,7 @@ def _shipped_record(shipment: Shipment, progress: LabProgress, *, produced: bool
         "tracking_url": progress.tracking_url,
     }
     written = {**shipped, "in_production_at": shipment.in_production_at} if produced else shipped
-    if not Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
-        **written
-    ):
+    if not rows_update(Shipment, {"id": shipment.id, "status": ShipmentStatus.PROCESSING}, written):
         return False
     for name, value in shipped.items():
         setattr(shipment, name, value)
