@@ -118,9 +118,9 @@ def _rows(order_ids: list[int]) -> list[tuple[object, ...]]:
 def test_an_update_changes_the_rows_the_orm_would_and_counts_them() -> None:
     now = timezone.now()
     claim = now + timedelta(minutes=10)
-    ours = OrderFactory(claimed_until=claim)
-    theirs = OrderFactory(claimed_until=claim + timedelta(seconds=1))  # another claim
-    unclaimed = OrderFactory(claimed_until=None)
+    ours = OrderFactory.create(claimed_until=claim)
+    theirs = OrderFactory.create(claimed_until=claim + timedelta(seconds=1))  # another claim
+    unclaimed = OrderFactory.create(claimed_until=None)
     moved = {
         "pipeline_step": PipelineStep.ALLOCATE,
         "due_at": now,
@@ -145,7 +145,7 @@ def test_an_update_changes_the_rows_the_orm_would_and_counts_them() -> None:
 
 
 def test_an_update_is_built_once_for_its_shape_and_sent_as_one_statement() -> None:
-    order = OrderFactory()
+    order = OrderFactory.create()
     with CaptureQueriesContext(connection) as captured:
         for name in ("first", "second"):
             db.rows_update(Order, {"id": order.id}, {"merchant_reference": name})
