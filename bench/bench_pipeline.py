@@ -52,9 +52,11 @@ the CPUs left idle in each tenth of it (where a run waits: its start, its end, o
 ``--probe``: the workers run with ``bench/probe`` on their ``PYTHONPATH``, whose
 ``sitecustomize.py`` counts their tasks' CPU by task name and, in the images pool, the renders'
 (``BENCH_PROBE_PROFILE=1``: a cProfile of the tasks of each pool process and each thread
-too, kept in the scratch folder's ``probe/``), and the images pool's and the thread pool's CPU
-are split into tasks, renders and the process's work between tasks. A finished run deletes its
-scratch folder (but those profiles); one that fails leaves it, with the workers' log.
+too, kept in the scratch folder's ``probe/``); the images pool's and the thread pool's CPU
+are split into tasks, renders and the process's work between tasks, and the CPU of every
+process beside the renders is shown as a share of the renders' own (the steadier measure of
+orchestration: both counted in the same runs). A finished run deletes its scratch folder (but
+those profiles); one that fails leaves it, with the workers' log.
 """
 
 import argparse
@@ -641,6 +643,13 @@ def main() -> None:
     print(f"  (other, by command: {shown})", file=out)
     total = sum(cpu.values())
     print(f"  {'all':<34} {total / orders * 1000:7.1f} ms", file=out)
+    if probe.render:
+        # Both from the same runs: steadier than the rates, which move with the machine's load.
+        beside = (total - probe.render) / orders * 1000
+        print(f"  beside the renders (all but the renders' own CPU): {beside:.1f} ms, "
+              f"{(total - probe.render) / probe.render * 100:.1f}% of the renders' CPU "
+              f"(the pipeline's CPU {total / probe.render:.2f}x its renders')",
+              file=out)  # fmt: skip
     kinds = ("user", "system", "softirq", "irq", "steal", "idle", "iowait")
     shown = ", ".join(f"{kind} {machine.get(kind, 0.0) / orders * 1000:.1f}" for kind in kinds)
     print(f"the machine's CPUs by kind, per order (ms): {shown}", file=out)
