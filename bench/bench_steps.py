@@ -114,7 +114,9 @@ def main() -> None:
             order_id = order_post(client, asset_url, f"steps-{n}")
             for _ in range(12):
                 step = Order.objects.values_list("pipeline_step", flat=True).get(id=order_id)
-                if step in (PipelineStep.DONE, PipelineStep.FAILED):
+                if step == PipelineStep.FAILED:
+                    raise SystemExit(f"order {order_id} failed: see {scratch}")
+                if step == PipelineStep.DONE:
                     break
                 profile = cProfile.Profile(time.process_time) if step in wanted and n else None
                 queries = QueryCounter()
@@ -151,7 +153,7 @@ def main() -> None:
         server.kill()
         connections.close_all()
         recreate(admin_url, bench_name, drop_only=True)
-    scratch_remove(scratch)  # not when an order did not finish: its files are looked into
+    scratch_remove(scratch)  # not when an order failed or did not finish: its files are kept
 
     print(f"{options.orders} orders, one {SKU} print each, steps run in this process (means)")
     total_cpu = total_wall = total_db = 0.0

@@ -14,7 +14,7 @@ from contextlib import ExitStack, nullcontext
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Field, Model
+from django.db.models import Field, JSONField, Model
 
 Statement = tuple[str, Sequence[Any]]
 
@@ -96,6 +96,8 @@ def rows_update(model: type[Model], where: Mapping[str, Any], values: Mapping[st
     built = _UPDATES.get(shape)
     if built is None:
         built = _UPDATES[shape] = _update_built(model, where, values)
+    if any(hasattr(value, "resolve_expression") for value in (*values.values(), *where.values())):
+        raise ValueError("rows_update takes plain values; use the ORM for expressions.")
     sql, changed, compared = built
     params = [
         field.get_db_prep_save(value, connection)
@@ -113,7 +115,11 @@ def rows_update(model: type[Model], where: Mapping[str, Any], values: Mapping[st
 def _update_built(
     model: type[Model], where: Mapping[str, Any], values: Mapping[str, Any]
 ) -> _Built:
-    """``rows_update``'s SQL for this shape of call, and the fields of its values in order."""
+    """``rows_update``'s SQL for this shape of call, and the fields of its values in order.
+    Refuses what it would not do as the ORM does: nothing to change or no condition, a field of
+    another table (a parent model's), a JSON field compared (where None is JSON null)."""
+    if not values or not where:
+        raise ValueError("rows_update needs values to set and a condition.")
     quote = connection.ops.quote_name
     changed, changes = [], []
     for name in values:
@@ -123,6 +129,8 @@ def _update_built(
     compared, conditions = [], []
     for name, value in where.items():
         field, column = _column(model, name)
+        if isinstance(field, JSONField):
+            raise ValueError(f"{model.__name__}.{name}: JSON fields are compared by the ORM.")
         if value is None:
             conditions.append(f"{quote(column)} IS NULL")
         else:
@@ -133,8 +141,12 @@ def _update_built(
 
 
 def _column(model: type[Model], name: str) -> "tuple[Field[Any, Any], str]":
-    """The model's field ``name`` (or its attname) and its column."""
+    """The model's field ``name`` (or its attname) and its column, in the model's own table."""
     field = model._meta.get_field(name)
-    if not isinstance(field, Field) or not field.column:
+    if (
+        not isinstance(field, Field)
+        or not field.column
+        or field.model is not model._meta.concrete_model
+    ):
         raise ValueError(f"{model.__name__}.{name} is not a column of its table.")
     return field, field.column

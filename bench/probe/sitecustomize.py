@@ -35,7 +35,9 @@ class _Totals:
         self.lock = threading.Lock()
 
     def _profile(self) -> cProfile.Profile | None:
-        """This thread's profiler (a prefork child has one thread running tasks)."""
+        """This thread's profiler (a prefork child has one thread running tasks). One per
+        thread works up to Python 3.11, the project's; from 3.12 a profiler is the process's,
+        and a second thread's ``enable`` raises."""
         if not PROFILE:
             return None
         if getattr(self.local, "profile", None) is None:

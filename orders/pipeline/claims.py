@@ -232,12 +232,8 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
     ``ClaimLost`` when the order is no longer ours (inside a transaction: so that it rolls back).
     """
     now = timezone.now()
-    changed = rows_update(
-        Order,
-        order_claim_held(order),
-        {"pipeline_step": step, "due_at": due_at, "claimed_until": None, "last_updated": now}
-        | fields,
-    )
+    moved = dict(pipeline_step=step, due_at=due_at, claimed_until=None, last_updated=now, **fields)
+    changed = rows_update(Order, order_claim_held(order), moved)
     if not changed:
         raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
     order.pipeline_step = step

@@ -3,7 +3,9 @@ PostgreSQL: the same rows whichever way they travel, one query as Django counts 
 conditional update built once (``common.db.rows_update``): what the ORM's would change."""
 
 from collections.abc import Iterator
+from contextlib import nullcontext
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
@@ -144,21 +146,94 @@ def test_an_update_changes_the_rows_the_orm_would_and_counts_them() -> None:
     ]
 
 
-def test_an_update_is_built_once_for_its_shape_and_sent_as_one_statement() -> None:
+def test_an_update_writes_what_the_orms_update_writes() -> None:
+    """Twin orders, one updated by the ORM and one by ``rows_update``, with the same conditions
+    and values in turn: choices, aware and naive datetimes, a nullable field set and cleared, a
+    foreign key by its attname, conditions on None and on a value (each its own shape)."""
+    now = timezone.now()
+    claim = now + timedelta(minutes=5)
+    steps: list[tuple[dict[str, object], dict[str, object], int]] = [
+        (
+            {"claimed_until": None, "pipeline_step": PipelineStep.DOWNLOAD},
+            {"pipeline_step": PipelineStep.SUBMIT, "due_at": now, "claimed_until": None},
+            1,
+        ),
+        (
+            {"claimed_until": None},
+            {"download_assets": DetailState.ERROR, "merchant_reference": "twin", "due_at": None},
+            1,
+        ),
+        (  # a naive datetime is taken as UTC, with Django's warning
+            {"claimed_until": None, "pipeline_step": PipelineStep.SUBMIT},
+            {"claimed_until": claim.replace(tzinfo=None), "last_updated": now},
+            1,
+        ),
+        ({"claimed_until": claim}, {"merchant_reference": "claimed"}, 1),
+        ({"claimed_until": None}, {"due_at": now}, 0),  # claimed now: no row
+    ]
+    by_orm, by_rows = OrderFactory.create(), OrderFactory.create()
+    for condition, change, expected in steps:
+        for order, update in ((by_orm, None), (by_rows, rows_update)):
+            where = {"id": order.id, "environment_id": order.environment_id, **condition}
+            naive = "last_updated" in change
+            with pytest.warns(RuntimeWarning) if naive else nullcontext():
+                if update is None:
+                    changed = Order.objects.filter(**where).update(**change)
+                else:
+                    changed = update(Order, where, change)
+            assert changed == expected
+    fields = ("pipeline_step", "due_at", "claimed_until", "download_assets", "merchant_reference")
+    orm_row, rows_row = (
+        Order.objects.filter(id=order.id).values_list(*fields).get() for order in (by_orm, by_rows)
+    )
+    assert rows_row == orm_row == (PipelineStep.SUBMIT, None, claim, DetailState.ERROR, "claimed")
+
+
+def test_an_update_is_built_once_for_its_shape_and_sent_as_one_statement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    builds: list[object] = []
+    build = db._update_built
+
+    def counted(*args: Any) -> Any:
+        builds.append(args)
+        return build(*args)
+
+    monkeypatch.setattr(db, "_UPDATES", {})
+    monkeypatch.setattr(db, "_update_built", counted)
     order = OrderFactory.create()
     with CaptureQueriesContext(connection) as captured:
         for name in ("first", "second"):
             db.rows_update(Order, {"id": order.id}, {"merchant_reference": name})
+        db.rows_update(Order, {"id": order.id, "claimed_until": None}, {"merchant_reference": "x"})
     statements = [query["sql"] for query in captured.captured_queries]
-    assert [sql.replace("second", "first") for sql in statements] == [statements[0]] * 2
     assert statements[0].startswith('UPDATE "orders_order" SET "merchant_reference" = ')
-    shapes = [
-        shape for shape in db._UPDATES if shape[0] is Order and shape[3] == ("merchant_reference",)
+    assert statements[1] == statements[0].replace("first", "second")
+    assert len(statements) == 3 and len(builds) == 2  # a None in the condition: another shape
+    assert Order.objects.get(id=order.id).merchant_reference == "x"
+
+
+@needs_postgresql
+def test_an_update_that_fails_inside_a_transaction_marks_it_for_rollback() -> None:
+    from django.db import DataError
+
+    order = OrderFactory.create()
+    with transaction.atomic():
+        with pytest.raises(DataError):  # longer than the column's 200 characters
+            rows_update(Order, {"id": order.id}, {"merchant_reference": "x" * 300})
+        assert transaction.get_rollback()  # rolled back to its savepoint as the block ends
+
+
+def test_an_update_refuses_what_it_would_not_do_as_the_orm_does() -> None:
+    from django.db.models import F
+
+    refused: list[tuple[dict[str, Any], dict[str, Any], str]] = [
+        ({"items": 1}, {"due_at": None}, r"Order\.items is not a column"),
+        ({"metadata": None}, {"due_at": None}, r"Order\.metadata: JSON fields"),
+        ({"id": 1}, {}, "values to set and a condition"),
+        ({}, {"due_at": None}, "values to set and a condition"),
+        ({"id": 1}, {"merchant_reference": F("merchant_reference")}, "plain values"),
     ]
-    assert len(shapes) == 1
-    assert Order.objects.get(id=order.id).merchant_reference == "second"
-
-
-def test_an_update_refuses_what_is_not_a_column() -> None:
-    with pytest.raises(ValueError, match=r"Order\.items is not a column"):
-        rows_update(Order, {"items": 1}, {"due_at": None})
+    for where, values, message in refused:
+        with pytest.raises(ValueError, match=message):
+            rows_update(Order, where, values)

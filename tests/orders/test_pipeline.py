@@ -581,6 +581,46 @@ def test_an_item_shows_its_default_print_area_not_the_one_rendered_after_it(
 
 
 @pytest.mark.django_db
+def test_an_item_whose_asset_fails_for_good_is_invalid_however_its_other_asset_ends(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    broken = serve(httpserver, "/front.jpg", b"not an image at all", "image/jpeg")
+    inside = serve(httpserver, "/inside.png", png_bytes(500, 700), "image/png")
+    body = order_body(
+        items=[
+            {
+                "sku": "GLOBAL-GRE-5X7",
+                "copies": 1,
+                "assets": [
+                    {"printArea": "default", "url": broken},
+                    {"printArea": "inside", "url": inside},
+                ],
+            }
+        ]
+    )
+    order = order_claim(order_id=pk(order_create_via_api(sandbox_api, body)))
+    assert order is not None
+
+    with CaptureQueriesContext(connection) as captured:
+        state = order_assets_download(order=order)
+
+    assert state == ("Error", None)
+    item = order.items.get()
+    assert item.status == "Invalid"
+    assert [(a.print_area, a.status) for a in item.assets.order_by("position")] == [
+        ("default", "Error"),
+        ("inside", "Complete"),
+    ]
+    # The item's status written once, by the first attempt's record: the second attempt's
+    # record finds it already Invalid in the item its assets share.
+    item_writes = [
+        q for q in captured.captured_queries if q["sql"].startswith('UPDATE "orders_orderitem"')
+    ]
+    assert len(item_writes) == 1
+
+
+@pytest.mark.django_db
 def test_downloading_a_one_asset_order_without_files_takes_a_query_for_each_read_and_write(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer, django_assert_num_queries: Any
 ) -> None:

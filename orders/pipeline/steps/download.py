@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
 from common.db import rows_update
@@ -421,7 +422,9 @@ def _record_attempt(
             f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
             f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
         )  # fmt: skip
-    rows_update(Asset, {"id": asset.id}, {name: getattr(asset, name) for name in _ATTEMPT_FIELDS})
+    attempt = {name: getattr(asset, name) for name in _ATTEMPT_FIELDS}
+    if not rows_update(Asset, {"id": asset.id}, attempt):  # as save(update_fields=...) raised
+        raise DatabaseError(f"Asset {asset.public_id}: its row is gone.")
     _item_status(asset.item, item_assets)
 
 

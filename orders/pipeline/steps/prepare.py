@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.core.files.storage import default_storage
+from django.db import DatabaseError
 
 from common.db import rows_update
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
@@ -66,7 +67,7 @@ def order_assets_prepare(*, order: Order) -> bool:
         order_claim_renew(order=order, unless_fresh=True)
         if asset.source_file.endswith(".pdf"):
             asset.print_file = asset.source_file
-            asset.save(update_fields=["print_file"])
+            _asset_record(asset, print_file=asset.print_file)
             continue
         if catalogue is None:
             catalogue = catalogue_snapshot()
@@ -95,15 +96,19 @@ def order_assets_prepare(*, order: Order) -> bool:
             continue
         asset.print_file = result.print_file
         asset.thumbnail = result.thumbnail
-        rows_update(
-            Asset, {"id": asset.id}, {"print_file": asset.print_file, "thumbnail": asset.thumbnail}
-        )
+        _asset_record(asset, print_file=asset.print_file, thumbnail=asset.thumbnail)
         # The item shows its default print area; another area's image only when it has none.
         item_row: dict[str, object] = {"id": asset.item_id}
         if asset.print_area != DEFAULT_PRINT_AREA:
             item_row["thumbnail"] = ""
         rows_update(OrderItem, item_row, {"thumbnail": result.thumbnail})
     return ok
+
+
+def _asset_record(asset: Asset, **files: str) -> None:
+    """Write the asset's files to its row (an error if the row is gone, as ``save`` raised)."""
+    if not rows_update(Asset, {"id": asset.id}, files):
+        raise DatabaseError(f"Asset {asset.public_id}: its row is gone.")
 
 
 def _own_size(source: Path) -> tuple[int, int]:
