@@ -22,6 +22,7 @@ import copy
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -238,6 +239,7 @@ def main() -> None:
             import redis
 
             redis.Redis.from_url(args.redis_url).flushdb()
+    shutil.rmtree(var_dir, ignore_errors=True)  # the SQLite database, the broker's folders
 
 
 if __name__ == "__main__":

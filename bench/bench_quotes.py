@@ -14,6 +14,7 @@ second, median and 99th-percentile latency of each and the quote/healthz ratios.
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -102,6 +103,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
+    shutil.rmtree(var_dir, ignore_errors=True)  # the SQLite database, the broker's folders
 
 
 if __name__ == "__main__":

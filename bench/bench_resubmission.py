@@ -13,6 +13,7 @@ results are written back in batches).
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -40,7 +41,7 @@ def main() -> None:
     django.setup()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     from django.core.management import call_command
-    from django.db import transaction
+    from django.db import connections, transaction
     from django.utils import timezone
     from rest_framework.test import APIClient
 
@@ -125,6 +126,8 @@ def main() -> None:
     )
     print(f"sheet:    {written} rows written back")
     print(f"Sheets API requests: {calls} in all, {calls / args.rows:.3f} per row (goal < 0.1)")
+    connections.close_all()
+    shutil.rmtree(folder, ignore_errors=True)  # the throwaway SQLite database and media
 
 
 if __name__ == "__main__":
