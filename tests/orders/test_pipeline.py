@@ -547,6 +547,13 @@ def test_an_indefinitely_held_order_waits_until_submitted_by_hand(
 # --- In-process: the steps called directly (no worker; the doorbells never ring) -------------
 
 
+def _card_body(front: str, inside: str) -> dict[str, Any]:
+    """An order of one greeting card, its default (front) and inside print areas from these
+    URLs."""
+    areas = [{"printArea": "default", "url": front}, {"printArea": "inside", "url": inside}]
+    return order_body(items=[{"sku": "GLOBAL-GRE-5X7", "copies": 1, "assets": areas}])
+
+
 @pytest.mark.django_db
 def test_an_item_shows_its_default_print_area_not_the_one_rendered_after_it(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
@@ -555,18 +562,7 @@ def test_an_item_shows_its_default_print_area_not_the_one_rendered_after_it(
     settings.LAB_SIMULATOR_SECONDS = 0
     front = serve(httpserver, "/front.jpg", jpeg_bytes(500, 700, (250, 0, 0)), "image/jpeg")
     inside = serve(httpserver, "/inside.png", png_bytes(500, 700), "image/png")
-    body = order_body(
-        items=[
-            {
-                "sku": "GLOBAL-GRE-5X7",
-                "copies": 1,
-                "assets": [
-                    {"printArea": "default", "url": front},
-                    {"printArea": "inside", "url": inside},
-                ],
-            }
-        ]
-    )
+    body = _card_body(front, inside)
     order_id = order_create_via_api(sandbox_api, body)
 
     done = run_in_process(order_id)
@@ -587,18 +583,7 @@ def test_an_item_whose_asset_fails_for_good_is_invalid_however_its_other_asset_e
     settings.ALLOW_PRIVATE_URLS = True
     broken = serve(httpserver, "/front.jpg", b"not an image at all", "image/jpeg")
     inside = serve(httpserver, "/inside.png", png_bytes(500, 700), "image/png")
-    body = order_body(
-        items=[
-            {
-                "sku": "GLOBAL-GRE-5X7",
-                "copies": 1,
-                "assets": [
-                    {"printArea": "default", "url": broken},
-                    {"printArea": "inside", "url": inside},
-                ],
-            }
-        ]
-    )
+    body = _card_body(broken, inside)
     order = order_claim(order_id=pk(order_create_via_api(sandbox_api, body)))
     assert order is not None
 
