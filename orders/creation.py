@@ -309,7 +309,7 @@ def _store(
         slip = OrderFile(order=order, kind=OrderFileKind.PACKING_SLIP, url=packing_slip_url)
         files.insert(0, slip)
     OrderFile.objects.bulk_create(files)
-    issues = OrderIssue.objects.bulk_create(
+    issues: list[OrderIssue] = OrderIssue.objects.bulk_create(
         OrderIssue(
             order=order,
             object_id=items[int(index)].public_id,
@@ -320,10 +320,13 @@ def _store(
         for index, reasons in validated.unavailable.items()
     )
     if pay_first:
-        payment_issue_write(
-            order=order,
-            amount=validated.plan.total_cost if validated.plan else None,
-            currency=order.currency,
+        # The create response shows the issue as a later GET does (decisions.md, wave 3).
+        issues.append(
+            payment_issue_write(
+                order=order,
+                amount=validated.plan.total_cost if validated.plan else None,
+                currency=order.currency,
+            )
         )
     if step == PipelineStep.DOWNLOAD:
         order_enqueue_on_commit(order_id=order.id, step=step)

@@ -166,7 +166,7 @@ def order_representation(
                 "paymentDetails": money(issue.payment_amount or Decimal(0), issue.payment_currency),
             }
         issues.append(entry)
-    shown: dict[str, Any] = {
+    return {
         "id": order.public_id,
         "omsId": str(order.oms_id) if order.oms_id is not None else None,
         "created": iso(order.created),
@@ -207,11 +207,8 @@ def order_representation(
             if order.packing_slip_url
             else None
         ),
-        "branding": order.branding,
+        "branding": order.branding or None,
         "metadata": order.metadata,
         "tag": _none_if_blank(order.tag),
         "usSalesTaxAlreadyCollected": order.us_sales_tax_already_collected,
     }
-    if not order.branding:  # shown only when set (published clients fail on an empty object)
-        del shown["branding"]
-    return shown

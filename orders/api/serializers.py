@@ -337,7 +337,7 @@ class OrderOutput(serializers.Serializer):
     items = ItemOutput(many=True)
     packingSlip = PackingSlipOutput(allow_null=True)
     branding = serializers.DictField(
-        required=False, help_text="Branding name to {url, status}; absent when the order has none."
+        allow_null=True, help_text="Branding name to {url, status}; null when the order has none."
     )
     metadata = serializers.DictField()
     tag = serializers.CharField(allow_null=True)

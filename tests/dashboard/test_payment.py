@@ -63,6 +63,26 @@ def test_a_card_merchants_live_order_awaits_payment_with_the_authorisation_detai
     assert stored.shipments.count() == 0 and stored.charges.count() == 0
 
 
+def test_the_create_response_carries_the_payment_issue_exactly_as_a_later_get(
+    card: CreatedMerchant, live_api: APIClient, settings: pytest.FixtureRequest
+) -> None:
+    # decisions.md, wave 3: an integration reading only the create response learns it must pay.
+    settings.LIVE_BASE_URL = "https://live.print.test"  # type: ignore[attr-defined]
+
+    response = live_api.post("/v4.0/orders", order_body(), format="json")
+
+    assert response.status_code == 200, response.content
+    created = response.json()
+    assert created["outcome"] == "Created"
+    order_id = created["order"]["id"]
+    [issue] = created["order"]["status"]["issues"]
+    assert issue["errorCode"] == "RequiresPaymentAuthorisation"
+    assert issue["authorisationDetails"]["authorisationUrl"] == (
+        f"https://live.print.test/dashboard/pay/{order_id}"
+    )
+    assert created["order"]["status"] == fetch(live_api, order_id)["status"]
+
+
 def test_sandbox_never_waits_for_payment(card: CreatedMerchant, sandbox_api: APIClient) -> None:
     order_id = order_create_via_api(sandbox_api)
 

@@ -184,13 +184,18 @@ def test_the_simulators_lab_order_and_maptojson_carry_the_packing_slip_and_brand
     assert body["shipment_id"] == shipment.public_id
 
 
-def test_branding_is_shown_only_when_the_order_has_some(
+def test_an_order_without_branding_shows_branding_null(
     sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
 ) -> None:
-    # decisions.md: `branding` appears in an order only when set; a published client fails on
-    # `"branding": {}`. Created, read, listed and called back alike.
+    # decisions.md, Orders: an order without branding shows `"branding": null` (a published
+    # client requires the key and accepts null; `{}` breaks it). Created, read, listed and
+    # called back alike.
     settings.ALLOW_PRIVATE_URLS = True
-    plain = create(sandbox_api, order_body(items=photo_items(httpserver)))
+    created = sandbox_api.post(
+        "/v4.0/orders", order_body(items=photo_items(httpserver)), format="json"
+    ).json()["order"]
+    assert "branding" in created and created["branding"] is None
+    plain = created["id"]
     postcard = serve(httpserver, "/postcard.png", png_bytes(), "image/png")
     branded = create(
         sandbox_api,
@@ -203,10 +208,10 @@ def test_branding_is_shown_only_when_the_order_has_some(
     advance_to(plain, PipelineStep.ALLOCATE)
 
     listed = {o["id"]: o for o in sandbox_api.get("/v4.0/orders").json()["orders"]}
-    assert "branding" not in fetch(sandbox_api, plain)
-    assert "branding" not in listed[plain]
+    assert fetch(sandbox_api, plain)["branding"] is None
+    assert listed[plain]["branding"] is None
     assert set(listed[branded]["branding"]) == {"postcard"}
     assert fetch(sandbox_api, branded)["branding"]["postcard"]["url"] == postcard
     events = CallbackEvent.objects.filter(subject=plain)
     assert events.exists()
-    assert all("branding" not in json.loads(bytes(e.body))["data"]["order"] for e in events)
+    assert all(json.loads(bytes(e.body))["data"]["order"]["branding"] is None for e in events)
