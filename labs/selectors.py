@@ -29,6 +29,29 @@ def countries_reached(*, product: Product) -> list[str]:
     return sorted(countries)
 
 
+def products_with_countries(*, category: str | None = None) -> list[tuple[Product, list[str]]]:
+    """Every active product (of ``category``, if given) in SKU order, each with what
+    ``countries_reached`` answers for it, from the process's catalogue snapshot (no query
+    beyond the catalogue version's while the snapshot stands)."""
+    snapshot = catalogue_snapshot()
+    zones = {zone.id: zone for zone in snapshot.zones}
+    listed: list[tuple[Product, list[str]]] = []
+    for _, product in sorted(snapshot.products.items()):
+        if category is not None and product.category != category:
+            continue
+        countries: set[str] = set()
+        for lab_product in snapshot.lab_products.get(product.id, ()):
+            for rate in snapshot.rates.get(lab_product.lab_id, ()):
+                if rate.zone_id is None:
+                    countries.add(rate.country_code)
+                elif zones[rate.zone_id].rest_of_world:
+                    countries.update(COUNTRY_CODES)
+                else:
+                    countries.update(zones[rate.zone_id].countries)
+        listed.append((product, sorted(countries)))
+    return listed
+
+
 def currencies_supported() -> set[str]:
     """Currencies a quote or order can be priced in: the base and every one with a rate."""
     return set(catalogue_snapshot().units_per_base)

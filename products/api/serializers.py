@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from api.serializers import JsonIntegerField, StrictSerializer
@@ -38,6 +39,13 @@ class ProductDetailsSerializer(serializers.Serializer):
 class ProductResponseSerializer(serializers.Serializer):
     outcome = serializers.CharField(help_text="Ok")
     product = ProductDetailsSerializer()
+    traceParent = serializers.CharField()
+
+
+@extend_schema_serializer(many=False)  # one object holding the list, not a list
+class ProductListResponseSerializer(serializers.Serializer):
+    outcome = serializers.CharField(help_text="Ok")
+    products = ProductDetailsSerializer(many=True)
     traceParent = serializers.CharField()
 
 

@@ -9,21 +9,21 @@ from api.schema import operation
 from api.views import ApiViewSet, validated_input
 from common.countries import is_country_code
 from common.errors import EntityNotFound, ValidationFailed
-from labs.selectors import countries_reached
+from labs.selectors import countries_reached, products_with_countries
 from products.api.serializers import (
     ProductDetailsSerializer,
+    ProductListResponseSerializer,
     ProductResponseSerializer,
     SpineRequestSerializer,
     SpineResponseSerializer,
 )
-from products.models import Product
+from products.models import Category, Product
 from products.selectors import product_get, spine_width_mm
 
 TAG = "products"
 
 
-def _product_details(product: Product) -> dict[str, Any]:
-    ships_to = countries_reached(product=product)
+def _product_details(product: Product, ships_to: list[str]) -> dict[str, Any]:
     return {
         "sku": product.sku,
         "description": product.description,
@@ -45,10 +45,55 @@ def _product_details(product: Product) -> dict[str, Any]:
     }
 
 
+def _category(request: Request) -> str | None:
+    raw = request.query_params.get("category")
+    if not raw:
+        return None
+    known = {value.lower(): value for value in Category.values}
+    category = known.get(raw.strip().lower())
+    if category is None:
+        raise ValidationFailed.single(
+            "category",
+            "InvalidChoice",
+            f"'{raw}' is not one of {', '.join(sorted(Category.values))}.",
+        )
+    return category
+
+
 class ProductViewSet(ApiViewSet):
-    # GET /v4.0/products/{sku} and POST /v4.0/products/spine.
+    # GET /v4.0/products (an extension), GET /v4.0/products/{sku}, POST /v4.0/products/spine.
     lookup_field = "sku"
     lookup_value_converter = "str"
+
+    @operation(
+        TAG,
+        "products_list",
+        "Every active product (an extension of the specification)",
+        ProductListResponseSerializer,
+        description=(
+            "**Extension**: not in the specification, which documents only the lookup by SKU. "
+            "Lists every active product, each in the shape `GET /v4.0/products/{sku}` answers, "
+            "ordered by SKU; `category` keeps one category (any letter case)."
+        ),
+        extensions={"x-specification-extension": True},
+        parameters=[
+            OpenApiParameter(
+                "category",
+                str,
+                OpenApiParameter.QUERY,
+                required=False,
+                enum=sorted(Category.values),
+                description="Only products of this category (any letter case).",
+            )
+        ],
+    )
+    def list(self, request: Request) -> Response:
+        products = [
+            _product_details(product, ships_to)
+            for product, ships_to in products_with_countries(category=_category(request))
+        ]
+        details = ProductDetailsSerializer(products, many=True).data
+        return Response({"outcome": "Ok", "products": details})
 
     @operation(
         TAG,
@@ -61,7 +106,9 @@ class ProductViewSet(ApiViewSet):
         product = product_get(sku=sku)
         if product is None:
             raise EntityNotFound(f"There is no product with SKU '{sku}'.")
-        details = ProductDetailsSerializer(_product_details(product)).data
+        details = ProductDetailsSerializer(
+            _product_details(product, countries_reached(product=product))
+        ).data
         return Response({"outcome": "Ok", "product": details})
 
     @operation(

@@ -1,12 +1,15 @@
-"""GET /v4.0/products/{sku} and POST /v4.0/products/spine."""
+"""GET /v4.0/products (an extension), GET /v4.0/products/{sku} and POST /v4.0/products/spine."""
 
 import re
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
 from common.countries import COUNTRY_CODES
+from labs.models import Lab
+from products.models import Category, Product
 from tests.labs.factories import (
     LabFactory,
     LabProductFactory,
@@ -185,3 +188,87 @@ def test_spine_request_validation(sandbox_api: APIClient) -> None:
             }
         ]
     }
+
+
+# --- GET /v4.0/products (decisions.md, "Products list (extension)") -------------------------
+
+
+@pytest.mark.usefixtures("catalogue")
+def test_the_list_shows_every_active_product_as_the_lookup_does(sandbox_api: APIClient) -> None:
+    Product.objects.filter(sku="GLOBAL-CAN-10X10").update(is_active=False)
+    active = list(Product.objects.filter(is_active=True).order_by("sku"))
+    assert len(active) > 20
+
+    response = sandbox_api.get("/v4.0/products")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert TRACE.match(body.pop("traceParent"))
+    assert body["outcome"] == "Ok"
+    assert [p["sku"] for p in body["products"]] == [p.sku for p in active]
+    for listed in body["products"]:
+        looked_up = sandbox_api.get(f"/v4.0/products/{listed['sku']}").json()["product"]
+        assert listed == looked_up
+
+
+@pytest.mark.usefixtures("catalogue")
+def test_the_list_keeps_one_category_in_any_letter_case(sandbox_api: APIClient) -> None:
+    canvases = sorted(
+        Product.objects.filter(category=Category.CANVAS).values_list("sku", flat=True)
+    )
+    assert canvases
+
+    for given in ("Canvas", "canvas", "CANVAS"):
+        body = sandbox_api.get(f"/v4.0/products?Category={given}").json()
+        assert [p["sku"] for p in body["products"]] == canvases
+    assert sandbox_api.get("/v4.0/products?category=Jigsaw").json()["products"] != []
+
+
+def test_an_unknown_category_is_validation_failed(sandbox_api: APIClient) -> None:
+    canvas()
+
+    response = sandbox_api.get("/v4.0/products?category=Mugs")
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["outcome"] == "ValidationFailed"
+    [failure] = body["data"]["failures"]["category"]
+    assert failure["code"] == "InvalidChoice"
+    assert failure["description"].startswith("'Mugs' is not one of Canvas, FineArtPrint,")
+
+
+def test_the_list_needs_an_api_key(api: APIClient) -> None:
+    response = api.get("/v4.0/products")
+
+    assert response.status_code == 401
+    assert response.json()["outcome"] == "Unauthorized"
+
+
+def test_the_list_costs_the_same_queries_for_one_product_or_many(
+    sandbox_api: APIClient, django_assert_num_queries: Any
+) -> None:
+    canvas()
+    sandbox_api.get("/v4.0/products")  # the key's last use and the catalogue snapshot: once
+    with django_assert_num_queries(1) as one:
+        assert len(sandbox_api.get("/v4.0/products").json()["products"]) == 1
+
+    for number in range(12):
+        product = ProductFactory(sku=f"MORE-{number}")
+        VariantFactory(product=product)
+        LabProductFactory(lab=Lab.objects.get(code="gb1"), product=product)
+    sandbox_api.get("/v4.0/products")  # the catalogue changed: the snapshot is read again
+    with django_assert_num_queries(1) as many:
+        assert len(sandbox_api.get("/v4.0/products").json()["products"]) == 13
+    assert len(one.captured_queries) == len(many.captured_queries)
+
+
+def test_the_openapi_document_marks_the_list_as_an_extension(api: APIClient) -> None:
+    document = api.get("/v4.0/schema?format=json")
+    assert document.status_code == 200, document.content[:200]
+
+    operation = document.json()["paths"]["/v4.0/products"]["get"]
+
+    assert operation["x-specification-extension"] is True
+    assert operation["description"].startswith("**Extension**")
+    [parameter] = [p for p in operation["parameters"] if p["name"] == "category"]
+    assert "Canvas" in parameter["schema"]["enum"]
