@@ -18,8 +18,11 @@ from backoffice.models import BulkJob, BulkJobRow, CancelOption, JobKind, JobSta
 from common.errors import ValidationFailed
 from common.shipping import ShippingMethod
 from labs.models import Lab
-from staff.selectors import is_administrator
 from staff.services import audit_entry_record
+
+
+RUN_RESUBMISSION = "backoffice.run_resubmission"
+RUN_SITEFLOW_SHIPPING = "backoffice.run_siteflow_shipping"
 
 
 class BulkJobRowInline(admin.TabularInline):
@@ -58,12 +61,6 @@ class BulkJobAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return self.has_view_permission(request)
 
     @admin.display(description="rows done")
     def rows_done(self, job: BulkJob) -> str:
@@ -153,6 +150,8 @@ class BulkJobAdmin(admin.ModelAdmin):
         )
 
     def resubmission_view(self, request: HttpRequest) -> HttpResponse:
+        if not request.user.has_perm(RUN_RESUBMISSION):
+            raise PermissionDenied("Your role does not allow running the bulk resubmission.")
         tool = {"title": "Bulk resubmission", "kind": "resubmission"}
         if request.method != "POST":
             return self._form(request, tool)
@@ -181,7 +180,7 @@ class BulkJobAdmin(admin.ModelAdmin):
         return self._review(request, tool, source, choices, review=review)
 
     def shipping_view(self, request: HttpRequest) -> HttpResponse:
-        if not is_administrator(request.user):
+        if not request.user.has_perm(RUN_SITEFLOW_SHIPPING):
             raise PermissionDenied("The administrator role is required for this tool.")
         tool = {"title": "Site Flow shipping update", "kind": "shipping"}
         if request.method != "POST":
@@ -212,6 +211,8 @@ class BulkJobAdmin(admin.ModelAdmin):
         return self._review(request, tool, source, choices, shipping_rows=rows)
 
     def job_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         job = get_object_or_404(BulkJob.objects.select_related("created_by"), id=job_id)
         done, total, percent = progress(job)
         return TemplateResponse(
@@ -231,6 +232,8 @@ class BulkJobAdmin(admin.ModelAdmin):
         )
 
     def download_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         job = get_object_or_404(BulkJob, id=job_id)
         if not job.file_name:
             raise PermissionDenied("Only a job from an uploaded file has a file to download.")

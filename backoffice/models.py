@@ -64,6 +64,10 @@ class BulkJob(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
+        permissions = [
+            ("run_resubmission", "Can run the bulk resubmission tool"),
+            ("run_siteflow_shipping", "Can run the Site Flow shipping update tool"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} #{self.id}"

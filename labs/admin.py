@@ -91,6 +91,12 @@ class LabProductAdmin(admin.ModelAdmin):
     autocomplete_fields = ("product",)
     list_select_related = ("lab", "product")
 
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        changelist = super().get_changelist_instance(request)
+        if not self.has_change_permission(request):
+            changelist.list_editable = ()  # a viewer sees the stock, not a form to change it
+        return changelist
+
 
 @admin.register(ShippingZone)
 class ShippingZoneAdmin(admin.ModelAdmin):

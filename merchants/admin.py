@@ -34,7 +34,7 @@ class EnvironmentAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # environments are created with their merchant
 
-    @admin.action(description="Issue a new API key (shown once)")
+    @admin.action(description="Issue a new API key (shown once)", permissions=["change"])
     def issue_api_key(self, request: HttpRequest, queryset: QuerySet[Environment]) -> None:
         for environment in queryset:
             _, clear = api_key_create(environment=environment, name=f"issued by {request.user}")
@@ -57,7 +57,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # keys are issued from the environment page so the clear key can be shown once
 
-    @admin.action(description="Revoke selected keys")
+    @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         for api_key in queryset:
             api_key_revoke(api_key=api_key)

@@ -113,8 +113,10 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     readonly_fields = [str(name) for _, group in fieldsets for name in group["fields"]]
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        # The list's actions need it; an order's own page is a view, never a form.
-        return obj is None and super().has_change_permission(request)
+        return False  # an order's page is a view, never a form; staff act through services
+
+    def has_act_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("orders.act_on_order")
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Order], search_term: str
@@ -148,7 +150,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             rows,
         )
 
-    @admin.action(description="Submit held orders now", permissions=["change"])
+    @admin.action(description="Submit held orders now", permissions=["act"])
     def submit_held_orders_now(self, request: HttpRequest, queryset: QuerySet[Order]) -> None:
         submitted = sum(order_submit_now(order=order) for order in queryset)
         skipped = queryset.count() - submitted
@@ -160,7 +162,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
                 level=messages.WARNING,
             )
 
-    @admin.action(description="Run the due pipeline step now", permissions=["change"])
+    @admin.action(description="Run the due pipeline step now", permissions=["act"])
     def ring_pipeline(self, request: HttpRequest, queryset: QuerySet[Order]) -> None:
         """A doorbell only: the step runs if the order is due and not owned by a worker."""
         for order_id, step in queryset.values_list("id", "pipeline_step"):

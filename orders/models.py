@@ -162,6 +162,9 @@ class Order(PublicIdModel):
 
     class Meta:
         ordering = ["-id"]
+        permissions = [
+            ("act_on_order", "Can act on an order's work (submit held, run or retry a step)"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["environment", "idempotency_key"],
@@ -294,6 +297,12 @@ class Shipment(PublicIdModel):
 
     class Meta:
         ordering = ["created", "id"]
+        permissions = [
+            (
+                "operate_shipment",
+                "Can cancel, hold, unhold and change the address or method of a lab order",
+            ),
+        ]
 
     @property
     def is_held(self) -> bool:

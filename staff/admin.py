@@ -61,7 +61,7 @@ class StaffApiKeyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # revoked keys stay, so the audit log can name them
 
-    @admin.action(description="Revoke selected staff keys")
+    @admin.action(description="Revoke selected staff keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[StaffApiKey]) -> None:
         for api_key in queryset:
             staff_api_key_revoke(staff_api_key=api_key)

@@ -1,12 +1,16 @@
 """Writes for staff users, their API keys and the audit log."""
 
-from django.contrib.auth.models import Group, User
+from typing import Any
+
+from django.apps import apps as django_apps
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from common.errors import ValidationFailed
 from common.keys import key_digest_new, key_revoke
 from staff.keys import generate_staff_api_key, key_prefix
 from staff.models import ADMINISTRATORS_GROUP, AuditEntry, StaffApiKey
+from staff.roles import OPERATORS_GROUP, ROLES
 
 
 def staff_api_key_create(
@@ -28,6 +32,31 @@ def staff_api_key_revoke(*, staff_api_key: StaffApiKey) -> None:
 
 
 @transaction.atomic
+def staff_roles_sync(*, apps: Any = django_apps) -> dict[str, Any]:
+    """Make the ``Operators`` and ``Administrators`` groups hold exactly their role's
+    permissions (``staff.roles``); ``apps`` is a migration's historical registry when a
+    migration calls it. Returns the groups by name."""
+    group_model = apps.get_model("auth", "Group")
+    permission_model = apps.get_model("auth", "Permission")
+    wanted = {name for names in ROLES.values() for name in names}
+    found = {
+        f"{app_label}.{codename}": pk
+        for pk, app_label, codename in permission_model.objects.filter(
+            content_type__app_label__in={name.split(".")[0] for name in wanted}
+        ).values_list("pk", "content_type__app_label", "codename")
+    }
+    missing = sorted(wanted - set(found))
+    if missing:
+        raise LookupError(f"Permissions missing (migrate first): {', '.join(missing)}")
+    groups = {}
+    for name, permissions in ROLES.items():
+        group, _ = group_model.objects.get_or_create(name=name)
+        group.permissions.set([found[permission] for permission in permissions])
+        groups[name] = group
+    return groups
+
+
+@transaction.atomic
 def staff_user_save(
     *,
     username: str,
@@ -36,8 +65,9 @@ def staff_user_save(
     administrator: bool = False,
 ) -> tuple[User, bool]:
     """Create the staff user, or update an existing one (made staff, active, the email and
-    password when given); ``administrator`` adds the administrator role, never removes it.
-    Returns the user and whether it was created."""
+    password when given), always an operator; ``administrator`` adds the administrator role,
+    never removes it. The roles' groups are made again as ``staff.roles`` says. Returns the
+    user and whether it was created."""
     user, created = User.objects.get_or_create(username=username)
     user.is_staff = True
     user.is_active = True
@@ -48,9 +78,10 @@ def staff_user_save(
     elif created:
         user.set_unusable_password()
     user.save()
+    groups = staff_roles_sync()
+    user.groups.add(groups[OPERATORS_GROUP])
     if administrator:
-        group, _ = Group.objects.get_or_create(name=ADMINISTRATORS_GROUP)
-        user.groups.add(group)
+        user.groups.add(groups[ADMINISTRATORS_GROUP])
     return user, created
 
 

@@ -86,7 +86,7 @@ def clients(
     merchant: CreatedMerchant, staff_user: Any, staff_api: APIClient
 ) -> dict[str | None, APIClient]:
     """A client for each security scheme of the document (the staff user administers)."""
-    staff_user.groups.add(Group.objects.create(name=ADMINISTRATORS_GROUP))
+    staff_user.groups.add(Group.objects.get_or_create(name=ADMINISTRATORS_GROUP)[0])
     merchant_api = APIClient()
     merchant_api.credentials(HTTP_X_API_KEY=merchant.sandbox_api_key)
     return {"ApiKeyAuth": merchant_api, "staffApiKey": staff_api, None: APIClient()}

@@ -68,7 +68,7 @@ def test_an_administrator_updates_carriers_and_results_are_written_back(
     sheets: SheetsServer,
     site: SiteflowServer,
 ) -> None:
-    staff_user.groups.add(Group.objects.create(name=ADMINISTRATORS_GROUP))
+    staff_user.groups.add(Group.objects.get_or_create(name=ADMINISTRATORS_GROUP)[0])
     first, shipped = (Shipment.objects.get(order=order_at_labs(live_api)) for _ in range(2))
     at_site(site, first, 1)
     at_site(site, shipped, 2)
@@ -118,7 +118,7 @@ def test_an_administrator_updates_carriers_and_results_are_written_back(
 def test_a_bad_shipping_speed_is_validation_failed(
     staff_user: Any, staff_api: APIClient, sheets: SheetsServer
 ) -> None:
-    staff_user.groups.add(Group.objects.create(name=ADMINISTRATORS_GROUP))
+    staff_user.groups.add(Group.objects.get_or_create(name=ADMINISTRATORS_GROUP)[0])
 
     response = staff_api.post(URL, {**BODY, "shippingSpeed": "Teleport"}, format="json")
 

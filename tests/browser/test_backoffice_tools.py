@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from labs.models import Lab
 from orders.models import Shipment
+from staff.services import staff_user_save
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
 from tests.support.siteflow import SiteflowServer, SiteOrder
@@ -33,7 +33,7 @@ def sheets(settings: Any) -> Iterator[SheetsServer]:
 @pytest.fixture
 def shipments(catalogue: None, sandbox_api: APIClient) -> list[Shipment]:
     # Made before the browser starts: no ORM calls inside its event loop.
-    User.objects.create_superuser("ops", "ops@example.com", PASSWORD)
+    staff_user_save(username="ops", password=PASSWORD)  # an operator, not a superuser
     return [Shipment.objects.get(order=order_at_labs(sandbox_api)) for _ in range(3)]
 
 
@@ -99,7 +99,7 @@ def test_bulk_resubmission_from_an_uploaded_file(
 
 @pytest.fixture
 def live_shipments(catalogue: None, live_api: APIClient) -> list[Shipment]:
-    User.objects.create_superuser("ops", "ops@example.com", PASSWORD)
+    staff_user_save(username="ops", password=PASSWORD, administrator=True)  # not a superuser
     return [Shipment.objects.get(order=order_at_labs(live_api)) for _ in range(3)]
 
 

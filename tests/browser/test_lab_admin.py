@@ -1,11 +1,12 @@
-"""Staff configure a Site Flow lab on its admin page; the secret is never shown back."""
+"""An administrator (not a superuser) configures a Site Flow lab on its admin page; the secret
+is never shown back."""
 
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from labs.models import Lab
+from staff.services import staff_user_save
 from tests.labs.factories import LabFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -15,7 +16,7 @@ SECRET = "browser-siteflow-secret-0042"
 @pytest.fixture
 def staff_and_lab(transactional_db: None) -> int:
     # Made before the browser starts (see test_pages.py): no ORM calls inside its event loop.
-    User.objects.create_superuser("ops", "ops@example.com", "correct-horse-battery")
+    staff_user_save(username="ops", password="correct-horse-battery", administrator=True)
     LabFactory(code="gb8", name="Browser lab", capabilities=[])
     return Lab.objects.get(code="gb8").pk
 

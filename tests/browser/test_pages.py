@@ -4,8 +4,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from django.contrib.auth.models import User
 
+from staff.services import staff_user_save
 from tests.merchants.factories import MerchantFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,7 +65,7 @@ def test_redoc_renders_offline(page: Any, live_server: Any) -> None:
 def staff_and_merchant(transactional_db: None) -> None:
     # Made before the browser starts: ORM calls inside Playwright's running event loop would
     # open a connection of their own that outlives the test.
-    User.objects.create_superuser("ops", "ops@example.com", "correct-horse-battery")
+    staff_user_save(username="ops", password="correct-horse-battery", administrator=True)
     MerchantFactory.create(name="Browser Prints")
 
 

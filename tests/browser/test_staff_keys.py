@@ -6,6 +6,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from staff.services import staff_user_save
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PROBE = "/v4.0/fulfilmentLocations/zz1/capabilities"  # 404 once authenticated, else 401
@@ -14,7 +16,7 @@ PROBE = "/v4.0/fulfilmentLocations/zz1/capabilities"  # 404 once authenticated, 
 @pytest.fixture
 def administrator_and_staff(transactional_db: None) -> None:
     # Made before the browser starts (see test_pages.py).
-    User.objects.create_superuser("root", "root@example.com", "correct-horse-battery")
+    staff_user_save(username="root", password="correct-horse-battery", administrator=True)
     User.objects.create_user("ops", "ops@example.com", "another-horse-battery", is_staff=True)
 
 

@@ -1,0 +1,52 @@
+"""The two staff roles and the exact model permissions each group holds.
+
+Every staff user is an ``Operators`` member; ``Administrators`` hold all of that and may also
+change labs (Site Flow settings), merchants (billing, pause window) and staff keys, and run the
+Site Flow shipping tool. The groups are made by a migration (``staff/migrations/0002_roles``)
+and kept exactly so by ``staff_roles_sync`` each time ``create_staff`` runs.
+"""
+
+from staff.models import ADMINISTRATORS_GROUP
+
+OPERATORS_GROUP = "Operators"
+
+OPERATOR_PERMISSIONS: tuple[str, ...] = (
+    "orders.view_order",
+    "orders.view_orderitem",
+    "orders.view_asset",
+    "orders.view_shipment",
+    "orders.view_charge",
+    "orders.view_orderissue",
+    "orders.act_on_order",
+    "orders.operate_shipment",
+    "merchants.view_merchant",
+    "merchants.view_environment",
+    "labs.view_lab",
+    "labs.view_labproduct",
+    "labs.view_shippingrate",
+    "labs.view_shippingzone",
+    "webhooks.view_callbackevent",
+    "webhooks.view_callbackattempt",
+    "webhooks.view_gonecallbackurl",
+    "staff.view_auditentry",
+    "backoffice.view_bulkjob",
+    "backoffice.view_bulkjobrow",
+    "backoffice.view_shipmentresubmission",
+    "backoffice.run_resubmission",
+)
+
+ADMINISTRATOR_PERMISSIONS: tuple[str, ...] = (
+    *OPERATOR_PERMISSIONS,
+    "labs.change_lab",
+    "merchants.change_merchant",
+    "merchants.change_environment",
+    "staff.view_staffapikey",
+    "staff.add_staffapikey",
+    "staff.change_staffapikey",
+    "backoffice.run_siteflow_shipping",
+)
+
+ROLES: dict[str, tuple[str, ...]] = {
+    OPERATORS_GROUP: OPERATOR_PERMISSIONS,
+    ADMINISTRATORS_GROUP: ADMINISTRATOR_PERMISSIONS,
+}
