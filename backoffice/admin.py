@@ -20,7 +20,6 @@ from common.shipping import ShippingMethod
 from labs.models import Lab
 from staff.services import audit_entry_record
 
-
 RUN_RESUBMISSION = "backoffice.run_resubmission"
 RUN_SITEFLOW_SHIPPING = "backoffice.run_siteflow_shipping"
 

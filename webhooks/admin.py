@@ -94,7 +94,9 @@ class CallbackEventAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             text = raw.decode("utf-8", errors="replace")
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
 
-    @admin.action(description="Replay: send again with the same id and bytes", permissions=["change"])
+    @admin.action(
+        description="Replay: send again with the same id and bytes", permissions=["change"]
+    )
     def replay(self, request: HttpRequest, queryset: QuerySet[CallbackEvent]) -> None:
         count = 0
         for event in queryset:
