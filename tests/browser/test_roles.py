@@ -18,7 +18,7 @@ def people(transactional_db: None) -> int:
     # Made before the browser starts (see test_pages.py): no ORM calls inside its event loop.
     staff_user_save(username="olga", password=PASSWORD)
     staff_user_save(username="ada", password=PASSWORD, administrator=True)
-    return LabFactory(code="gb8", name="Browser lab", capabilities=[]).pk
+    return LabFactory.create(code="gb8", name="Browser lab", capabilities=[]).pk
 
 
 def sign_in(page: Any, base: str, username: str) -> str:

@@ -158,7 +158,7 @@ def test_the_bulk_jobs_page_links_only_the_tools_of_the_role(
 
 
 def test_only_an_administrator_changes_a_lab(operator: Client, administrator: Client) -> None:
-    lab = LabFactory(code="gb8", name="Old name", capabilities=[])
+    lab = LabFactory.create(code="gb8", name="Old name", capabilities=[])
     url = f"/admin/labs/lab/{lab.pk}/change/"
     form = {
         "code": "gb8",
