@@ -21,16 +21,22 @@ HAVE_NGINX := (command -v nginx || test -x /usr/sbin/nginx) >/dev/null 2>&1 && c
 
 .PHONY: install browser nginx run test lint typecheck imports audit lock bench clean
 
+# Each step says what it does; pip shows its own progress (a line a package, its download bars).
 $(PY):
+	@echo "==> [1/4] Creating the virtual environment $(VENV)"
 	python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
 
 $(STAMP): pyproject.toml $(LOCK) | $(PY)
-	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet --require-hashes -r $(LOCK)
+	@echo "==> [2/4] Upgrading pip"
+	$(PIP) install --upgrade --progress-bar on pip
+	@echo "==> [3/4] Installing the $$(grep -c '^[a-z0-9]' $(LOCK)) locked packages of $(LOCK) (hashes checked)"
+	$(PIP) install --progress-bar on --require-hashes -r $(LOCK)
+	@echo "==> [4/4] Installing the project itself (editable) and checking its dependencies"
 	$(PIP) install --quiet --no-deps -e .
 	@$(PIP) check >/dev/null || { $(PIP) check; echo "$(LOCK) is behind pyproject.toml: run make lock"; exit 1; }
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
+	@echo "==> Installed into $(VENV)"
 
 install: $(STAMP)
 
@@ -64,11 +70,14 @@ audit: install
 	fi; exit $$status
 
 # `make run` is local development: the local settings, said explicitly (wsgi.py and the Celery
-# app default to production settings, which refuse to start without a secret key).
+# app default to production settings, which refuse to start without a secret key). It needs no
+# root and no system package: nginx and Chromium are for `make test` and deploy/ only.
 run: export DJANGO_SETTINGS_MODULE := config.settings.local
-run: install nginx
+run: install
+	@echo "==> Migrating the database"
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
+	@echo "==> Loading the demo catalogue and the demo merchant"
 	$(PY) manage.py setup_demo
 	$(PY) scripts/run_all.py
 

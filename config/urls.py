@@ -3,6 +3,7 @@ from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from api.demo import demo_photo
 from api.health import HealthView
 from api.media import media
 from api.views import endpoint_does_not_exist
@@ -41,6 +42,7 @@ urlpatterns = [
     path("healthz", HealthView.as_view(), name="healthz"),
     # Print files and thumbnails on the local default storage (django-storages serves its own).
     re_path(r"^media/(?P<path>.+)$", media),
+    path("demo/photo.jpg", demo_photo, name="demo-photo"),
     path("admin/", admin.site.urls),
     path("dashboard", RedirectView.as_view(url="/dashboard/")),
     path("dashboard/", include("dashboard.urls")),

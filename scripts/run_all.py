@@ -6,7 +6,8 @@ database between renders) and a thread-pool one for `downloads` and `callbacks` 
 hosts: `CELERY_THREADS` threads), so a slow asset host never holds the rendering processes.
 `CELERY_THREADS=0` runs one prefork worker consuming all three queues instead.
 
-Ctrl-C (or SIGTERM) stops them all; if one exits, the others are stopped too.
+Ctrl-C (or SIGTERM) stops them all; if one exits, the others are stopped too. Once the web
+server answers, one line says where it serves and where the quickstart's values are.
 """
 
 import os
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 PYTHON_BIN = os.path.dirname(sys.executable)
 
@@ -29,7 +31,16 @@ def _worker(name: str, queues: str, *pool: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
 def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     port = os.environ.get("PORT", "8000")
     concurrency = os.environ.get("CELERY_CONCURRENCY", str((os.cpu_count() or 1) + 1))
     threads = os.environ.get("CELERY_THREADS", "8")
@@ -57,7 +68,9 @@ def main() -> int:
         name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in processes.items()
     }
     names = ", ".join(processes)
-    print(f"Serving on http://127.0.0.1:{port} ({names}); Ctrl-C stops all.", flush=True)
+    print(f"Starting {names} on http://127.0.0.1:{port}; Ctrl-C stops all.", flush=True)
+    demo_file = os.path.join(os.environ.get("VAR_DIR", "var"), "demo.env")
+    ready = False
 
     stopping = False
 
@@ -74,6 +87,13 @@ def main() -> int:
                 print(f"{name} exited with {process.returncode}; stopping the others.", flush=True)
                 exit_code = process.returncode or 1
                 stopping = True
+        if not ready and not stopping and _answers(f"http://127.0.0.1:{port}/healthz"):
+            ready = True
+            print(
+                f"Ready on http://127.0.0.1:{port}: `. {demo_file}` in another shell sets API, "
+                "the demo keys and DEMO_IMAGE_URL for the README's quickstart.",
+                flush=True,
+            )
         time.sleep(0.5)
     for process in running.values():
         if process.poll() is None:

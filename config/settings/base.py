@@ -176,6 +176,8 @@ SANDBOX_BASE_URL = env.str("SANDBOX_BASE_URL", default="http://127.0.0.1:8000").
 LIVE_BASE_URL = env.str("LIVE_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 # Outbound fetches and callbacks may reach loopback/private addresses only when this is on.
 ALLOW_PRIVATE_URLS = env.bool("ALLOW_PRIVATE_URLS", default=False)
+# `make run`'s demo photo at /demo/photo.jpg (on in config.settings.local only).
+DEMO_IMAGE_ENABLED = False
 REQUEST_TIMEOUT_SECONDS = env.float("REQUEST_TIMEOUT_SECONDS", default=60.0)
 API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="1200/min")
 WRONG_KEY_RATE_LIMIT = env.str("WRONG_KEY_RATE_LIMIT", default="60/min")
@@ -392,7 +394,17 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"periodic_task_noise": {"()": "common.logs.PeriodicTaskNoiseFilter"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # pyvips logs each image's thread pool at INFO.
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "pyvips": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # pyvips logs each image's thread pool at INFO; django-axes its version in every process.
+        "pyvips": {"level": "WARNING"},
+        "axes.apps": {"level": "WARNING"},
+        # Beat queues the sweepers every few seconds: at INFO a sweep shows only when it did
+        # something, in one line (the worker's "succeeded ...: <how many>").
+        "celery.beat": {"filters": ["periodic_task_noise"]},
+        "celery.worker.strategy": {"filters": ["periodic_task_noise"]},
+        "celery.app.trace": {"filters": ["periodic_task_noise"]},
+    },
 }

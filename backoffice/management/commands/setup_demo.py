@@ -1,10 +1,14 @@
 """Prepare a fresh machine for ``make run``: demo catalogue, demo merchant, its keys printed.
 
-The demo keys are kept in ``var/demo-keys.env`` (outside git, readable by the owner only) so
-that every later ``make run`` can print them again; the database holds only their digests.
+The demo merchant's keys are kept in ``var/demo.env`` (outside git, readable by the owner
+only) so that every later ``make run`` can print them again; the database holds only their
+digests. Each run also writes there the base URL it serves on and the demo photo's URL, so
+``. var/demo.env`` in another shell sets everything the README's quickstart uses.
 """
 
 import os
+import re
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -15,26 +19,52 @@ from merchants.models import Merchant
 from merchants.services import merchant_create
 
 DEMO_NAME = "Demo Merchant"
+KEY_NAMES = ("SANDBOX_API_KEY", "LIVE_API_KEY")
+# Where keys were kept before var/demo.env (read when that file is missing).
+_OLD_KEYS_FILE = "demo-keys.env"
+
+
+def _assignments(path: Path) -> dict[str, str]:
+    if not path.exists():
+        return {}
+    found = re.findall(r"^(?:export )?([A-Z_]+)=(\S*)$", path.read_text(), flags=re.MULTILINE)
+    return dict(found)
 
 
 class Command(BaseCommand):
-    help = "Load the demo catalogue and create the demo merchant if none exists; print its keys."
+    help = (
+        "Load the demo catalogue and create the demo merchant if none exists; print its keys, "
+        "the base URL and the demo photo's URL, and write them to var/demo.env."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if "load_catalogue" in get_commands():
             call_command("load_catalogue", verbosity=0)
-        keys_file = settings.VAR_DIR / "demo-keys.env"
+        demo_file = settings.VAR_DIR / "demo.env"
+        keys = _assignments(demo_file) or _assignments(settings.VAR_DIR / _OLD_KEYS_FILE)
         if not Merchant.objects.filter(name=DEMO_NAME).exists():
             created = merchant_create(name=DEMO_NAME, email="demo@example.com")
-            keys_file.write_text(
-                f"SANDBOX_API_KEY={created.sandbox_api_key}\nLIVE_API_KEY={created.live_api_key}\n"
+            keys = {
+                "SANDBOX_API_KEY": created.sandbox_api_key,
+                "LIVE_API_KEY": created.live_api_key,
+            }
+        values = {"API": settings.SANDBOX_BASE_URL}
+        values.update((name, keys[name]) for name in KEY_NAMES if name in keys)
+        if settings.DEMO_IMAGE_ENABLED:
+            values["DEMO_IMAGE_URL"] = f"{settings.SANDBOX_BASE_URL}/demo/photo.jpg"
+        demo_file.write_text(
+            "# make run's demo merchant and the URLs it serves: `. var/demo.env` in a shell.\n"
+            + "".join(f"export {name}={value}\n" for name, value in values.items())
+        )
+        os.chmod(demo_file, 0o600)
+        if all(name in keys for name in KEY_NAMES):
+            self.stdout.write(
+                f"Demo merchant '{DEMO_NAME}' (`. var/demo.env` sets these in another shell):"
             )
-            os.chmod(keys_file, 0o600)
-        if keys_file.exists():
-            self.stdout.write(f"Demo merchant '{DEMO_NAME}' keys:")
-            self.stdout.write(keys_file.read_text().strip())
         else:
             self.stdout.write(
-                f"Demo merchant '{DEMO_NAME}' exists but its keys file is gone; "
+                f"Demo merchant '{DEMO_NAME}' exists but its keys are no longer kept; "
                 "issue a new key from the admin (Environments → Issue a new API key)."
             )
+        for name, value in values.items():
+            self.stdout.write(f"{name}={value}")

@@ -1,0 +1,213 @@
+"""``make run`` as a newcomer meets it: from a clone, with no root, on the port they choose.
+
+The stack tests start ``make run`` once for the module in a copy of the checkout, on the
+embedded default (SQLite, the filesystem broker), on a free port that is not 8000.
+"""
+
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from pytest_httpserver import HTTPServer
+
+from config.env import BASE_DIR
+from tests.support.local_stack import LocalStack, checkout_copy, make_run, newcomer_environment
+from tests.support.servers import Receiver
+
+
+def test_make_run_in_a_fresh_clone_invokes_no_apt_get_sudo_or_nginx(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(BASE_DIR), str(clone)], check=True)
+
+    dry_run = subprocess.run(
+        ["make", "-n", "run"],
+        cwd=clone,
+        env=newcomer_environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    commands = dry_run.stdout
+    # What it does run: the install (a fresh clone has no .venv), then the service.
+    assert "-m venv .venv" in commands
+    assert "--require-hashes -r requirements/dev.lock" in commands
+    assert "manage.py migrate --noinput" in commands
+    assert "scripts/run_all.py" in commands
+    for word in ("apt-get", "sudo", "nginx", "chromium"):
+        assert word not in commands, commands
+
+
+def urls_in(document: Any, at: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in ``document`` that is an http(s) URL, with its path (``items[0].url``)."""
+    if isinstance(document, dict):
+        for key, value in document.items():
+            yield from urls_in(value, f"{at}.{key}" if at else key)
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            yield from urls_in(value, f"{at}[{index}]")
+    elif isinstance(document, str) and re.match(r"https?://", document):
+        yield at, document
+
+
+def the_service_made(path: str) -> bool:
+    """URLs in an order that the merchant or the lab gave, not this service."""
+    return not (path.endswith("callbackUrl") or path.endswith("tracking.url"))
+
+
+def wait_for(condition: Callable[[], Any], seconds: float, what: str) -> Any:
+    deadline = time.monotonic() + seconds
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+    return found
+
+
+def demo_values(stack: LocalStack) -> dict[str, str]:
+    text = (stack.checkout / "var" / "demo.env").read_text()
+    return dict(re.findall(r"^export ([A-Z_]+)=(\S+)$", text, flags=re.MULTILINE))
+
+
+def order_body(image_url: str, **more: Any) -> dict[str, Any]:
+    return {
+        "shippingMethod": "Standard",
+        "recipient": {
+            "name": "Ada Lovelace",
+            "address": {
+                "line1": "1 Analytical Row",
+                "townOrCity": "London",
+                "postalOrZipCode": "SW1A 1AA",
+                "countryCode": "GB",
+            },
+        },
+        "items": [
+            {
+                "sku": "GLOBAL-PHO-8X10",
+                "copies": 1,
+                "sizing": "fillPrintArea",
+                "assets": [{"printArea": "default", "url": image_url}],
+            }
+        ],
+        **more,
+    }
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    checkout = checkout_copy(tmp_path_factory.mktemp("checkout"))
+    with make_run(checkout) as running:
+        yield running
+
+
+def test_make_run_prints_the_demo_keys_and_photo_and_serves_the_photo(stack: LocalStack) -> None:
+    assert stack.port != 8000
+    demo = demo_values(stack)
+    assert demo["API"] == stack.url
+    assert demo["DEMO_IMAGE_URL"] == f"{stack.url}/demo/photo.jpg"
+    for name in ("API", "SANDBOX_API_KEY", "LIVE_API_KEY", "DEMO_IMAGE_URL"):
+        assert f"\n{name}={demo[name]}\n" in stack.log()
+
+    photo = requests.get(demo["DEMO_IMAGE_URL"], timeout=30)
+    assert photo.status_code == 200
+    assert photo.headers["Content-Type"] == "image/jpeg"
+    assert photo.content.startswith(b"\xff\xd8")
+
+
+def test_every_url_the_service_hands_out_names_the_port_make_run_serves_on(
+    stack: LocalStack, httpserver: HTTPServer
+) -> None:
+    receiver = Receiver()
+    httpserver.expect_request("/hooks", method="POST").respond_with_handler(receiver.handle)
+    demo = demo_values(stack)
+    sandbox = {"X-API-Key": demo["SANDBOX_API_KEY"]}
+
+    # A Sandbox order of the demo photo (served on loopback), followed to Complete.
+    created = requests.post(
+        f"{stack.url}/v4.0/orders",
+        json=order_body(demo["DEMO_IMAGE_URL"], callbackUrl=httpserver.url_for("/hooks")),
+        headers=sandbox,
+        timeout=30,
+    )
+    assert created.status_code == 200, created.text
+    order_id = created.json()["order"]["id"]
+    complete = "com.service.order.status.stage.changed#Complete"
+    wait_for(lambda: complete in receiver.types(order_id), 240, "the order's Complete callback")
+    order = requests.get(f"{stack.url}/v4.0/orders/{order_id}", headers=sandbox, timeout=30)
+
+    made = [(p, u) for p, u in urls_in(order.json()["order"]) if the_service_made(p)]
+    assert {p for p, _ in made} >= {"items[0].assets[0].thumbnailUrl", "items[0].thumbnailUrl"}
+    for path, url in made:
+        assert url.startswith(f"{stack.url}/"), (path, url)
+    events = [e for e in receiver.events() if e["subject"] == order_id]
+    assert events
+    for event in events:
+        assert event["source"] == f"{stack.url}/v4.0/Orders/"
+        for path, url in urls_in(event["data"]):
+            if the_service_made(path):
+                assert url.startswith(f"{stack.url}/"), (event["type"], path, url)
+
+    # A Live order of a merchant billed by card waits for payment on this service's page.
+    card = stack.manage("create_merchant", "--name", "Card Prints", "--billing", "card")
+    live_key = re.search(r"^LIVE_API_KEY=(\S+)$", card, flags=re.MULTILINE)
+    assert live_key is not None, card
+    live = {"X-API-Key": live_key.group(1)}
+    created = requests.post(
+        f"{stack.url}/v4.0/orders",
+        json=order_body(demo["DEMO_IMAGE_URL"]),
+        headers=live,
+        timeout=30,
+    )
+    assert created.status_code == 200, created.text
+    live_id = created.json()["order"]["id"]
+    waiting = requests.get(f"{stack.url}/v4.0/orders/{live_id}", headers=live, timeout=30).json()
+    (issue,) = waiting["order"]["status"]["issues"]
+    assert issue["authorisationDetails"]["authorisationUrl"] == (
+        f"{stack.url}/dashboard/pay/{live_id}"
+    )
+
+
+def test_the_sweeps_stay_out_of_the_log_unless_they_did_something(stack: LocalStack) -> None:
+    # Beat queues three sweeps every 10 s: let it queue each a few times.
+    time.sleep(max(0.0, stack.ready_at + 35 - time.monotonic()))
+    log = stack.log()
+    assert "beat: Starting..." in log
+    assert "Sending due task" not in log
+    assert not re.search(r"sweep_task\[[^]]+\] received", log)
+    for count in re.findall(r"sweep_task\[[^]]+\] succeeded in [0-9.]+s: (\S+)", log):
+        assert int(count) > 0
+
+
+def test_a_sign_up_mail_is_written_under_var_with_one_line_naming_it(stack: LocalStack) -> None:
+    session = requests.Session()
+    form = session.get(f"{stack.url}/dashboard/signup", timeout=30)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+    assert token is not None
+
+    sent = session.post(
+        f"{stack.url}/dashboard/signup",
+        data={
+            "csrfmiddlewaretoken": token.group(1),
+            "name": "Newcomer Prints",
+            "email": "newcomer@example.com",
+            "password": "a-long-enough-passphrase",
+        },
+        timeout=30,
+    )
+
+    assert sent.status_code == 200
+    line = wait_for(
+        lambda: re.search(
+            r"Mail 'Confirm your email address' to newcomer@example.com: (\S+)", stack.log()
+        ),
+        30,
+        "the mail's line",
+    )
+    path = Path(line.group(1))
+    assert path.parent == stack.checkout / "var" / "mail"
+    assert f"{stack.url}/dashboard/verify?token=" in path.read_text()
