@@ -22,11 +22,13 @@ _numbers = itertools.count(1)
 
 
 class FolderEmailBackend(BaseEmailBackend):
-    """Writes each message to ``EMAIL_FILE_PATH/<time>-<process>-<n>.eml``."""
+    """Writes each message to ``EMAIL_FILE_PATH/<time>-<process>-<n>.eml`` (by default
+    ``VAR_DIR/mail``)."""
 
     def __init__(self, *, file_path: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.folder = Path(file_path or settings.EMAIL_FILE_PATH)
+        folder = file_path or getattr(settings, "EMAIL_FILE_PATH", None)
+        self.folder = Path(folder or Path(settings.VAR_DIR) / "mail")
 
     def send_messages(self, email_messages: Sequence[EmailMessage]) -> int:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -36,7 +38,7 @@ class FolderEmailBackend(BaseEmailBackend):
                 continue
             stamp = timezone.now().strftime("%Y%m%dT%H%M%S")
             path = self.folder / f"{stamp}-{os.getpid()}-{next(_numbers)}.eml"
-            path.write_bytes(message.message().as_bytes(linesep="\n"))
+            path.write_bytes(message.message().as_bytes())
             logger.info("Mail %r to %s: %s", message.subject, ", ".join(message.recipients()), path)
             sent += 1
         return sent

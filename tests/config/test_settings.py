@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -194,3 +195,59 @@ def test_the_production_settings_pass_djangos_deployment_checks(tmp_path: Path) 
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
+
+
+def _settings_values(module: str, names: list[str], env: dict[str, str]) -> dict[str, object]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    for name in ("PORT", "SANDBOX_BASE_URL", "LIVE_BASE_URL", "ALLOW_PRIVATE_URLS", "EMAIL_URL"):
+        clean.pop(name, None)
+    code = (
+        f"import json, {module} as s; "
+        f"print(json.dumps({{n: str(getattr(s, n, None)) for n in {names!r}}}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+LOCAL = ["SANDBOX_BASE_URL", "LIVE_BASE_URL", "ALLOW_PRIVATE_URLS", "DEMO_IMAGE_ENABLED"]
+
+
+def test_local_settings_hand_out_urls_on_the_port_make_run_serves_on() -> None:
+    assert _settings_values("config.settings.local", LOCAL, {"PORT": "8200"}) == {
+        "SANDBOX_BASE_URL": "http://127.0.0.1:8200",
+        "LIVE_BASE_URL": "http://127.0.0.1:8200",
+        "ALLOW_PRIVATE_URLS": "True",
+        "DEMO_IMAGE_ENABLED": "True",
+    }
+    assert _settings_values("config.settings.local", LOCAL[:2], {}) == {
+        "SANDBOX_BASE_URL": "http://127.0.0.1:8000",
+        "LIVE_BASE_URL": "http://127.0.0.1:8000",
+    }
+    given = {"PORT": "8200", "SANDBOX_BASE_URL": "https://sandbox.example.test/"}
+    assert _settings_values("config.settings.local", LOCAL[:1], given) == {
+        "SANDBOX_BASE_URL": "https://sandbox.example.test"
+    }
+
+
+def test_loopback_assets_and_callbacks_and_the_demo_photo_are_never_production_defaults() -> None:
+    values = _settings_values("config.settings.production", LOCAL[2:], COMPLETE)
+    assert values == {"ALLOW_PRIVATE_URLS": "False", "DEMO_IMAGE_ENABLED": "False"}
+
+
+def test_local_mail_goes_to_files_under_var_unless_email_url_says_otherwise(tmp_path: Path) -> None:
+    names = ["EMAIL_BACKEND", "EMAIL_FILE_PATH"]
+    assert _settings_values("config.settings.local", names, {"VAR_DIR": str(tmp_path)}) == {
+        "EMAIL_BACKEND": "common.mail.FolderEmailBackend",
+        "EMAIL_FILE_PATH": str(tmp_path / "mail"),
+    }
+    smtp = {"VAR_DIR": str(tmp_path), "EMAIL_URL": "smtp://mail.example.test:25"}
+    values = _settings_values("config.settings.local", names[:1], smtp)
+    assert values == {"EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend"}
