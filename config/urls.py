@@ -46,6 +46,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("dashboard", RedirectView.as_view(url="/dashboard/")),
     path("dashboard/", include("dashboard.urls")),
+    path("payments/", include("billing.urls")),
     path("v4.0/", include(api_patterns)),
     re_path(r"^v4\.0(?:/.*)?$", endpoint_does_not_exist),
 ]

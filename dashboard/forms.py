@@ -15,7 +15,7 @@ from api.exceptions import flatten_failures
 from api.serializers import StrictSerializer
 from common.shipping import ShippingMethod
 from labs.selectors import currencies_supported
-from merchants.models import BillingMode, PauseMode
+from merchants.models import PauseMode
 from merchants.registration import email_registered
 from orders.api.serializers import (
     CaseInsensitiveChoiceField,
@@ -80,7 +80,6 @@ class SettingsForm(forms.Form):
         label="Minutes to hold each order", min_value=0, max_value=7 * 24 * 60, required=False
     )
     billing_currency = forms.ChoiceField(label="Billing currency")
-    billing_mode = forms.ChoiceField(label="Billing", choices=BillingMode.choices)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

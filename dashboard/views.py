@@ -41,14 +41,14 @@ from merchants.services import (
     api_key_create,
     api_key_revoke,
     environment_settings_update,
-    merchant_billing_update,
+    merchant_currency_update,
     signing_secret_rotate,
 )
 from orders.actions import order_cancel
 from orders.authorisation import order_payment_amount, order_payment_authorise
 from orders.editing import order_held_update
 from orders.models import Order, PipelineStep, Stage
-from orders.payments import payment_issue
+from orders.payments import PaymentUnavailable, payment_issue
 from orders.pipeline.state_machine import order_submit_now
 from orders.representation import file_url
 from webhooks.services import event_replay
@@ -258,7 +258,6 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         "pause_mode": environment.pause_mode,
         "pause_minutes": environment.pause_minutes or None,
         "billing_currency": merchant.billing_currency,
-        "billing_mode": merchant.billing_mode,
     }
     form = forms.SettingsForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -269,9 +268,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             pause_mode=data["pause_mode"],
             pause_minutes=data["pause_minutes"] or 0,
         )
-        merchant_billing_update(
-            merchant=merchant, currency=data["billing_currency"], billing_mode=data["billing_mode"]
-        )
+        merchant_currency_update(merchant=merchant, currency=data["billing_currency"])
         messages.success(request, f"Settings of {environment.kind} saved.")
         return redirect("dashboard:settings")
     return _page(
@@ -444,24 +441,36 @@ def callback_replay(request: HttpRequest, event_id: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @merchant_view
 def pay(request: HttpRequest, order_id: str) -> HttpResponse:
+    """The amount and one button: the provider takes the payment at once (the test provider)
+    or the payer is sent on to its page (Stripe Checkout, 303) and comes back to the order."""
     order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
     if payment_issue(order) is None:
         return _page(request, "dashboard/pay.html", {"order": order, "nothing_due": True})
     amount, currency = order_payment_amount(order=order)
-    error = ""
+    error, status = "", 200
     if request.method == "POST":
+        order_url = reverse("dashboard:order", kwargs={"order_id": order.public_id})
         try:
-            result = order_payment_authorise(order=order)
+            result = order_payment_authorise(
+                order=order, return_url=request.build_absolute_uri(order_url)
+            )
         except ValidationFailed as failed:
             error = "; ".join(d for items in failed.failures.values() for _, d in items)
+            status = 400
+        except PaymentUnavailable:
+            error = "The payment service cannot be reached just now; please try again shortly."
+            status = 503
         else:
+            if result.redirect_url:
+                return HttpResponseRedirect(result.redirect_url, status=303)
             if result.authorised:
                 messages.success(request, "Payment authorised: the order has started.")
                 return redirect("dashboard:order", order_id=order.public_id)
             error = result.message or "The payment was declined."
+            status = 400
     return _page(
         request,
         "dashboard/pay.html",
         {"order": order, "amount": amount, "currency": currency, "error": error},
-        status=400 if error else 200,
+        status=status,
     )

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.errors import ValidationFailed
-from merchants.models import Registration
+from merchants.models import BillingMode, Registration
 from merchants.services import CreatedMerchant, merchant_create
 
 REGISTRATION_TOKEN_MAX_AGE = timedelta(hours=48)
@@ -71,7 +71,11 @@ def registration_complete(*, token: str) -> CompletedRegistration:
         raise _invalid("TokenUsed", "This registration link has already been used.")
     if email_registered(registration.email):
         raise _invalid("EmailRegistered", "An account with this email address already exists.")
-    created = merchant_create(name=registration.name, email=registration.email)
+    # Billing is the service's decision: a merchant who signs up pays by card; only staff
+    # switch an account to invoice billing (the admin).
+    created = merchant_create(
+        name=registration.name, email=registration.email, billing_mode=BillingMode.CARD
+    )
     user = User(
         username=registration.email, email=registration.email, password=registration.password
     )

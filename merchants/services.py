@@ -103,10 +103,10 @@ def environment_settings_update(
     environment.save(update_fields=["callback_url", "pause_mode", "pause_minutes"])
 
 
-def merchant_billing_update(*, merchant: Merchant, currency: str, billing_mode: str) -> None:
+def merchant_currency_update(*, merchant: Merchant, currency: str) -> None:
+    """The currency the merchant is billed in (the billing mode is staff's to change)."""
     merchant.billing_currency = currency.upper()
-    merchant.billing_mode = billing_mode
-    merchant.save(update_fields=["billing_currency", "billing_mode"])
+    merchant.save(update_fields=["billing_currency"])
 
 
 @transaction.atomic

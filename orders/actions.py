@@ -21,7 +21,7 @@ from django.utils import timezone
 from common.errors import ValidationFailed
 from labs.allocation import methods_available
 from labs.connectors import LabResult, connector_for
-from orders.charges import refund_write
+from orders.charges import payment_rest_refund_write, refund_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.issues import SHIPMENT_NOT_AVAILABLE, SHIPMENT_UPDATE_FAILED
 from orders.lab_orders import lab_order
@@ -253,6 +253,7 @@ def _cancel_record(locked: Order, steps: list[_LabStep]) -> ActionResult:
     locked.claimed_until = None
     _touch(locked, "stage", "pipeline_step", "due_at", "claimed_until")
     refund_write(order=locked)
+    payment_rest_refund_write(order=locked)
     for shipment in cancelled:
         shipment_changed(order=locked, shipment=shipment)
     order_stage_changed(order=locked)

@@ -1,17 +1,34 @@
-"""Authorising an order's payment: the provider is asked, and a waiting order starts."""
+"""Paying for an order: the provider asked, the payment recorded, a waiting order started;
+refunds sent back through the provider."""
 
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from common.errors import ValidationFailed
 from labs.allocation import Infeasible
 from orders.events import order_stage_changed
-from orders.models import Order, PipelineStep, Stage
-from orders.payments import PaymentResult, payment_issue, payment_provider
+from orders.models import Order, OrderPayment, PaymentRefund, PipelineStep, Stage
+from orders.payments import (
+    PaymentResult,
+    PaymentUnavailable,
+    payment_issue,
+    payment_provider,
+)
 from orders.pipeline.scheduling import order_enqueue_on_commit
 from orders.pipeline.steps.allocate import order_plan
+
+logger = logging.getLogger(__name__)
+
+# A refund the provider could not take is tried again after this long, doubled each time up
+# to the last value (about two days in all before it is left to staff).
+REFUND_RETRY_SECONDS = (60, 300, 1800, 3600 * 3, 3600 * 12, 3600 * 24)
+REFUND_CLAIM_SECONDS = 120
 
 
 def order_payment_amount(*, order: Order) -> tuple[Decimal | None, str]:
@@ -23,20 +40,32 @@ def order_payment_amount(*, order: Order) -> tuple[Decimal | None, str]:
         return (issue.payment_amount if issue else None), order.currency
 
 
-@transaction.atomic
-def order_payment_authorise(*, order: Order) -> PaymentResult:
-    """Authorise the order's cost with ``PAYMENT_PROVIDER``; once authorised the issue goes
-    and an order waiting for payment starts fulfilment (a held one starts when released).
-
-    Raises ``ValidationFailed`` when the order has nothing to pay.
-    """
-    locked = (
+def _lock(order_id: int) -> Order | None:
+    return (
         Order.objects.select_for_update(of=("self",))
         .select_related("environment__merchant")
-        .get(pk=order.pk)
+        .filter(pk=order_id)
+        .first()
     )
-    issue = payment_issue(locked)
-    if issue is None or locked.stage not in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT):
+
+
+def _awaiting(order: Order) -> bool:
+    return order.stage in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT) and (
+        payment_issue(order) is not None
+    )
+
+
+@transaction.atomic
+def order_payment_authorise(*, order: Order, return_url: str = "") -> PaymentResult:
+    """Ask ``PAYMENT_PROVIDER`` for the order's cost. Authorised at once, the payment is
+    recorded (``order_payment_record``); a provider with a payment page of its own answers
+    ``redirect_url`` and confirms the payment later (``order_payment_confirm``).
+
+    Raises ``ValidationFailed`` when the order has nothing to pay or cannot be priced, and
+    ``PaymentUnavailable`` when the provider cannot answer.
+    """
+    locked = _lock(order.pk)
+    if locked is None or not _awaiting(locked):
         raise ValidationFailed.single(
             "order", "NotAwaitingPayment", "This order has no payment to authorise."
         )
@@ -50,23 +79,106 @@ def order_payment_authorise(*, order: Order) -> PaymentResult:
         amount=amount,
         currency=currency,
         merchant_email=locked.environment.merchant.email,
+        return_url=return_url,
     )
-    if not result.authorised:
-        return result
-    issue.delete()
-    now = timezone.now()
-    locked.payment_reference = result.reference
-    locked.payment_authorised_at = now
-    locked.last_updated = now
-    fields = ["payment_reference", "payment_authorised_at", "last_updated"]
-    if locked.pipeline_step == PipelineStep.AWAITING_PAYMENT:
-        locked.pipeline_step = PipelineStep.DOWNLOAD
-        locked.stage = Stage.IN_PROGRESS
-        locked.due_at = now
-        locked.claimed_until = None
-        fields += ["pipeline_step", "stage", "due_at", "claimed_until"]
-    locked.save(update_fields=fields)
-    if locked.pipeline_step == PipelineStep.DOWNLOAD:
-        order_stage_changed(order=locked)
-        order_enqueue_on_commit(order_id=locked.id, step=PipelineStep.DOWNLOAD)
+    if result.authorised:
+        order_payment_record(order=locked, reference=result.reference, amount=amount)
     return result
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What a provider's confirmation did: ``outcome`` is ``Authorised``, ``AlreadyPaid``,
+    ``AmountMismatch``, ``NotAwaitingPayment`` or ``UnknownOrder``."""
+
+    outcome: str
+    message: str = ""
+
+
+@transaction.atomic
+def order_payment_confirm(
+    *, order_id: int, reference: str, amount: Decimal, currency: str
+) -> Confirmation:
+    """A payment the provider confirms (Stripe's ``checkout.session.completed``): recorded when
+    it is for the order's cost in the order's currency; anything else changes nothing (the
+    order keeps waiting) and says why. A second confirmation of a paid order is harmless."""
+    locked = _lock(order_id)
+    if locked is None:
+        return Confirmation("UnknownOrder", f"No order {order_id}.")
+    if OrderPayment.objects.filter(order=locked).exists():
+        return Confirmation("AlreadyPaid", f"{locked.public_id} is paid already.")
+    if not _awaiting(locked):
+        return Confirmation("NotAwaitingPayment", f"{locked.public_id} awaits no payment.")
+    due, due_currency = order_payment_amount(order=locked)
+    if due is None or due != amount or due_currency.upper() != currency.upper():
+        message = f"{locked.public_id} costs {due} {due_currency}; paid {amount} {currency}."
+        logger.warning("Payment %s not taken: %s", reference, message)
+        return Confirmation("AmountMismatch", message)
+    order_payment_record(order=locked, reference=reference, amount=amount)
+    return Confirmation("Authorised")
+
+
+def order_payment_record(*, order: Order, reference: str, amount: Decimal) -> None:
+    """Under the order's lock: the payment is stored, the issue goes, and an order waiting for
+    payment starts fulfilment (a held one starts when released)."""
+    issue = payment_issue(order)
+    if issue is not None:
+        issue.delete()
+    now = timezone.now()
+    OrderPayment.objects.create(
+        order=order, reference=reference, amount=amount, currency=order.currency, paid_at=now
+    )
+    order.payment_reference = reference
+    order.payment_authorised_at = now
+    order.last_updated = now
+    fields = ["payment_reference", "payment_authorised_at", "last_updated"]
+    if order.pipeline_step == PipelineStep.AWAITING_PAYMENT:
+        order.pipeline_step = PipelineStep.DOWNLOAD
+        order.stage = Stage.IN_PROGRESS
+        order.due_at = now
+        order.claimed_until = None
+        fields += ["pipeline_step", "stage", "due_at", "claimed_until"]
+    order.save(update_fields=fields)
+    if order.pipeline_step == PipelineStep.DOWNLOAD:
+        order_stage_changed(order=order)
+        order_enqueue_on_commit(order_id=order.id, step=PipelineStep.DOWNLOAD)
+
+
+def payment_refund_send(*, refund_id: int) -> None:
+    """Send a due refund to the provider: claimed first (a second worker finds it taken), the
+    provider called outside any transaction with the refund's key (so it refunds once), then
+    the answer recorded. Unreachable, it is due again later; refused, it is kept with the
+    reason and not tried again."""
+    now = timezone.now()
+    refund = (
+        PaymentRefund.objects.select_related("order__payment")
+        .filter(id=refund_id, due_at__lte=now)
+        .first()
+    )
+    if refund is None:
+        return
+    claimed = PaymentRefund.objects.filter(id=refund.id, due_at=refund.due_at).update(
+        due_at=now + timedelta(seconds=REFUND_CLAIM_SECONDS), attempts=F("attempts") + 1
+    )
+    if not claimed:
+        return
+    try:
+        result = payment_provider().refund(
+            payment_reference=refund.order.payment.reference,
+            amount=refund.amount,
+            currency=refund.currency,
+            key=refund.key,
+        )
+    except PaymentUnavailable as problem:
+        delay = REFUND_RETRY_SECONDS[min(refund.attempts, len(REFUND_RETRY_SECONDS) - 1)]
+        PaymentRefund.objects.filter(id=refund.id).update(
+            due_at=timezone.now() + timedelta(seconds=delay), failure=str(problem)
+        )
+        return
+    if result.refunded:
+        PaymentRefund.objects.filter(id=refund.id).update(
+            due_at=None, sent_at=timezone.now(), reference=result.reference, failure=""
+        )
+    else:
+        logger.error("Refund %s refused by the provider: %s", refund.key, result.message)
+        PaymentRefund.objects.filter(id=refund.id).update(due_at=None, failure=result.message)

@@ -1,5 +1,6 @@
 """Charges of an order: Item and Shipping from the allocation plan, Refund on cancellation, and
-a Shipping adjustment when a shipment's method changes after allocation.
+a Shipping adjustment when a shipment's method changes after allocation; for an order paid by
+card, the refunds to send back through the payment provider.
 
 The amounts are exactly the plan's (the same engine prices quotes), so a quote for a basket
 equals the charges of an order for it, to the cent. Sandbox orders show charges but are never
@@ -7,13 +8,27 @@ billed (no invoice number is ever set for them).
 """
 
 from collections.abc import Sequence
+from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Sum
 
+from common.tasks import task_enqueue_on_commit
 from labs.allocation import AllocationPlan
-from orders.models import Charge, ChargeItem, ChargeType, Order, OrderItem, Shipment
+from merchants.models import EnvironmentKind
+from orders.models import (
+    Charge,
+    ChargeItem,
+    ChargeType,
+    Order,
+    OrderItem,
+    OrderPayment,
+    PaymentRefund,
+    Shipment,
+)
+
+PAYMENT_REFUND_SEND_TASK = "orders.tasks.payment_refund_send_task"
 
 
 def charges_write(
@@ -109,6 +124,41 @@ def refund_write(*, order: Order, shipments: Sequence[Shipment] | None = None) -
             for line in lines
         ],
     )
+    _payment_refund_write(
+        order=order,
+        amount=-(refund.total_cost + refund.total_tax),
+        key=refund.public_id,
+        charge=refund,
+    )
+    return refund
+
+
+def payment_rest_refund_write(*, order: Order) -> PaymentRefund | None:
+    """When a paid order is cancelled: what was paid and not refunded yet goes back (all of it
+    when the order was cancelled before any charge was written)."""
+    return _payment_refund_write(order=order, amount=None, key=f"{order.public_id}-cancelled")
+
+
+def _payment_refund_write(
+    *, order: Order, amount: Decimal | None, key: str, charge: Charge | None = None
+) -> PaymentRefund | None:
+    """A refund through the payment provider of ``amount`` (None: the rest), at most what was
+    paid and not refunded yet; sent after commit. None when the order was not paid by card or
+    nothing is left."""
+    if not order.payment_reference:
+        return None
+    payment = OrderPayment.objects.filter(order=order).first()
+    if payment is None:
+        return None
+    refunded = PaymentRefund.objects.filter(order=order).aggregate(total=Sum("amount"))["total"]
+    left = payment.amount - (refunded or Decimal(0))
+    amount = left if amount is None else min(amount, left)
+    if amount <= 0:
+        return None
+    refund = PaymentRefund.objects.create(
+        order=order, charge=charge, key=f"refund-{key}", amount=amount, currency=payment.currency
+    )
+    task_enqueue_on_commit(PAYMENT_REFUND_SEND_TASK, refund.id)
     return refund
 
 
@@ -185,4 +235,37 @@ def shipping_adjustment_write(
         return None
     return _charge_create(
         order=order, charge_type=ChargeType.SHIPPING, currency=order.currency, lines=lines
+    )
+
+
+def charges_uninvoiced(*, merchant_id: int, before: datetime) -> list[Charge]:
+    """The merchant's Live charges created before ``before`` that no invoice numbers yet
+    (Sandbox is never billed), oldest first, with their orders."""
+    return list(
+        Charge.objects.filter(
+            order__environment__merchant_id=merchant_id,
+            order__environment__kind=EnvironmentKind.LIVE,
+            service_invoice_number__isnull=True,
+            created__lt=before,
+        )
+        .select_related("order")
+        .order_by("created", "id")
+    )
+
+
+def charges_of_invoice(*, merchant_id: int, number: str) -> list[Charge]:
+    return list(
+        Charge.objects.filter(
+            order__environment__merchant_id=merchant_id, service_invoice_number=number
+        )
+        .select_related("order")
+        .order_by("created", "id")
+    )
+
+
+def charges_invoice_number_set(*, charge_ids: Sequence[int], number: str) -> int:
+    """Number the charges with their invoice (``serviceInvoiceNumber``); a charge numbered
+    already keeps its number. How many were numbered."""
+    return Charge.objects.filter(id__in=charge_ids, service_invoice_number__isnull=True).update(
+        service_invoice_number=number
     )

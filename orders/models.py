@@ -406,3 +406,51 @@ class OrderIssue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.error_code} on {self.object_id}"
+
+
+class OrderPayment(models.Model):
+    """What a card-billed merchant paid for an order through ``PAYMENT_PROVIDER``: written once,
+    when the provider confirms the payment (at once for the test provider; from Stripe's
+    signed ``checkout.session.completed`` event)."""
+
+    order = models.OneToOneField(Order, on_delete=models.CASCADE, related_name="payment")
+    reference = models.CharField(max_length=100, help_text="The provider's payment reference.")
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3)
+    paid_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.amount} {self.currency} for order {self.order_id}"
+
+
+class PaymentRefund(models.Model):
+    """Money to give back through the provider, written in the transaction that refunds (a
+    Refund charge, or the rest of the payment when a paid order is cancelled) and sent by
+    ``orders.tasks.payment_refund_send_task``. ``key`` is unique and is the provider's
+    idempotency key: the refund is sent at most once however often it is tried."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="payment_refunds")
+    charge = models.OneToOneField(
+        Charge, on_delete=models.CASCADE, null=True, blank=True, related_name="payment_refund"
+    )
+    key = models.CharField(max_length=80, unique=True)
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3)
+    created = models.DateTimeField(default=timezone.now)
+    # Due to be sent (again) at this time; None once it is sent or refused for good.
+    due_at = models.DateTimeField(null=True, blank=True, default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    reference = models.CharField(max_length=100, blank=True, help_text="The provider's refund.")
+    failure = models.TextField(blank=True, help_text="Why the provider refused it.")
+    attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [
+            models.Index(
+                fields=["due_at"], name="payment_refund_due", condition=Q(due_at__isnull=False)
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"refund {self.amount} {self.currency} of order {self.order_id}"

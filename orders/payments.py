@@ -2,9 +2,11 @@
 ``RequiresPaymentAuthorisation`` issue.
 
 A Live order of a merchant billed by card waits (stage and step ``AwaitingPayment``) until its
-cost is authorised on the dashboard's pay page; Sandbox orders and merchants billed on account
-never wait. ``PAYMENT_PROVIDER`` names the provider class; any class with ``authorise`` as
-below will do (a real one would call its payment service there).
+cost is paid from the dashboard's pay page; Sandbox orders and merchants billed on account
+never wait. ``PAYMENT_PROVIDER`` names the provider: ``test`` (this module's
+``TestPaymentProvider``: local use only, the production settings refuse it), ``stripe``
+(``billing.stripe.StripePaymentProvider``: Stripe Checkout, confirmed by Stripe's signed
+webhook), or the dotted path of any class with the two methods of ``PaymentProvider``.
 """
 
 from dataclasses import dataclass
@@ -19,33 +21,85 @@ from merchants.models import BillingMode, Environment
 from orders.issues import REQUIRES_PAYMENT_AUTHORISATION
 from orders.models import Order, OrderIssue
 
+PAYMENT_PROVIDERS = {
+    "test": "orders.payments.TestPaymentProvider",
+    "stripe": "billing.stripe.StripePaymentProvider",
+}
+
 
 @dataclass(frozen=True)
 class PaymentResult:
+    """A provider's answer to a payment: ``authorised`` at once, or ``redirect_url``, the
+    provider's page where the payer goes on (the payment is then confirmed later, by the
+    provider's notification), or neither: declined, with ``message``."""
+
     authorised: bool
+    reference: str = ""
+    message: str = ""
+    redirect_url: str = ""
+
+
+@dataclass(frozen=True)
+class RefundResult:
+    refunded: bool
     reference: str = ""
     message: str = ""
 
 
+class PaymentUnavailable(Exception):
+    """The provider cannot be reached or failed on its side: try again later."""
+
+
 class PaymentProvider(Protocol):
     def authorise(
-        self, *, order_reference: str, amount: Decimal, currency: str, merchant_email: str
+        self,
+        *,
+        order_reference: str,
+        amount: Decimal,
+        currency: str,
+        merchant_email: str,
+        return_url: str,
     ) -> PaymentResult:
-        """Authorise ``amount`` for the order; never raises for a declined payment."""
+        """Take ``amount`` for the order (or send the payer to the provider's page, then back to
+        ``return_url``); never raises for a declined payment, raises ``PaymentUnavailable``
+        when the provider cannot answer."""
+        ...
+
+    def refund(
+        self, *, payment_reference: str, amount: Decimal, currency: str, key: str
+    ) -> RefundResult:
+        """Give ``amount`` of the payment back; ``key`` makes a repeated call refund once.
+        Raises ``PaymentUnavailable`` when the provider cannot answer (try again later)."""
         ...
 
 
 class TestPaymentProvider:
-    """Authorises every payment at once (no money moves); for development and tests."""
+    """Authorises every payment and refund at once (no money moves); for local use and tests."""
 
     def authorise(
-        self, *, order_reference: str, amount: Decimal, currency: str, merchant_email: str
+        self,
+        *,
+        order_reference: str,
+        amount: Decimal,
+        currency: str,
+        merchant_email: str,
+        return_url: str,
     ) -> PaymentResult:
         return PaymentResult(True, reference=f"test-{order_reference}", message="Authorised.")
 
+    def refund(
+        self, *, payment_reference: str, amount: Decimal, currency: str, key: str
+    ) -> RefundResult:
+        return RefundResult(True, reference=f"test-{key}")
+
+
+def payment_provider_path(name: str) -> str:
+    """The class that ``PAYMENT_PROVIDER`` (a short name or a dotted path) names."""
+    return PAYMENT_PROVIDERS.get(name, name)
+
 
 def payment_provider() -> PaymentProvider:
-    provider: PaymentProvider = import_string(settings.PAYMENT_PROVIDER)()
+    provider: PaymentProvider = import_string(payment_provider_path(settings.PAYMENT_PROVIDER))()
     return provider
 
 

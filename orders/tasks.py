@@ -7,10 +7,14 @@ purge to ``images``, the default queue.
 """
 
 from celery import shared_task
+from django.utils import timezone
 
 from common.sweeping import sweep_batch_mark_values
+from common.tasks import task_enqueue
 from common.versions import versions_request_scope
-from orders.models import Order
+from orders.authorisation import payment_refund_send
+from orders.charges import PAYMENT_REFUND_SEND_TASK
+from orders.models import Order, PaymentRefund
 from orders.pipeline.claims import orders_due_unclaimed
 from orders.pipeline.retention import images_purge_expired
 from orders.pipeline.scheduling import order_enqueue
@@ -52,6 +56,26 @@ def orders_sweep_task() -> int:
     for order_id, step in rows:
         order_enqueue(order_id=order_id, step=step)
     return len(rows)
+
+
+@shared_task(name="orders.tasks.payment_refund_send_task", ignore_result=True)
+def payment_refund_send_task(refund_id: int) -> None:
+    """Send one refund to the payment provider (no Celery retries: a refund the provider
+    could not take is due again in its row, and the sweeper queues it)."""
+    payment_refund_send(refund_id=refund_id)
+
+
+@shared_task(name="orders.tasks.payment_refunds_sweep_task", ignore_result=True)
+def payment_refunds_sweep_task() -> int:
+    """Queue every refund that is due (a lost message, a provider that was away)."""
+    ids = list(
+        PaymentRefund.objects.filter(due_at__lte=timezone.now())
+        .order_by("due_at")
+        .values_list("id", flat=True)[:SWEEP_BATCH]
+    )
+    for refund_id in ids:
+        task_enqueue(PAYMENT_REFUND_SEND_TASK, refund_id)
+    return len(ids)
 
 
 @shared_task(name="orders.tasks.images_purge_expired_task", ignore_result=True)

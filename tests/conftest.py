@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from config.celery_app import app as celery_app
 from labs.services import demo_catalogue_load
+from merchants.models import BillingMode, Merchant
 from merchants.services import CreatedMerchant
 from staff.services import staff_api_key_create
 from tests.merchants.factories import merchant_with_keys
@@ -34,6 +35,14 @@ def catalogue(db: None) -> None:
 @pytest.fixture
 def merchant(db: None) -> CreatedMerchant:
     return merchant_with_keys(name="Acme Prints", email="ops@acme.test")
+
+
+@pytest.fixture
+def card(merchant: CreatedMerchant) -> CreatedMerchant:
+    """``merchant`` billed by card: its Live orders wait for their payment."""
+    Merchant.objects.filter(pk=merchant.merchant.pk).update(billing_mode=BillingMode.CARD)
+    merchant.merchant.refresh_from_db()
+    return merchant
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "quotes",
     "orders",
     "webhooks",
+    "billing",
     "dashboard",
     "backoffice",
 ]
@@ -291,10 +292,35 @@ LOGIN_URL = "/dashboard/login"
 LOGIN_REDIRECT_URL = "/dashboard/"
 # Sign-ups and registration completions per client address.
 REGISTRATION_RATE_LIMIT = env.str("REGISTRATION_RATE_LIMIT", default="20/hour")
-# Card-billed merchants' Live orders are authorised through this class (see orders/payments.py).
-PAYMENT_PROVIDER = env.str("PAYMENT_PROVIDER", default="orders.payments.TestPaymentProvider")
+# Card-billed merchants' Live orders are paid through this provider (orders/payments.py):
+# "test" (every payment authorised at once, no money moves; refused by the production
+# settings), "stripe" (Stripe Checkout with the official library, billing/stripe.py), or a
+# class's dotted path.
+PAYMENT_PROVIDER = env.str("PAYMENT_PROVIDER", default="test")
 # An order still unpaid this many days after it started waiting is cancelled.
 PAYMENT_WAIT_DAYS = env.int("PAYMENT_WAIT_DAYS", default=14)
+# Stripe: the secret API key, the webhook endpoint's signing secret (whsec_...; the endpoint is
+# {LIVE_BASE_URL}/payments/stripe/webhook, event checkout.session.completed), and optionally
+# another base URL of Stripe's API (a Stripe compatible server, in tests).
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="").rstrip("/")
+STRIPE_TIMEOUT_SECONDS = env.float("STRIPE_TIMEOUT_SECONDS", default=20.0)
+if PAYMENT_PROVIDER == "stripe" and not (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET):
+    raise ImproperlyConfigured(
+        "PAYMENT_PROVIDER=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET."
+    )
+# Refunds wait on the provider as callbacks wait on merchants: the callbacks worker sends them.
+CELERY_TASK_ROUTES.append(
+    {
+        "orders.tasks.payment_refund_send_task": {"queue": "callbacks"},
+        "orders.tasks.payment_refunds_sweep_task": {"queue": "sweeps"},
+    }
+)
+CELERY_BEAT_SCHEDULE["payment-refunds-sweep"] = {
+    "task": "orders.tasks.payment_refunds_sweep_task",
+    "schedule": PIPELINE_SWEEP_SECONDS,
+}
 
 # --- Internationalisation, static, media ----------------------------------------------------
 LANGUAGE_CODE = "en-gb"

@@ -20,6 +20,13 @@ for _name in ("SANDBOX_BASE_URL", "LIVE_BASE_URL"):
         raise ImproperlyConfigured(f"{_name} must be the environment's public https:// base URL.")
     globals()[_name] = _url.rstrip("/")
 
+# Card payments must move money: the built-in test provider authorises everything.
+if PAYMENT_PROVIDER in ("test", "orders.payments.TestPaymentProvider"):  # noqa: F405
+    raise ImproperlyConfigured(
+        "PAYMENT_PROVIDER must be a real payment provider (stripe) in production; "
+        "the test provider authorises every payment."
+    )
+
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True

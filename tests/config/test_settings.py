@@ -91,6 +91,9 @@ COMPLETE = {
     "DJANGO_ALLOWED_HOSTS": "api.example.com",
     "SANDBOX_BASE_URL": "https://sandbox.example.com",
     "LIVE_BASE_URL": "https://api.example.com",
+    "PAYMENT_PROVIDER": "stripe",
+    "STRIPE_SECRET_KEY": "sk_test_settings",
+    "STRIPE_WEBHOOK_SECRET": "whsec_settings",
 }
 
 
@@ -106,6 +109,24 @@ def test_production_settings_refuse_a_missing_or_plain_http_base_url(name: str) 
     plain = {**COMPLETE, name: "http://api.example.com"}
     result = _import_production(plain)
     assert result.returncode != 0 and name in result.stderr
+
+
+@pytest.mark.parametrize("provider", ["test", "orders.payments.TestPaymentProvider"])
+def test_production_settings_refuse_the_test_payment_provider(provider: str) -> None:
+    result = _import_production({**COMPLETE, "PAYMENT_PROVIDER": provider})
+    assert result.returncode != 0
+    assert "PAYMENT_PROVIDER must be a real payment provider (stripe)" in result.stderr
+    default = {k: v for k, v in COMPLETE.items() if k != "PAYMENT_PROVIDER"}
+    assert "PAYMENT_PROVIDER must be" in _import_production(default).stderr
+
+
+@pytest.mark.parametrize("missing", ["STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"])
+def test_stripe_without_its_keys_refuses_to_start(missing: str) -> None:
+    result = _import_production({**COMPLETE, missing: ""})
+    assert result.returncode != 0
+    assert "PAYMENT_PROVIDER=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET" in (
+        result.stderr
+    )
 
 
 def test_a_plain_worker_consumes_every_queue() -> None:

@@ -21,13 +21,6 @@ from tests.support.orders import events_of, fetch, order_body, order_create_via_
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
 
 
-@pytest.fixture
-def card(merchant: CreatedMerchant) -> CreatedMerchant:
-    Merchant.objects.filter(pk=merchant.merchant.pk).update(billing_mode=BillingMode.CARD)
-    merchant.merchant.refresh_from_db()
-    return merchant
-
-
 def listed(api: APIClient, status: str) -> list[str]:
     response = api.get(f"/v4.0/orders?status={status}")
     assert response.status_code == 200, response.content

@@ -84,6 +84,7 @@ def test_completing_creates_the_merchant_with_both_environments_and_working_keys
     assert body["liveApiKey"].startswith("sk_live_")
     assert sorted(Environment.objects.values_list("kind", flat=True)) == ["Live", "Sandbox"]
     assert merchant.user is not None and merchant.user.check_password("a-long-passphrase-9")
+    assert merchant.billing_mode == "Card"  # self-registered merchants pay by card
     for key in (body["sandboxApiKey"], body["liveApiKey"]):
         response = APIClient().get("/v4.0/orders", HTTP_X_API_KEY=key)
         assert response.status_code == 200, response.content

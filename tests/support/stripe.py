@@ -1,0 +1,278 @@
+"""A Stripe compatible server on loopback, for the official ``stripe`` library pointed at it by
+``STRIPE_API_BASE``.
+
+It answers what the service calls (``POST /v1/checkout/sessions``, ``POST /v1/refunds``) as
+Stripe does: form-encoded parameters, the secret key as a bearer token, idempotency keys,
+Stripe's error bodies. Each session has a payment page (``/checkout/<session id>``) with a Pay
+button; paying sends the signed ``checkout.session.completed`` event to ``webhook_url`` and
+goes back to the session's ``success_url``, as Stripe Checkout does. Events are signed as
+Stripe signs them: ``Stripe-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret,
+"<t>.<payload>")>``.
+"""
+
+import hashlib
+import hmac
+import html
+import itertools
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+import requests
+from werkzeug import Request, Response
+from werkzeug.serving import BaseWSGIServer, make_server
+
+_KEY_PART = re.compile(r"[^\[\]]+")
+
+
+def form_decoded(body: str) -> dict[str, Any]:
+    """Stripe's form encoding (``line_items[0][price_data][currency]=gbp``) as nested JSON:
+    objects whose keys are 0, 1, ... become lists."""
+    tree: dict[str, Any] = {}
+    for key, value in parse_qsl(body, keep_blank_values=True):
+        parts = _KEY_PART.findall(key)
+        node = tree
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return _listed(tree)
+
+
+def _listed(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    converted = {k: _listed(v) for k, v in node.items()}
+    if converted and all(k.isdigit() for k in converted):
+        return [converted[k] for k in sorted(converted, key=int)]
+    return converted
+
+
+def stripe_signature(payload: bytes, secret: str, timestamp: int | None = None) -> str:
+    """The ``Stripe-Signature`` header Stripe sends with ``payload``."""
+    at = int(time.time()) if timestamp is None else timestamp
+    mac = hmac.new(secret.encode(), f"{at}.".encode() + payload, hashlib.sha256).hexdigest()
+    return f"t={at},v1={mac}"
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    params: dict[str, Any]
+    idempotency_key: str | None
+
+
+@dataclass
+class Refunded:
+    id: str
+    payment_intent: str
+    amount: int
+    key: str | None
+
+
+@dataclass
+class StripeServer:
+    secret_key: str = "sk_test_loopback"
+    webhook_secret: str = "whsec_loopback"
+    webhook_url: str = ""  # where paying on a session's page sends the event
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refunds: list[Refunded] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    deliveries: list[tuple[str, int]] = field(default_factory=list)  # (event id, status)
+    failures_left: int = 0  # the next API calls answered 500
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: BaseWSGIServer | None = None
+
+    # --- running ------------------------------------------------------------------------
+
+    def start(self) -> "StripeServer":
+        self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    # --- what tests do ------------------------------------------------------------------
+
+    def session_paid(self, session_id: str) -> dict[str, Any]:
+        """The session paid (as when the payer pays on its page); the session."""
+        with self._lock:
+            session = self.sessions[session_id]
+            if session["payment_status"] != "paid":
+                session.update(
+                    status="complete",
+                    payment_status="paid",
+                    payment_intent=f"pi_loopback_{next(self._ids)}",
+                )
+            return dict(session)
+
+    def event(self, session: dict[str, Any], *, type: str = "checkout.session.completed") -> bytes:
+        """The JSON payload of an event about ``session``, as Stripe sends it."""
+        body = {
+            "id": f"evt_loopback_{next(self._ids)}",
+            "object": "event",
+            "api_version": "2025-01-27.acacia",
+            "created": int(time.time()),
+            "livemode": False,
+            "pending_webhooks": 1,
+            "request": {"id": None, "idempotency_key": None},
+            "type": type,
+            "data": {"object": session},
+        }
+        return json.dumps(body, indent=2).encode()
+
+    def signature(self, payload: bytes, *, secret: str | None = None) -> str:
+        return stripe_signature(payload, secret or self.webhook_secret)
+
+    def deliver(self, payload: bytes) -> int:
+        """Post a signed event to ``webhook_url``, as Stripe does; the answer's status."""
+        response = requests.post(
+            self.webhook_url,
+            data=payload,
+            headers={
+                "Content-Type": "application/json; charset=utf-8",
+                "Stripe-Signature": self.signature(payload),
+                "User-Agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+            },
+            timeout=30,
+        )
+        self.deliveries.append((json.loads(payload)["id"], response.status_code))
+        return response.status_code
+
+    def refunded(self, payment_intent: str) -> int:
+        return sum(r.amount for r in self.refunds if r.payment_intent == payment_intent)
+
+    # --- the HTTP side ------------------------------------------------------------------
+
+    def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
+        return self._answer(Request(environ))(environ, start_response)
+
+    def _answer(self, request: Request) -> Response:
+        path = request.path
+        if path.startswith("/checkout/"):
+            return self._payment_page(request, path.removeprefix("/checkout/"))
+        if request.headers.get("Authorization") != f"Bearer {self.secret_key}":
+            return _error(401, "authentication_error", None, "Invalid API Key provided.")
+        params = form_decoded(request.get_data(as_text=True))
+        key = request.headers.get("Idempotency-Key")
+        with self._lock:
+            self.calls.append(Call(request.method, path, params, key))
+            if self.failures_left > 0:
+                self.failures_left -= 1
+                return _error(500, "api_error", None, "An unknown error occurred.")
+        if (request.method, path) == ("POST", "/v1/checkout/sessions"):
+            return self._session_create(params)
+        if (request.method, path) == ("POST", "/v1/refunds"):
+            return self._refund_create(params, key)
+        return _error(404, "invalid_request_error", "resource_missing", f"No route {path}.")
+
+    def _session_create(self, params: dict[str, Any]) -> Response:
+        try:
+            [line] = params["line_items"]
+            price = line["price_data"]
+            amount, currency = int(price["unit_amount"]), price["currency"]
+            assert params["mode"] == "payment" and int(line["quantity"]) == 1
+            assert price["product_data"]["name"]
+            success_url, cancel_url = params["success_url"], params["cancel_url"]
+        except (KeyError, ValueError, AssertionError, TypeError) as problem:
+            return _error(400, "invalid_request_error", "parameter_missing", repr(problem))
+        with self._lock:
+            session_id = f"cs_test_loopback_{next(self._ids)}"
+            session = {
+                "id": session_id,
+                "object": "checkout.session",
+                "mode": "payment",
+                "status": "open",
+                "payment_status": "unpaid",
+                "amount_total": amount * int(line["quantity"]),
+                "currency": currency,
+                "client_reference_id": params.get("client_reference_id"),
+                "customer_email": params.get("customer_email"),
+                "metadata": params.get("metadata", {}),
+                "payment_intent": None,
+                "success_url": success_url,
+                "cancel_url": cancel_url,
+                "url": f"{self.base_url}/checkout/{session_id}",
+                "livemode": False,
+            }
+            self.sessions[session_id] = session
+        return _json(200, session)
+
+    def _refund_create(self, params: dict[str, Any], key: str | None) -> Response:
+        with self._lock:
+            done = next((r for r in self.refunds if key and r.key == key), None)
+            if done is None:
+                intent = params.get("payment_intent", "")
+                paid = next(
+                    (s for s in self.sessions.values() if s["payment_intent"] == intent), None
+                )
+                if paid is None:
+                    return _error(
+                        400, "invalid_request_error", "resource_missing",
+                        f"No such payment_intent: '{intent}'",
+                    )  # fmt: skip
+                left = paid["amount_total"] - self.refunded(intent)
+                amount = int(params.get("amount") or left)
+                if left <= 0:
+                    return _error(
+                        400, "invalid_request_error", "charge_already_refunded",
+                        "Charge has already been refunded.",
+                    )  # fmt: skip
+                if amount > left:
+                    return _error(
+                        400, "invalid_request_error", "amount_too_large",
+                        f"Refund amount ({amount}) is greater than unrefunded amount ({left}).",
+                    )  # fmt: skip
+                done = Refunded(f"re_loopback_{next(self._ids)}", intent, amount, key)
+                self.refunds.append(done)
+        return _json(
+            200,
+            {
+                "id": done.id,
+                "object": "refund",
+                "amount": done.amount,
+                "payment_intent": done.payment_intent,
+                "status": "succeeded",
+            },
+        )
+
+    def _payment_page(self, request: Request, session_id: str) -> Response:
+        session = self.sessions.get(session_id)
+        if session is None:
+            return Response("No such session.", status=404)
+        if request.method == "POST":
+            paid = self.session_paid(session_id)
+            self.deliver(self.event(paid))
+            return Response(status=303, headers={"Location": paid["success_url"]})
+        amount = f"{session['amount_total'] / 100:.2f} {session['currency'].upper()}"
+        page = (
+            "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            "<title>Loopback Checkout</title></head><body>"
+            f"<h1>Pay {html.escape(amount)}</h1>"
+            f"<p id='session'>{html.escape(session_id)}</p>"
+            "<form method='post'><button type='submit'>Pay</button></form>"
+            f"<p><a href='{html.escape(session['cancel_url'])}'>Back</a></p></body></html>"
+        )
+        return Response(page, content_type="text/html; charset=utf-8")
+
+
+def _json(status: int, body: Any) -> Response:
+    return Response(json.dumps(body), status=status, content_type="application/json")
+
+
+def _error(status: int, kind: str, code: str | None, message: str) -> Response:
+    return _json(status, {"error": {"type": kind, "code": code, "message": message}})
