@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('orders', '0011_fk_indexes_in_composites'),
+        ('orders', '0012_roles_permissions'),
     ]
 
     operations = [
