@@ -23,4 +23,7 @@ urlpatterns = [
     path("callbacks", views.callbacks, name="callbacks"),
     path("callbacks/<str:event_id>/replay", views.callback_replay, name="callback-replay"),
     path("pay/<str:order_id>", views.pay, name="pay"),
+    path("orders/<str:order_id>/receipt.pdf", views.order_receipt, name="order-receipt"),
+    path("invoices", views.invoices, name="invoices"),
+    path("invoices/<str:number>.pdf", views.invoice_pdf_download, name="invoice-pdf"),
 ]

@@ -18,6 +18,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from billing.documents import invoice_pdf, receipt_pdf
+from billing.selectors import merchant_invoice_get, merchant_invoices, order_payment_get
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, parse_id
 from dashboard import forms
@@ -46,6 +48,7 @@ from merchants.services import (
 )
 from orders.actions import order_cancel
 from orders.authorisation import order_payment_amount, order_payment_authorise
+from orders.charges import charges_of_invoice
 from orders.editing import order_held_update
 from orders.models import Order, PipelineStep, Stage
 from orders.payments import PaymentUnavailable, payment_issue
@@ -474,3 +477,41 @@ def pay(request: HttpRequest, order_id: str) -> HttpResponse:
         {"order": order, "amount": amount, "currency": currency, "error": error},
         status=status,
     )
+
+
+def _pdf(content: bytes, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_GET
+@merchant_view
+def order_receipt(request: HttpRequest, order_id: str) -> HttpResponse:
+    """The receipt of an order paid by card (what was paid, what was refunded)."""
+    order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
+    payment, refunds = order_payment_get(order=order)
+    if payment is None:
+        raise NotFound
+    content = receipt_pdf(order=order, payment=payment, refunds=refunds)
+    return _pdf(content, f"receipt-{order.public_id}.pdf")
+
+
+@require_GET
+@merchant_view
+def invoices(request: HttpRequest) -> HttpResponse:
+    merchant: Merchant = request.merchant  # type: ignore[attr-defined]
+    return _page(
+        request, "dashboard/invoices.html", {"invoices": merchant_invoices(merchant=merchant)}
+    )
+
+
+@require_GET
+@merchant_view
+def invoice_pdf_download(request: HttpRequest, number: str) -> HttpResponse:
+    merchant: Merchant = request.merchant  # type: ignore[attr-defined]
+    invoice = merchant_invoice_get(merchant=merchant, number=number)
+    if invoice is None:
+        raise NotFound
+    charges = charges_of_invoice(merchant_id=merchant.id, number=invoice.number)
+    return _pdf(invoice_pdf(invoice=invoice, charges=charges), f"{invoice.number}.pdf")

@@ -8,6 +8,7 @@ PostgreSQL and Redis.
 from datetime import timedelta
 from pathlib import Path
 
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
@@ -317,6 +318,11 @@ CELERY_TASK_ROUTES.append(
         "orders.tasks.payment_refunds_sweep_task": {"queue": "sweeps"},
     }
 )
+# Invoice-billed merchants' invoices for the month before, on the first of each month.
+CELERY_BEAT_SCHEDULE["invoices-issue"] = {
+    "task": "billing.tasks.invoices_issue_task",
+    "schedule": crontab(minute=30, hour=0, day_of_month=1),
+}
 CELERY_BEAT_SCHEDULE["payment-refunds-sweep"] = {
     "task": "orders.tasks.payment_refunds_sweep_task",
     "schedule": PIPELINE_SWEEP_SECONDS,

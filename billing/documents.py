@@ -1,0 +1,109 @@
+"""The PDFs merchants download: a monthly invoice and a receipt per paid order (fpdf2, its
+built-in Helvetica: text outside Latin-1 is shown with "?")."""
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+from fpdf import FPDF
+
+from billing.models import Invoice
+from orders.models import Charge, Order, OrderPayment, PaymentRefund
+
+SERVICE = "Print API"
+
+
+def _text(value: object) -> str:
+    return str(value).encode("latin-1", "replace").decode("latin-1")
+
+
+class _Document(FPDF):
+    def __init__(self, title: str) -> None:
+        super().__init__(format="A4")
+        self.set_title(_text(title))
+        self.set_author(SERVICE)
+        self.add_page()
+        self.set_font("Helvetica", "B", 18)
+        self.cell(0, 12, _text(title), new_x="LMARGIN", new_y="NEXT")
+        self.set_font("Helvetica", size=10)
+
+    def line_of(self, text: str, *, bold: bool = False) -> None:
+        self.set_font("Helvetica", "B" if bold else "", 10)
+        self.cell(0, 6, _text(text), new_x="LMARGIN", new_y="NEXT")
+
+    def row(self, cells: Sequence[str], widths: Sequence[int], *, bold: bool = False) -> None:
+        self.set_font("Helvetica", "B" if bold else "", 9)
+        for index, (cell, width) in enumerate(zip(cells, widths, strict=True)):
+            align = "R" if index >= len(cells) - 3 else "L"
+            self.cell(width, 6, _text(cell), border="B", align=align)
+        self.ln()
+
+    def pdf(self) -> bytes:
+        return bytes(self.output())
+
+
+def _money(amount: Decimal, currency: str) -> str:
+    return f"{amount.quantize(Decimal('0.01'))} {currency}"
+
+
+def invoice_pdf(*, invoice: Invoice, charges: Sequence[Charge]) -> bytes:
+    """The invoice with one line per charge it numbers (refunds as negative lines)."""
+    document = _Document(f"Invoice {invoice.number}")
+    merchant = invoice.merchant
+    document.line_of(f"From: {SERVICE}")
+    document.line_of(f"To: {merchant.name} <{merchant.email}>")
+    document.line_of(
+        f"Period: {invoice.period_start:%Y-%m-%d} to {invoice.period_end:%Y-%m-%d} (exclusive)"
+    )
+    document.line_of(f"Issued: {invoice.issued:%Y-%m-%d}")
+    document.ln(4)
+    widths = (30, 36, 34, 22, 24, 20, 24)
+    document.row(
+        ["Date", "Order", "Reference", "Charge", "Cost", "Tax", "Total"], widths, bold=True
+    )
+    for charge in charges:
+        document.row(
+            [
+                f"{charge.created:%Y-%m-%d}",
+                charge.order.public_id,
+                (charge.order.merchant_reference or "")[:18],
+                charge.charge_type,
+                f"{charge.total_cost:.2f}",
+                f"{charge.total_tax:.2f}",
+                f"{charge.total_cost + charge.total_tax:.2f}",
+            ],
+            widths,
+        )
+    document.ln(4)
+    document.line_of(f"Net: {_money(invoice.total_cost, invoice.currency)}")
+    document.line_of(f"Tax: {_money(invoice.total_tax, invoice.currency)}")
+    document.line_of(f"Total due: {_money(invoice.total, invoice.currency)}", bold=True)
+    return document.pdf()
+
+
+def receipt_pdf(*, order: Order, payment: OrderPayment, refunds: Sequence[PaymentRefund]) -> bytes:
+    """What was paid for the order by card, and what was given back."""
+    document = _Document(f"Receipt for order {order.public_id}")
+    merchant = order.environment.merchant
+    document.line_of(f"From: {SERVICE}")
+    document.line_of(f"To: {merchant.name} <{merchant.email}>")
+    if order.merchant_reference:
+        document.line_of(f"Your reference: {order.merchant_reference}")
+    document.ln(4)
+    document.line_of(
+        f"Paid by card on {payment.paid_at:%Y-%m-%d %H:%M} UTC: "
+        f"{_money(payment.amount, payment.currency)}",
+        bold=True,
+    )
+    document.line_of(f"Payment reference: {payment.reference}")
+    refunded = Decimal(0)
+    for refund in refunds:
+        if refund.sent_at is None:
+            continue
+        refunded += refund.amount
+        document.line_of(
+            f"Refunded on {refund.sent_at:%Y-%m-%d}: {_money(refund.amount, refund.currency)} "
+            f"({refund.reference})"
+        )
+    document.ln(2)
+    document.line_of(f"Net paid: {_money(payment.amount - refunded, payment.currency)}", bold=True)
+    return document.pdf()
