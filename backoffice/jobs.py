@@ -228,8 +228,10 @@ def job_write_back(job: BulkJob) -> bool:
             )
         except ValidationFailed as exc:
             log.warning("job %s: results not written back: %s", job.id, exc)
+            BulkJob.objects.filter(id=job.id).update(write_back_error=str(exc))
             return False
     BulkJobRow.objects.filter(id__in=[r.id for r in rows]).update(written_back=True)
+    BulkJob.objects.filter(id=job.id).exclude(write_back_error="").update(write_back_error="")
     return True
 
 

@@ -61,6 +61,11 @@ class BulkJob(models.Model):
     claimed_until = models.DateTimeField(null=True, blank=True)
     swept_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    write_back_error = models.TextField(
+        blank=True,
+        help_text="Why the last write-back to the sheet failed (the results are kept and "
+        "written again); empty once written.",
+    )
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -5,7 +5,8 @@ gspread signs in with the service account named by ``GOOGLE_SERVICE_ACCOUNT_FILE
 ``SHEETS_ACCESS_TOKEN`` (a bearer token) may stand in for the service account. Reading a
 worksheet is two requests (the spreadsheet's metadata, then the worksheet's values); writing
 results back is one ``values:batchUpdate`` however many cells change. Every failure of the
-sheet (not found, no permission, worksheet missing, quota, unreachable) is a
+sheet (not found, no permission, worksheet missing, quota, unreachable, the service account's
+sign-in refused or its token endpoint unreachable, an answer that cannot be read) is a
 ``ValidationFailed`` naming ``spreadsheetId`` or ``worksheetName``.
 """
 
@@ -17,6 +18,7 @@ from typing import Any, cast
 import gspread
 import requests
 from django.conf import settings
+from google.auth.exceptions import GoogleAuthError
 from gspread.exceptions import APIError
 from gspread.http_client import HTTPClient
 
@@ -26,6 +28,17 @@ GOOGLE_SHEETS_URL = "https://sheets.googleapis.com/v4/spreadsheets"
 SPREADSHEET_ID = "spreadsheetId"
 WORKSHEET_NAME = "worksheetName"
 HEADER_SEARCH_ROWS = 10
+DETAIL_LIMIT = 300
+# What gspread and its sign-in raise when the sheet cannot be used: Google's error answers,
+# the network, the service account's token refused or unreachable, an unreadable answer.
+SHEET_FAILURES = (
+    APIError,
+    requests.RequestException,
+    GoogleAuthError,
+    KeyError,
+    TypeError,
+    ValueError,
+)
 
 
 def title_key(title: object) -> str:
@@ -129,6 +142,23 @@ def _client(api_url: str, access_token: str, service_account_file: str) -> HTTPC
 
 def _failure(exc: Exception, *, spreadsheet_id: str, worksheet_name: str) -> ValidationFailed:
     """What went wrong with the sheet, on the field it concerns."""
+    if isinstance(exc, GoogleAuthError):
+        detail = " ".join(str(exc).split())[:DETAIL_LIMIT]
+        return ValidationFailed.single(
+            SPREADSHEET_ID,
+            "SignInFailed",
+            f"The service account could not sign in to open spreadsheet '{spreadsheet_id}': "
+            f"{detail or type(exc).__name__}",
+        )
+    unreadable = isinstance(exc, (KeyError, TypeError, ValueError))
+    if isinstance(exc, requests.JSONDecodeError) or (
+        unreadable and not isinstance(exc, requests.RequestException)
+    ):
+        return ValidationFailed.single(
+            SPREADSHEET_ID,
+            "SheetsUnavailable",
+            f"Google Sheets answered something unreadable for spreadsheet '{spreadsheet_id}'.",
+        )
     if isinstance(exc, APIError):
         status = exc.response.status_code
         detail = str(exc.error.get("message") or "") if isinstance(exc.error, dict) else ""
@@ -175,7 +205,7 @@ def worksheet_values(*, spreadsheet_id: str, worksheet_name: str) -> list[list[A
                 f"Spreadsheet '{spreadsheet_id}' has no worksheet '{worksheet_name}'.",
             )
         answer = client.values_get(spreadsheet_id, quoted(worksheet_name))
-    except (APIError, requests.RequestException) as exc:
+    except SHEET_FAILURES as exc:
         raise _failure(exc, spreadsheet_id=spreadsheet_id, worksheet_name=worksheet_name) from exc
     return list(answer.get("values", []))
 
@@ -202,5 +232,5 @@ def sheet_cells_write(
         sheets_client().values_batch_update(
             spreadsheet_id, body={"valueInputOption": "RAW", "data": data}
         )
-    except (APIError, requests.RequestException) as exc:
+    except SHEET_FAILURES as exc:
         raise _failure(exc, spreadsheet_id=spreadsheet_id, worksheet_name=worksheet_name) from exc

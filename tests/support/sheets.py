@@ -11,6 +11,7 @@ is told the caller may not open, 400 for a range naming no worksheet), and count
 import json
 import re
 import threading
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -196,3 +197,65 @@ def _json(status: int, body: Any) -> Response:
 
 def _error(status: int, message: str, reason: str) -> Response:
     return _json(status, {"error": {"code": status, "message": message, "status": reason}})
+
+
+class TokenServer:
+    """A local OAuth 2.0 token endpoint, as a service account's ``token_uri`` names it: it
+    answers the signed JWT grant gspread's sign-in posts with an access token, or, when told
+    to fail, with Google's error body and status (a revoked key is 400 ``invalid_grant``)."""
+
+    def __init__(self, *, access_token: str) -> None:
+        self.access_token = access_token
+        self.failure: tuple[int, dict[str, str]] | None = None
+        self.grants: list[str] = []
+        self._server: BaseWSGIServer | None = None
+
+    def start(self) -> None:
+        self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def token_uri(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_port}/token"
+
+    def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request = Request(environ)
+        self.grants.append(request.form.get("grant_type", ""))
+        if self.failure is not None:
+            status, body = self.failure
+            return _json(status, body)(environ, start_response)
+        answer = {"access_token": self.access_token, "expires_in": 3600, "token_type": "Bearer"}
+        return _json(200, answer)(environ, start_response)
+
+
+def service_account_file(path: Path, *, token_uri: str) -> Path:
+    """A service account key file (a fresh RSA key) whose sign-in goes to ``token_uri``."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    path.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "print-tests",
+                "private_key_id": "key-1",
+                "private_key": pem,
+                "client_email": "bulk-tools@print-tests.iam.gserviceaccount.com",
+                "client_id": "1",
+                "token_uri": token_uri,
+            }
+        )
+    )
+    return path
