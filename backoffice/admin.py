@@ -176,7 +176,9 @@ class BulkJobAdmin(admin.ModelAdmin):
         except ValidationFailed as failed:
             return self._form(request, tool, failures=failed.failures, posted=posted)
         choices = {"lab": lab, "cancelOption": option, "shippingMethod": method}
-        return self._review(request, tool, source, choices, review=review)
+        return self._review(
+            request, tool, source, choices, review=review, can_submit=bool(review.resubmittable)
+        )
 
     def shipping_view(self, request: HttpRequest) -> HttpResponse:
         if not request.user.has_perm(RUN_SITEFLOW_SHIPPING):
@@ -195,19 +197,26 @@ class BulkJobAdmin(admin.ModelAdmin):
                 raise ValidationFailed.single("carrierAlias", "Required", "Give a carrier alias.")
             if posted.get("confirm"):
                 job = services.shipping_job_create(
-                    user=request.user,
-                    source=source,
-                    shipping_method=method,
-                    carrier_alias=alias,
-                    queue=True,
+                    user=request.user, source=source, shipping_method=method, carrier_alias=alias
                 )
                 self._audit(request, "siteflowShipping.submit", job.source, f"job {job.id}")
                 return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
-            _, rows = services.shipping_rows(source)
+            _, assessments = services.shipping_review(source)
         except ValidationFailed as failed:
             return self._form(request, tool, failures=failed.failures, posted=posted)
         choices = {"shippingSpeed": method, "carrierAlias": alias}
-        return self._review(request, tool, source, choices, shipping_rows=rows)
+        queued = sum(1 for a in assessments if a.queued)
+        return self._review(
+            request,
+            tool,
+            source,
+            choices,
+            shipping_rows=assessments,
+            queued=queued,
+            can_submit=bool(queued),
+            statement=f"{queued} of {len(assessments)} lab orders will get carrier {alias} "
+            f"({method}).",
+        )
 
     def job_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
         if not self.has_view_permission(request):

@@ -10,9 +10,10 @@ pending row (a row's work itself is safe to repeat).
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
@@ -20,11 +21,12 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
-from backoffice.resubmission import RowOutcome, shipment_resubmit
+from backoffice.resubmission import shipment_resubmit
 from backoffice.rows import (
     LAST_ACTIVITY,
     MESSAGE,
     NEW_LAB_ORDER_ID,
+    RowOutcome,
     SheetRow,
     file_table,
     file_values,
@@ -32,15 +34,16 @@ from backoffice.rows import (
     result_columns,
 )
 from backoffice.sheets import Table, sheet_cells_write, sheet_read
+from backoffice.shipping import shipping_row_update
 from common.errors import ValidationFailed
 from common.sweeping import sweep_batch_mark
 from common.tasks import task_enqueue_on_commit
-from orders.models import Shipment, ShipmentStatus
-from orders.shipments import shipment_update_carrier
+from orders.models import Shipment
 
 log = logging.getLogger(__name__)
 RUN_TASK = "backoffice.tasks.bulk_job_run_task"
 WRITE_BACK_RETRY = timedelta(seconds=60)
+WAIT_POLL_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,26 @@ class Source:
         return sheet_read(spreadsheet_id=self.spreadsheet_id, worksheet_name=self.worksheet_name)
 
 
+class Assessed(Protocol):
+    """A row as a tool's assessment left it: queued for the worker, or recorded at once with
+    ``status`` and ``reason`` as its message (skipped, unknown, refused)."""
+
+    @property
+    def row(self) -> SheetRow: ...
+
+    @property
+    def shipment(self) -> Shipment | None: ...
+
+    @property
+    def queued(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
 @transaction.atomic
 def bulk_job_create(
     *,
@@ -69,14 +92,16 @@ def bulk_job_create(
     user: Any,
     source: Source,
     table: Table,
-    rows: list[SheetRow],
+    rows: Sequence[Assessed],
     lab: str = "",
     cancel_option: str = "",
     shipping_method: str = "",
     carrier_alias: str = "",
     queue: bool = True,
 ) -> BulkJob:
-    """A job over ``rows`` (those to act on), queued for a worker once committed."""
+    """A job over ``rows``: the queued ones pending for a worker (queued once committed), the
+    others with their outcome already, for the worker to write back."""
+    now = timezone.now()
     job = BulkJob.objects.create(
         kind=kind,
         created_by=user,
@@ -96,12 +121,16 @@ def bulk_job_create(
         [
             BulkJobRow(
                 job=job,
-                row_index=row.row_index,
-                lab_order_id=row.lab_order_id or 0,
-                labs=list(row.labs),
-                cancel_option=row.cancel_option,
+                row_index=a.row.row_index,
+                lab_order_text=a.row.lab_order_text[:200],
+                lab_order_id=a.shipment.id if a.shipment is not None else a.row.lab_order_id or 0,
+                labs=list(a.row.labs),
+                cancel_option=a.row.cancel_option,
+                status=RowStatus.PENDING if a.queued else a.status,
+                message="" if a.queued else a.reason,
+                last_activity=None if a.queued else now,
             )
-            for row in rows
+            for a in rows
         ]
     )
     if queue:
@@ -176,19 +205,22 @@ def row_process(job: BulkJob, row: BulkJobRow) -> RowOutcome:
 
 
 def _shipping_row(job: BulkJob, row: BulkJobRow) -> RowOutcome:
-    shipment = Shipment.objects.filter(id=row.lab_order_id).first()
-    if shipment is None:
-        return RowOutcome(False, f"No shipment shp_{row.lab_order_id}.")
-    if shipment.status == ShipmentStatus.SHIPPED:
-        return RowOutcome(False, "The shipment has been shipped.")
-    result = shipment_update_carrier(
-        shipment=shipment, shipping_method=job.shipping_method, carrier_alias=job.carrier_alias
+    return shipping_row_update(
+        shipment_id=row.lab_order_id,
+        shipping_method=job.shipping_method,
+        carrier_alias=job.carrier_alias,
     )
-    if not result.successful:
-        return RowOutcome(False, result.message)
-    return RowOutcome(
-        True, f"Carrier changed to {job.carrier_alias} ({job.shipping_method}).", None
-    )
+
+
+def job_rows_wait(*, job_id: int, seconds: float) -> list[BulkJobRow]:
+    """The job's rows once none is pending, or as they stand after ``seconds`` (a worker
+    does them meanwhile)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not BulkJobRow.objects.filter(job_id=job_id, status=RowStatus.PENDING).exists():
+            break
+        time.sleep(WAIT_POLL_SECONDS)
+    return list(BulkJobRow.objects.filter(job_id=job_id).order_by("row_index"))
 
 
 # --- results ------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ class RowStatus(models.TextChoices):
     PENDING = "Pending"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+    SKIPPED = "Skipped"
 
 
 class CancelOption(models.TextChoices):
@@ -89,7 +90,10 @@ class BulkJobRow(models.Model):
 
     job = models.ForeignKey(BulkJob, on_delete=models.CASCADE, related_name="rows")
     row_index = models.PositiveIntegerField(help_text="The sheet's row number.")
-    lab_order_id = models.BigIntegerField()
+    lab_order_text = models.CharField(
+        max_length=200, blank=True, help_text="The row's Lab Order Id cell as the sheet has it."
+    )
+    lab_order_id = models.BigIntegerField(help_text="The shipment the row names; 0 for none.")
     labs = models.JSONField(default=list, blank=True)
     cancel_option = models.CharField(max_length=20, blank=True)
     status = models.CharField(max_length=10, choices=RowStatus.choices, default=RowStatus.PENDING)

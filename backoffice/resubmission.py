@@ -25,7 +25,7 @@ from backoffice.models import (
     RowStatus,
     ShipmentResubmission,
 )
-from backoffice.rows import SheetRow
+from backoffice.rows import RowOutcome, SheetRow
 from common.ids import PREFIXES, format_id, new_id
 from labs.allocation import AllocationPlan, Infeasible, plan_basket
 from labs.models import Lab, LabProduct
@@ -47,13 +47,6 @@ RESUBMISSION_CANCEL = "cancel (resubmission)"
 
 
 @dataclass(frozen=True)
-class RowOutcome:
-    successful: bool
-    message: str
-    new_shipment_id: int | None = None
-
-
-@dataclass(frozen=True)
 class RowAssessment:
     """What submit would do with a row: ``reason`` says why not when it is not resubmittable;
     ``warning`` is a problem submit would meet (the chosen lab cannot make the products)."""
@@ -62,6 +55,15 @@ class RowAssessment:
     resubmittable: bool
     reason: str = ""
     warning: str = ""
+    shipment: Shipment | None = None
+
+    @property
+    def queued(self) -> bool:
+        return self.resubmittable
+
+    @property
+    def status(self) -> str:
+        return RowStatus.SKIPPED
 
 
 def _shipments(ids: Iterable[int]) -> dict[int, Shipment]:
@@ -120,7 +122,7 @@ def rows_assess(*, rows: Sequence[SheetRow], lab: str = "") -> list[RowAssessmen
             missing = sorted({i.sku for i in shipment.items.all() if i.sku.upper() not in makes})  # type: ignore[union-attr]
             if missing:
                 warning = f"Lab {lab} cannot make {', '.join(missing)}."
-        answers.append(RowAssessment(row, not reason, reason, warning))
+        answers.append(RowAssessment(row, not reason, reason, warning, shipment))
     return answers
 
 

@@ -26,6 +26,15 @@ FILE_FIELD = "file"
 
 
 @dataclass(frozen=True)
+class RowOutcome:
+    """What a job did with a row: the row's ``Message`` and, resubmitted, the new shipment."""
+
+    successful: bool
+    message: str
+    new_shipment_id: int | None = None
+
+
+@dataclass(frozen=True)
 class SheetRow:
     """One data row as parsed: ``lab_order_id`` is None when the cell names no shipment."""
 
@@ -41,13 +50,14 @@ class SheetRow:
 
 
 def shipment_number(text: str) -> int | None:
-    """``shp_123`` or ``123`` as 123; None for anything else (or blank)."""
+    """``shp_123`` or ``123`` as 123; None for anything else (or blank). Only ASCII digits
+    count: full-width or other Unicode digits name no shipment."""
     value = text.strip().lower()
     if value.startswith("shp_"):
         value = value[4:]
     if value.endswith(".0"):  # a number cell read back from a spreadsheet
         value = value[:-2]
-    if not value.isdigit() or len(value) > 19 or int(value) >= 2**63:
+    if not (value.isascii() and value.isdigit()) or len(value) > 19 or int(value) >= 2**63:
         return None
     return int(value)
 

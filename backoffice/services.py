@@ -1,14 +1,15 @@
 """What the bulk endpoints and the admin tools do: read a sheet, say what submit would do,
-queue the job, or (Site Flow shipping) do it at once."""
+queue the job."""
 
 from dataclasses import dataclass
 from typing import Any
 
-from backoffice.jobs import Source, bulk_job_create, bulk_job_run
+from backoffice.jobs import Source, bulk_job_create
 from backoffice.models import BulkJob, CancelOption, JobKind
 from backoffice.resubmission import RowAssessment, rows_assess
 from backoffice.rows import SheetRow, rows_parse
 from backoffice.sheets import Table
+from backoffice.shipping import ShippingAssessment, shipping_rows_assess
 from common.errors import ValidationFailed
 from labs.models import Lab
 
@@ -89,45 +90,31 @@ def resubmission_submit(
         user=user,
         source=source,
         table=table,
-        rows=[a.row for a in review.resubmittable],
+        rows=review.resubmittable,
         lab=lab,
         cancel_option=cancel_option,
         shipping_method=shipping_method,
     )
 
 
-def shipping_rows(source: Source) -> tuple[Table, list[SheetRow]]:
-    """The rows a shipping update acts on: not skipped, naming a lab order."""
+def shipping_review(source: Source) -> tuple[Table, list[ShippingAssessment]]:
+    """Each row naming a lab order, with what submit would do with it; changes nothing."""
     table, rows = sheet_rows(source)
-    return table, [r for r in rows if not r.skip_row and r.lab_order_text]
+    return table, shipping_rows_assess(rows)
 
 
 def shipping_job_create(
-    *, user: Any, source: Source, shipping_method: str, carrier_alias: str, queue: bool
+    *, user: Any, source: Source, shipping_method: str, carrier_alias: str
 ) -> BulkJob:
-    table, rows = shipping_rows(source)
+    """Queue a job over the sheet's rows: those at a Site Flow lab for the worker, the others
+    recorded at once with why not."""
+    table, assessments = shipping_review(source)
     return bulk_job_create(
         kind=JobKind.SHIPPING,
         user=user,
         source=source,
         table=table,
-        rows=rows,
+        rows=assessments,
         shipping_method=shipping_method,
         carrier_alias=carrier_alias,
-        queue=queue,
     )
-
-
-def shipping_bulk_update(
-    *, user: Any, source: Source, shipping_method: str, carrier_alias: str
-) -> BulkJob:
-    """Change the carrier of every row's Site Flow lab order now; the job holds the results."""
-    job = shipping_job_create(
-        user=user,
-        source=source,
-        shipping_method=shipping_method,
-        carrier_alias=carrier_alias,
-        queue=False,
-    )
-    bulk_job_run(job_id=job.id)
-    return job

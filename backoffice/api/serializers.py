@@ -86,7 +86,9 @@ class SiteflowShippingUpdateRequest(StrictSerializer):
 
 class SiteflowShippingRowResult(serializers.Serializer):
     rowIndex = serializers.IntegerField()
-    labOrderId = serializers.IntegerField()
+    labOrderId = serializers.IntegerField(
+        allow_null=True, help_text="The shipment's number; null when the row named none of ours."
+    )
     success = serializers.BooleanField()
     message = serializers.CharField()
 
@@ -95,4 +97,10 @@ class SiteflowShippingUpdateResponse(serializers.Serializer):
     results = SiteflowShippingRowResult(many=True)
     updatedCount = serializers.IntegerField()
     failedCount = serializers.IntegerField()
+    jobId = serializers.IntegerField(
+        help_text="The job doing the update: its admin page follows it to the end."
+    )
+    pending = serializers.IntegerField(
+        help_text="Rows still queued when the answer was sent (0: every row is in results)."
+    )
     traceParent = serializers.CharField()

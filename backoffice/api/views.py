@@ -3,6 +3,7 @@ shipping update (administrators). Staff key or staff admin session (``StaffApiVi
 
 from typing import Any, Literal
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.decorators import action
@@ -16,8 +17,8 @@ from api.staff import StaffApiViewSet
 from api.views import validated_input
 from backoffice import services
 from backoffice.api import serializers as s
-from backoffice.jobs import Source
-from backoffice.models import CancelOption
+from backoffice.jobs import Source, job_rows_wait
+from backoffice.models import CancelOption, RowStatus
 from backoffice.resubmission import rows_assess
 from backoffice.rows import SheetRow
 from common.errors import ValidationFailed
@@ -247,9 +248,16 @@ class SiteflowShippingViewSet(MicroUiViewSet):
         "siteflow_shipping_bulk_update",
         "Change the carrier and method of the Site Flow lab orders a sheet names (administrators)",
         s.SiteflowShippingUpdateResponse,
-        description="Each row's `Lab Order Id` names a shipment at a Site Flow lab; each not "
-        "yet shipped gets `carrierAlias` and `shippingSpeed` through the Site Flow connector. "
-        "Per-row results are answered and written back to `Message` and `Last Activity`.",
+        description="Each row's `Lab Order Id` (`shp_123`, `123` or the lab's own order "
+        "reference) names a shipment at a Site Flow lab; each not yet shipped gets "
+        "`carrierAlias` and `shippingSpeed` through the Site Flow connector. The update is a "
+        "job (as in the admin's tool): rows not at a Site Flow lab, shipped, cancelled or "
+        "unknown are answered at once with why; a worker updates the others row by row and "
+        "writes every row's `Message` and `Last Activity` back to the sheet. The answer waits "
+        "for the job up to `SITEFLOW_SHIPPING_WAIT_SECONDS` (20 s by default) and lists the "
+        "rows done by then; `pending` counts the rows still queued (0 when the job is done), "
+        "whose results follow in the sheet and on the job's admin page (`jobId`). Rows with "
+        "`Skip Row` are written back as skipped and not listed.",
         request=s.SiteflowShippingUpdateRequest,
     )
     @_micro_ui_action(
@@ -257,7 +265,7 @@ class SiteflowShippingViewSet(MicroUiViewSet):
     )
     def bulk_update(self, request: Request) -> Response:
         data = validated_input(s.SiteflowShippingUpdateRequest, request)
-        job = services.shipping_bulk_update(
+        job = services.shipping_job_create(
             user=request.user,
             source=Source(
                 spreadsheet_id=data["spreadsheetId"].strip(),
@@ -266,16 +274,24 @@ class SiteflowShippingViewSet(MicroUiViewSet):
             shipping_method=data["shippingSpeed"],
             carrier_alias=data["carrierAlias"].strip(),
         )
+        rows = job_rows_wait(job_id=job.id, seconds=settings.SITEFLOW_SHIPPING_WAIT_SECONDS)
         results = [
             {
                 "rowIndex": row.row_index,
-                "labOrderId": row.lab_order_id,
-                "success": row.status == "Succeeded",
+                "labOrderId": row.lab_order_id or None,
+                "success": row.status == RowStatus.SUCCEEDED,
                 "message": row.message,
             }
-            for row in job.rows.all()
+            for row in rows
+            if row.status in (RowStatus.SUCCEEDED, RowStatus.FAILED)
         ]
         updated = sum(1 for r in results if r["success"])
         return Response(
-            {"results": results, "updatedCount": updated, "failedCount": len(results) - updated}
+            {
+                "results": results,
+                "updatedCount": updated,
+                "failedCount": len(results) - updated,
+                "jobId": job.id,
+                "pending": sum(1 for row in rows if row.status == RowStatus.PENDING),
+            }
         )

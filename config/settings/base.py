@@ -206,6 +206,9 @@ SHEETS_TIMEOUT_SECONDS = env.float("SHEETS_TIMEOUT_SECONDS", default=30.0)
 # Row results reach the sheet in one values:batchUpdate per this many seconds (or rows).
 BULK_WRITE_BACK_SECONDS = env.float("BULK_WRITE_BACK_SECONDS", default=2.0)
 BULK_WRITE_BACK_ROWS = env.int("BULK_WRITE_BACK_ROWS", default=200)
+# POST .../siteflow-shipping/bulk-update answers the rows its job did within this many seconds
+# (the rest follow in the job); well inside REQUEST_TIMEOUT_SECONDS.
+SITEFLOW_SHIPPING_WAIT_SECONDS = env.float("SITEFLOW_SHIPPING_WAIT_SECONDS", default=20.0)
 
 # --- Fulfilment pipeline --------------------------------------------------------------------
 ASSET_MAX_BYTES = env.int("ASSET_MAX_BYTES", default=300 * 1024 * 1024)

@@ -1,5 +1,7 @@
 """The Site Flow bulk shipping update: a worksheet's lab orders get a new carrier at their
-Site Flow site (the local Site Flow server), results answered and written back."""
+Site Flow site (the local Site Flow server) through a job, results answered and written back.
+Here tasks run eagerly (the job is done before the answer); test_siteflow_shipping_job.py
+runs it on a real worker against a slow site."""
 
 from collections.abc import Iterator
 from typing import Any
@@ -8,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from backoffice.models import BulkJob
 from labs.models import Lab
 from orders.models import Shipment, ShipmentStatus
 from staff.models import ADMINISTRATORS_GROUP, AuditEntry
@@ -63,53 +66,102 @@ def test_an_operator_is_unauthorized_and_nothing_changes(
 
 def test_an_administrator_updates_carriers_and_results_are_written_back(
     live_api: APIClient,
+    sandbox_api: APIClient,
     staff_user: Any,
     staff_api: APIClient,
     sheets: SheetsServer,
     site: SiteflowServer,
+    eager_tasks: None,
+    django_capture_on_commit_callbacks: Any,
+    settings: Any,
 ) -> None:
+    # The job's worker (eager here) starts once the request's transaction commits, which in
+    # this test is when the capture below ends: the answer has what was known at once.
+    settings.SITEFLOW_SHIPPING_WAIT_SECONDS = 0.3
     staff_user.groups.add(Group.objects.get_or_create(name=ADMINISTRATORS_GROUP)[0])
-    first, shipped = (Shipment.objects.get(order=order_at_labs(live_api)) for _ in range(2))
-    at_site(site, first, 1)
-    at_site(site, shipped, 2)
+    first, by_reference, shipped, cancelled = (
+        Shipment.objects.get(order=order_at_labs(live_api)) for _ in range(4)
+    )
+    sandbox = Shipment.objects.get(order=order_at_labs(sandbox_api))
+    for number, shipment in enumerate((first, by_reference, shipped, cancelled), start=1):
+        at_site(site, shipment, number)
     Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
+    Shipment.objects.filter(id=cancelled.id).update(status=ShipmentStatus.CANCELLED)
     sheets.put(
         SHEET,
         TAB,
         [
-            ["Lab Order Id", "Message", "Last Activity"],
+            ["Lab Order Id", "Message", "Last Activity", "Skip Row"],
             [first.public_id],
             [str(shipped.id)],
             ["shp_5"],
+            ["sf2"],  # the lab's own order reference
+            [cancelled.public_id],
+            [sandbox.public_id],
+            [first.public_id, "", "", "yes"],
+            ["\uff11\uff12"],  # full-width digits name no shipment
         ],
     )
 
-    response = staff_api.post(URL, BODY, format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_api.post(URL, BODY, format="json")
+        assert response.status_code == 200, response.content
+        answer = response.json()
 
-    assert response.status_code == 200, response.content
-    answer = response.json()
-    assert (answer["updatedCount"], answer["failedCount"]) == (1, 2)
+    job = BulkJob.objects.get()
+    assert (answer["updatedCount"], answer["failedCount"], answer["pending"]) == (0, 5, 2)
+    assert answer["jobId"] == job.id
     assert answer["results"] == [
-        {
-            "rowIndex": 2,
-            "labOrderId": first.id,
-            "success": True,
-            "message": "Carrier changed to dhl-express (Express).",
-        },
         {
             "rowIndex": 3,
             "labOrderId": shipped.id,
             "success": False,
             "message": "The shipment has been shipped.",
         },
-        {"rowIndex": 4, "labOrderId": 5, "success": False, "message": "No shipment shp_5."},
+        {
+            "rowIndex": 4,
+            "labOrderId": 5,
+            "success": False,
+            "message": "Unknown lab order 'shp_5'.",
+        },
+        {
+            "rowIndex": 6,
+            "labOrderId": cancelled.id,
+            "success": False,
+            "message": "The shipment is cancelled.",
+        },
+        {
+            "rowIndex": 7,
+            "labOrderId": sandbox.id,
+            "success": False,
+            "message": f"Lab {sandbox.lab_code} is not a Site Flow lab.",
+        },
+        {
+            "rowIndex": 9,
+            "labOrderId": None,
+            "success": False,
+            "message": "Unknown lab order '\uff11\uff12'.",
+        },
     ]
-    assert site.operations() == [
-        ("PUT", "/api/order/sf1/shipments/0", {"carrier": {"alias": "dhl-express"}})
+    assert job.status == "Done"
+    changed = "Carrier changed to dhl-express (Express)."
+    done = dict(job.rows.filter(status="Succeeded").values_list("row_index", "message"))
+    assert done == {2: changed, 5: changed}
+    assert sorted(site.operations()) == [
+        ("PUT", "/api/order/sf1/shipments/0", {"carrier": {"alias": "dhl-express"}}),
+        ("PUT", "/api/order/sf2/shipments/0", {"carrier": {"alias": "dhl-express"}}),
     ]
-    changed = Shipment.objects.get(id=first.id)
-    assert (changed.shipping_method, changed.carrier_name) == ("Express", "dhl-express")
-    assert sheets.column(SHEET, TAB, "Message") == [r["message"] for r in answer["results"]]
+    updated = Shipment.objects.get(id=first.id)
+    assert (updated.shipping_method, updated.carrier_name) == ("Express", "dhl-express")
+    refusals = [r["message"] for r in answer["results"]]
+    assert sheets.column(SHEET, TAB, "Message") == [
+        changed,
+        *refusals[:2],
+        changed,
+        *refusals[2:4],
+        "Skipped (Skip Row).",
+        refusals[4],
+    ]
     assert all(sheets.column(SHEET, TAB, "Last Activity"))
     assert len(sheets.write_calls()) == 1
     assert AuditEntry.objects.get(operation="siteflowShipping.bulkUpdate").success

@@ -129,7 +129,7 @@ def test_site_flow_shipping_update(
         page.select_option("#shippingSpeed", "Express")
         page.fill("#carrierAlias", "dhl-express")
         page.click("#review")
-        assert "3 lab order(s) will get carrier dhl-express (Express)." in page.inner_text(
+        assert "3 of 3 lab orders will get carrier dhl-express (Express)." in page.inner_text(
             "#statement"
         )
         page.click("#submit")

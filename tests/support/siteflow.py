@@ -14,6 +14,7 @@ import hmac
 import itertools
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,7 @@ class SiteflowServer:
         self.fetched: dict[str, int] = {}  # component URL -> the status it answered
         self.failures_left = 0
         self.failure_status = 503
+        self.delay_seconds = 0.0  # a slow site: each answer waits this long
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._server: BaseWSGIServer | None = None
@@ -123,6 +125,8 @@ class SiteflowServer:
     # --- the HTTP side ------------------------------------------------------------------
 
     def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
+        if self.delay_seconds:
+            time.sleep(self.delay_seconds)
         request = Request(environ)
         with self._lock:
             response = self._answer(request)
