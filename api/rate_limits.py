@@ -6,8 +6,14 @@ other): the window's timestamps live in a sorted set under the throttle's key, w
 clock, and a request is added only while fewer than the limit are inside the window. Exactly
 the limit passes in any window, however many requests arrive at once.
 
-Without Redis (the embedded default of one machine: a file cache) the count is DRF's, which
-reads and writes the cache in two steps and so may let a few extra through under concurrency.
+Without Redis (the embedded default of one machine: a file cache) the window is cut into
+``WINDOW_BUCKETS`` buckets and a request counts in its bucket of its process, in memory; each
+process publishes its counts in one small cache entry per key and reads the others' at most
+every ``SHARE_SECONDS``, and always before it refuses. A bucket counts until all of it has left
+the window. So one process never passes more than the limit, and several pass at most what
+the others served since the last exchange beyond it. DRF's own count wrote the cache on every
+request (a temporary file and a rename) with every request's timestamp in the window: at a
+few hundred requests a second, tens of thousands of them pickled per request.
 
 A cache outage must not turn every request into a 500: the request is let through, the
 failure logged and counted (``RATE_LIMIT_FAILURES``), and the limits apply again as soon as
@@ -15,7 +21,9 @@ the cache answers.
 """
 
 import logging
+import math
 import os
+import time
 from typing import Any
 
 from django.core.cache import caches
@@ -71,6 +79,78 @@ def redis_count_request(cache: RedisCache, key: str, limit: int, seconds: int) -
     return None if counted else max(int(wait_ms), 1) / 1000
 
 
+WINDOW_BUCKETS = 12
+# How stale one process's view of the other processes' counts may be (embedded default).
+SHARE_SECONDS = 1.0
+
+
+class _ProcessWindow:
+    """One key's counts as this process sees them: its own by bucket, exact, and the other
+    processes' as of the last exchange through the cache."""
+
+    def __init__(self) -> None:
+        self.own: dict[int, int] = {}
+        self.others: dict[int, int] = {}
+        self.shared_at = -math.inf
+        self.published = False
+
+
+_windows: dict[str, _ProcessWindow] = {}
+
+
+def _recent(counts: dict[int, int], kept: int) -> dict[int, int]:
+    return {bucket: n for bucket, n in counts.items() if bucket >= kept}
+
+
+def _share(window: _ProcessWindow, key: str, kept: int, seconds: int, now: float) -> None:
+    """Publish this process's counts in the key's cache entry and read the others'. An entry
+    that lost this process's counts (the cache was cleared) restarts them."""
+    cache = caches["default"]
+    entry: dict[int, dict[int, int]] = cache.get(key) or {}
+    pid = os.getpid()
+    if window.published and pid not in entry:
+        window.own = {}
+    window.own = _recent(window.own, kept)
+    entry = {p: c for p, c in ((p, _recent(c, kept)) for p, c in entry.items()) if c}
+    entry[pid] = window.own
+    window.others = {}
+    for other, counts in entry.items():
+        if other != pid:
+            for bucket, n in counts.items():
+                window.others[bucket] = window.others.get(bucket, 0) + n
+    cache.set(key, entry, seconds)
+    window.shared_at, window.published = now, True
+
+
+def bucket_count_request(key: str, limit: int, seconds: int) -> float | None:
+    """Count one request under ``key`` if fewer than ``limit`` were counted (by every process)
+    in the buckets of the last ``seconds``: ``None`` when counted, else the seconds until the
+    oldest bucket leaves the window."""
+    now = time.time()
+    width = seconds / WINDOW_BUCKETS
+    current = math.floor(now / width)
+    kept = current - WINDOW_BUCKETS + 1
+    window = _windows.setdefault(key, _ProcessWindow())
+
+    def counted() -> dict[int, int]:
+        total = _recent(window.own, kept)
+        for bucket, n in _recent(window.others, kept).items():
+            total[bucket] = total.get(bucket, 0) + n
+        return total
+
+    fresh = now - window.shared_at >= SHARE_SECONDS
+    if fresh:
+        _share(window, key, kept, seconds, now)
+    counts = counted()
+    if sum(counts.values()) >= limit and not fresh:
+        _share(window, key, kept, seconds, now)  # refuse on fresh figures only
+        counts = counted()
+    if sum(counts.values()) >= limit:
+        return max((min(counts) + WINDOW_BUCKETS) * width - now, 0.001)
+    window.own[current] = window.own.get(current, 0) + 1
+    return None
+
+
 class FailOpenRateThrottle(SimpleRateThrottle):
     redis_wait: float | None = None
 
@@ -87,9 +167,6 @@ class FailOpenRateThrottle(SimpleRateThrottle):
             return True
 
     def _count(self, request: Request, view: Any) -> bool:
-        cache = caches["default"]
-        if not isinstance(cache, RedisCache):
-            return super().allow_request(request, view)
         if self.rate is None:
             return True
         key = self.get_cache_key(request, view)
@@ -97,7 +174,11 @@ class FailOpenRateThrottle(SimpleRateThrottle):
             return True
         limit, seconds = self.parse_rate(self.rate)
         assert limit is not None and seconds is not None
-        self.redis_wait = redis_count_request(cache, key, limit, seconds)
+        cache = caches["default"]
+        if isinstance(cache, RedisCache):
+            self.redis_wait = redis_count_request(cache, key, limit, seconds)
+        else:
+            self.redis_wait = bucket_count_request(f"{key}:buckets", limit, seconds)
         return self.redis_wait is None
 
     def wait(self) -> float | None:

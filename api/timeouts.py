@@ -1,12 +1,18 @@
 """Answer ``TimedOut`` (500) for a request that runs past ``REQUEST_TIMEOUT_SECONDS``.
 
 The deadline is a real-time interval timer in the serving thread (gunicorn's sync workers serve
-each request in the main thread): when it fires, ``RequestTimedOut`` is raised inside the
-request, its transaction rolls back, and the envelope is returned instead of a hang.
+each request in the main thread): when a request's deadline has passed, ``RequestTimedOut`` is
+raised inside it, its transaction rolls back, and the envelope is returned instead of a hang.
+
+The timer is one per process, not one per request: a request only notes its deadline. When
+the timer fires it raises if the request being served is past its deadline, else sets itself
+for that request's deadline; with no request in flight it stops, and the next request sets it
+again. So a request asks the kernel for nothing as long as requests keep coming.
 """
 
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
@@ -16,9 +22,29 @@ from django.http import HttpRequest, HttpResponse
 from api.envelope import error_response
 from api.exceptions import RequestTimedOut
 
+# A timer that fires up to this early still counts as on time (clocks differ in rounding).
+_SLACK_SECONDS = 0.001
 
-def _raise_timed_out(signum: int, frame: FrameType | None) -> None:
-    raise RequestTimedOut()
+
+class _Deadline:
+    """The serving thread's deadline and when the process's timer is set to fire."""
+
+    request_ends_by: float | None = None  # the request in flight's deadline (monotonic)
+    timer_fires_at: float | None = None  # None: the timer is stopped
+
+
+def _on_timer(signum: int, frame: FrameType | None) -> None:
+    ends_by = _Deadline.request_ends_by
+    if ends_by is None:  # nothing in flight: stop until the next request
+        _Deadline.timer_fires_at = None
+        return
+    remaining = ends_by - time.monotonic()
+    if remaining <= _SLACK_SECONDS:
+        _Deadline.request_ends_by = None
+        _Deadline.timer_fires_at = None
+        raise RequestTimedOut()
+    signal.setitimer(signal.ITIMER_REAL, remaining)
+    _Deadline.timer_fires_at = ends_by
 
 
 class RequestDeadlineMiddleware:
@@ -29,12 +55,23 @@ class RequestDeadlineMiddleware:
         seconds = float(settings.REQUEST_TIMEOUT_SECONDS)
         if seconds <= 0 or threading.current_thread() is not threading.main_thread():
             return self.get_response(request)
-        previous = signal.signal(signal.SIGALRM, _raise_timed_out)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        now = time.monotonic()
+        ends_by = now + seconds
+        fires_at = _Deadline.timer_fires_at
+        # Set the timer when it is stopped, would fire too late for this request, or should
+        # have fired already (something else stopped it); and take SIGALRM back if needed.
+        if (
+            fires_at is None
+            or not now < fires_at <= ends_by
+            or signal.getsignal(signal.SIGALRM) is not _on_timer
+        ):
+            signal.signal(signal.SIGALRM, _on_timer)
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            _Deadline.timer_fires_at = ends_by
+        _Deadline.request_ends_by = ends_by
         try:
             return self.get_response(request)
         except RequestTimedOut:
             return error_response("TimedOut", 500)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            _Deadline.request_ends_by = None

@@ -1,28 +1,37 @@
-"""The API's hot paths against a bare Django view on the same gunicorn and database, in one run.
+"""The API's hot paths against a minimal Django project, on the same gunicorn and database, in
+one run.
 
-Prepares a database (``--database-url``, a PostgreSQL database whose name starts with
-``perf_`` is created if missing; by default the embedded SQLite in a temporary folder, with the
-filesystem broker and file cache, or Redis with ``--redis-url``): migrates it, loads the demo
-catalogue, a merchant and ``--orders`` orders through the service, then ``ANALYZE``. Counts
-the queries of one request per path in-process, starts gunicorn (sync workers, as on 2 CPUs
-they beat threads) with ``bench.settings`` and drives each path for ``--seconds`` with
-``--clients`` connections: the bare view (``SELECT 1`` -> JSON), ``GET /healthz``,
-``POST /v4.0/orders`` (2 items), ``GET /v4.0/orders/{id}``, ``GET /v4.0/orders?top=100`` and
-``POST /v4.0/quotes`` (2 items, every method), in ``--rounds`` interleaved rounds (each path
-``--seconds`` in all). Prints req/s, p50 and p99, queries per request and each path's ratio to
-the bare view (over all rounds, and the lowest and highest round).
+The floor is ``bench/minimal_site.py`` (a copy of the shared ``minimal_site.py``; ``--minimal-site``
+serves another): no apps, no middleware, one view that runs ``SELECT 1`` and answers JSON, with
+persistent connections. Both it and the service are served by the same gunicorn command (the
+project's gunicorn.conf.py, ``--workers`` sync workers) against the same database.
 
-    .venv/bin/python bench/bench_api.py [--database-url postgres://.../perf_api]
-        [--redis-url redis://127.0.0.1:6379/14] [--seconds 5] [--clients 8] [--workers 2]
-        [--rounds 5]
+Two configurations, one after the other in the same sitting: the embedded default (SQLite in a
+temporary folder, the filesystem broker and file cache) and, given ``--database-url`` (a
+PostgreSQL database whose name starts with ``perf_``, created if missing) and ``--redis-url``,
+PostgreSQL + Redis. For each: a fresh process migrates, loads the demo catalogue, a merchant and
+``--orders`` orders through the service, runs ``ANALYZE`` and counts the queries of one request
+per path; then the floor, ``GET /healthz``, ``POST /v4.0/orders`` (2 items),
+``GET /v4.0/orders/{id}``, ``GET /v4.0/orders?top=100`` and ``POST /v4.0/quotes`` (2 items,
+every method) are driven for ``--seconds`` each with ``--clients`` keep-alive connections and no
+rate limit in the way, in ``--rounds`` interleaved rounds. Prints req/s, p50 and p99, queries per
+request and each path's ratio to the floor's rate (over all rounds, and the lowest and highest
+round), then the README's table with the goals.
+
+    .venv/bin/python bench/bench_api.py [--database-url postgres://.../perf_api
+        --redis-url redis://127.0.0.1:6379/14] [--only sqlite|postgres] [--seconds 5]
+        [--clients 8] [--workers 2] [--rounds 5]
 """
 
 import argparse
 import copy
+import hashlib
 import json
 import os
 import random
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import Request, drive, free_port, report, start_gunicorn  # noqa: E402
+
+FLOOR = "minimal view"
 
 ITEM = {
     "sku": "GLOBAL-FAP-10X10",
@@ -145,32 +156,36 @@ def queries_per_request(cases: list[tuple[str, Request]]) -> dict[str, int]:
     return counts
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--database-url", default="")
-    parser.add_argument("--redis-url", default="")
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=1, help="above 1: gthread workers")
-    parser.add_argument("--orders", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of all paths")
-    args = parser.parse_args()
-
+def sitting(
+    args: argparse.Namespace, database_url: str, redis_url: str
+) -> dict[str, dict[str, Any]]:
+    """One configuration: the floor and the service on the same database, driven in the same
+    interleaved rounds. Returns each path's figures by name."""
     var_dir = tempfile.mkdtemp(prefix="bench-api-")
     env = {
-        "DJANGO_SETTINGS_MODULE": "bench.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
         "VAR_DIR": var_dir,
+        "MINIMAL_SITE_DIR": var_dir,  # the floor's SQLite file beside the service's
         "API_RATE_LIMIT": "100000000/min",
         "LOG_LEVEL": "WARNING",
     }
-    if args.database_url:
-        ensure_postgres_database(args.database_url)
-        env["DATABASE_URL"] = args.database_url
-    if args.redis_url:
-        env["REDIS_URL"] = args.redis_url
-    os.environ.update(env)
-    key, ids = prepare(args.orders)
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        os.environ.pop(name, None)
+    if database_url:
+        ensure_postgres_database(database_url)
+        env["DATABASE_URL"] = database_url
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    script = (
+        f"import os, sys; os.environ.update({env!r}); sys.path.insert(0, {str(ROOT)!r}); "
+        f"from bench.bench_api import prepare_and_count; prepare_and_count({args.orders})"
+    )
+    # A fresh interpreter per configuration: Django's settings are read once per process.
+    prepared = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True, cwd=ROOT
+    )
+    facts = json.loads(prepared.stdout.strip().splitlines()[-1])
+    key, ids, counts = facts["key"], facts["ids"], facts["counts"]
     headers = {"X-API-Key": key, "Content-Type": "application/json"}
     order_body = json.dumps(ORDER).encode()
     rng = random.Random(7)
@@ -179,67 +194,166 @@ def main() -> None:
         return ("GET", f"/v4.0/orders/{rng.choice(ids)}", None, headers)
 
     cases: list[tuple[str, Request | Any]] = [
-        ("bare view (SELECT 1 -> JSON)", ("GET", "/bench/bare", None, {})),
+        (FLOOR, ("GET", "/floor", None, {})),
         ("GET /healthz", ("GET", "/healthz", None, {})),
-        ("POST /v4.0/orders (2 items)", ("POST", "/v4.0/orders", order_body, headers)),
-        ("GET /v4.0/orders/{id}", get_order),
-        ("GET /v4.0/orders?top=100", ("GET", "/v4.0/orders?top=100", None, headers)),
-        (
-            "POST /v4.0/quotes (2 items, all)",
-            ("POST", "/v4.0/quotes", json.dumps(QUOTE).encode(), headers),
-        ),
+        ("create (2 items)", ("POST", "/v4.0/orders", order_body, headers)),
+        ("get", get_order),
+        ("list of 100", ("GET", "/v4.0/orders?top=100", None, headers)),
+        ("quote (2 items)", ("POST", "/v4.0/quotes", json.dumps(QUOTE).encode(), headers)),
     ]
-    counts = queries_per_request(
-        [(name, case(0) if callable(case) else case) for name, case in cases]
+    counts[FLOOR] = 1
+    env = {**env, **({"DATABASE_URL": database_url} if database_url else {})}
+    floor_port, port = free_port(), free_port()
+    floor = start_gunicorn(
+        floor_port,
+        env | {"DJANGO_SETTINGS_MODULE": "minimal_site"},
+        workers=args.workers,
+        threads=1,
+        worker_class="sync",
+        application="minimal_site:application",
+        pythonpath=str(Path(args.minimal_site).resolve().parent),
+        health_path="/floor",
     )
-    port = free_port()
-    worker_class = "sync" if args.threads == 1 else "gthread"
-    server = start_gunicorn(
-        port, env, workers=args.workers, threads=args.threads, worker_class=worker_class
-    )
+    server = start_gunicorn(port, env, workers=args.workers, threads=1, worker_class="sync")
+    ports = {name: floor_port if name == FLOOR else port for name, _ in cases}
+    figures: dict[str, dict[str, Any]] = {}
     try:
-        for _, request in cases:  # warm every worker's snapshot and connections
-            drive(port, request, 1.0, args.clients)
-        database = args.database_url.split("@")[-1] or f"SQLite in {var_dir}"
-        broker = args.redis_url.split("@")[-1] or "filesystem broker"
+        for name, request in cases:  # warm every worker's snapshot and connections
+            drive(ports[name], request, 1.0, args.clients)
+        database = database_url.split("@")[-1] or "SQLite"
+        broker = redis_url.split("@")[-1] or "filesystem broker"
         load = os.getloadavg()
         print(
-            f"gunicorn {args.workers} {worker_class} workers x {args.threads}, "
-            f"{args.clients} clients, {args.seconds:g} s each in {args.rounds} rounds, "
-            f"{database}, {broker}, "
-            f"{args.orders} orders; load average "
-            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+            f"\n{database} + {broker}: gunicorn {args.workers} sync workers, {args.clients} "
+            f"clients, {args.seconds:g} s a path in {args.rounds} rounds, {args.orders} orders; "
+            f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
         )
         # Every path is driven in each of ``--rounds`` rounds (seconds / rounds each), so a
         # change in the machine's load falls on all of them alike rather than on whichever
-        # path ran at the time; each ratio is its rate over the bare view's in the same round.
+        # path ran at the time; each ratio is its rate over the floor's in the same round.
         latencies: dict[str, list[float]] = {name: [] for name, _ in cases}
         rates: dict[str, list[float]] = {name: [] for name, _ in cases}
         for _ in range(args.rounds):
             for name, request in cases:
-                rate, measured = drive(port, request, args.seconds / args.rounds, args.clients)
+                rate, measured = drive(
+                    ports[name], request, args.seconds / args.rounds, args.clients
+                )
                 rates[name].append(rate)
                 latencies[name].extend(measured)
-        bare_rates = rates[cases[0][0]]
+        floor_rates = rates[FLOOR]
         for name, _ in cases:
-            ratios = sorted(r / b for r, b in zip(rates[name], bare_rates, strict=True))
+            ratios = sorted(r / b for r, b in zip(rates[name], floor_rates, strict=True))
+            ordered = sorted(latencies[name])
+            figures[name] = {
+                "rate": sum(rates[name]) / args.rounds,
+                "ratio": sum(rates[name]) / sum(floor_rates),
+                "queries": counts[name],
+                "p50": statistics.median(ordered) * 1000,
+                "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
+            }
             report(
                 name,
-                sum(rates[name]) / args.rounds,
+                figures[name]["rate"],
                 latencies[name],
-                f"  {counts[name]:2d} queries  ratio {sum(rates[name]) / sum(bare_rates):.3f}"
+                f"  {counts[name]:2d} queries  ratio {figures[name]['ratio']:.3f}"
                 f" (rounds {ratios[0]:.3f} to {ratios[-1]:.3f})",
             )
         load = os.getloadavg()
         print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:
-        server.terminate()
-        server.wait(timeout=10)
-        if args.redis_url:
+        for process in (server, floor):
+            process.terminate()
+            process.wait(timeout=10)
+        if redis_url:
             import redis
 
-            redis.Redis.from_url(args.redis_url).flushdb()
-    shutil.rmtree(var_dir, ignore_errors=True)  # the SQLite database, the broker's folders
+            redis.Redis.from_url(redis_url).flushdb()
+        shutil.rmtree(var_dir, ignore_errors=True)  # the SQLite databases, the broker's folders
+    return figures
+
+
+def prepare_and_count(orders: int) -> None:
+    """In a fresh process configured by the environment: prepare the database, count each
+    path's queries, and print the key, the order ids and the counts as one JSON line."""
+    key, ids = prepare(orders)
+    headers = {"X-API-Key": key, "Content-Type": "application/json"}
+    cases: list[tuple[str, Request]] = [
+        ("GET /healthz", ("GET", "/healthz", None, {})),
+        ("create (2 items)", ("POST", "/v4.0/orders", json.dumps(ORDER).encode(), headers)),
+        ("get", ("GET", f"/v4.0/orders/{ids[0]}", None, headers)),
+        ("list of 100", ("GET", "/v4.0/orders?top=100", None, headers)),
+        ("quote (2 items)", ("POST", "/v4.0/quotes", json.dumps(QUOTE).encode(), headers)),
+    ]
+    counts = queries_per_request(cases)
+    print(json.dumps({"key": key, "ids": ids, "counts": counts}))
+
+
+GOALS = {
+    "GET /healthz": 0.80,
+    "create (2 items)": 0.15,
+    "get": 0.40,
+    "list of 100": 0.08,
+    "quote (2 items)": 0.30,
+}
+
+
+def table(sittings: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The README's table: each path's ratio to the floor (queries, p50/p99 in ms) per
+    configuration, the floor's own rate on its first row, and the goal."""
+    names = list(sittings)
+    lines = [
+        "| path (ratio to the minimal view) | " + " | ".join(names) + " | goal (both) |",
+        "|---|" + "---|" * len(names) + "---|",
+    ]
+    first = next(iter(sittings.values()))
+    for path in first:
+        cells = []
+        for name in names:
+            f = sittings[name][path]
+            if path == FLOOR:
+                cells.append(f"{f['rate']:.0f} req/s (p50 {f['p50']:.1f} / p99 {f['p99']:.1f} ms)")
+            else:
+                met = "" if f["ratio"] >= GOALS[path] else " (below goal)"
+                cells.append(
+                    f"{f['ratio']:.3f}{met}: {f['queries']} queries, "
+                    f"p50 {f['p50']:.1f} / p99 {f['p99']:.1f} ms"
+                )
+        goal = f">= {GOALS[path]:.2f}" if path in GOALS else "-"
+        lines.append(f"| {path} | " + " | ".join(cells) + f" | {goal} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--database-url", default="", help="PostgreSQL (a perf_ database)")
+    parser.add_argument("--redis-url", default="")
+    parser.add_argument(
+        "--only", choices=["sqlite", "postgres"], default="", help="one configuration only"
+    )
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--orders", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of all paths")
+    parser.add_argument(
+        "--minimal-site",
+        default=str(ROOT / "bench" / "minimal_site.py"),
+        help="the floor's module (a copy of the shared minimal_site.py)",
+    )
+    args = parser.parse_args()
+    if args.only != "sqlite" and not (args.database_url and args.redis_url):
+        if args.only == "postgres":
+            raise SystemExit("--only postgres needs --database-url and --redis-url")
+        args.only = "sqlite"
+    digest = hashlib.sha256(Path(args.minimal_site).read_bytes()).hexdigest()[:16]
+    print(f"floor: {args.minimal_site} (sha256 {digest}...)")
+    sittings = {}
+    if args.only in ("", "sqlite"):
+        sittings["SQLite + filesystem broker"] = sitting(args, "", "")
+    if args.only in ("", "postgres"):
+        sittings["PostgreSQL + Redis"] = sitting(args, args.database_url, args.redis_url)
+    print()
+    print(table(sittings))
 
 
 if __name__ == "__main__":

@@ -50,13 +50,14 @@ def wait_until_up(
     timeout: float = 30,
     headers: Mapping[str, str] | None = None,
     what: str = "gunicorn did not start",
+    path: str = "/healthz",
 ) -> None:
-    """Return once ``GET /healthz`` on ``port`` answers 200 (sent with ``headers``)."""
+    """Return once ``GET path`` (``/healthz``) on ``port`` answers 200 (sent with ``headers``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/healthz", headers=dict(headers or {}))
+            conn.request("GET", path, headers=dict(headers or {}))
             if conn.getresponse().status == 200:
                 return
         except OSError:
@@ -66,12 +67,23 @@ def wait_until_up(
 
 
 def start_gunicorn(
-    port: int, env: dict[str, str], *, workers: int, threads: int, worker_class: str = "gthread"
+    port: int,
+    env: dict[str, str],
+    *,
+    workers: int,
+    threads: int,
+    worker_class: str = "gthread",
+    application: str = "config.wsgi:application",
+    pythonpath: str = "",
+    health_path: str = "/healthz",
 ) -> subprocess.Popen[bytes]:
+    """Gunicorn serving ``application`` (with the project's gunicorn.conf.py, run from the
+    project's folder) once ``health_path`` answers 200."""
     server = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "gunicorn"),
-            "config.wsgi:application",
+            application,
+            *(["--pythonpath", pythonpath] if pythonpath else []),
             "--bind", f"127.0.0.1:{port}",
             "--workers", str(workers),
             "--worker-class", worker_class,
@@ -81,7 +93,7 @@ def start_gunicorn(
         cwd=ROOT,
         env={**os.environ, **env},
     )  # fmt: skip
-    wait_until_up(port)
+    wait_until_up(port, path=health_path)
     return server
 
 

@@ -104,3 +104,12 @@ def staff_session(staff_user: Any) -> APIClient:
     client = APIClient()
     client.force_login(staff_user)
     return client
+
+
+@pytest.fixture(autouse=True)
+def rate_limit_memory_forgotten() -> None:
+    """Without Redis, a process keeps its rate-limit counts in memory between exchanges
+    through the cache (api.rate_limits): each test starts with none, as with an empty cache."""
+    from api import rate_limits
+
+    rate_limits._windows.clear()
