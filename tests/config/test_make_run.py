@@ -4,8 +4,12 @@ The stack tests start ``make run`` once for the module in a copy of the checkout
 embedded default (SQLite, the filesystem broker), on a free port that is not 8000.
 """
 
+import json
+import os
 import re
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,10 +18,12 @@ from typing import Any
 import pytest
 import requests
 from pytest_httpserver import HTTPServer
+from standardwebhooks.webhooks import Webhook
 
 from config.env import BASE_DIR
 from tests.support.local_stack import LocalStack, checkout_copy, make_run, newcomer_environment
 from tests.support.servers import Receiver
+from tests.support.web import free_port, wait_until_listening
 
 
 def test_make_run_in_a_fresh_clone_invokes_no_apt_get_sudo_or_nginx(tmp_path: Path) -> None:
@@ -211,3 +217,96 @@ def test_a_sign_up_mail_is_written_under_var_with_one_line_naming_it(stack: Loca
     path = Path(line.group(1))
     assert path.parent == stack.checkout / "var" / "mail"
     assert f"{stack.url}/dashboard/verify?token=" in path.read_text()
+
+
+def quickstart_commands() -> list[str]:
+    """The ``sh`` blocks of the README's quickstart, in order."""
+    readme = (BASE_DIR / "README.md").read_text()
+    section = readme.split("\n## Quickstart", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+
+
+def test_the_readme_quickstart_run_as_written_completes_the_demo_order(stack: LocalStack) -> None:
+    commands = quickstart_commands()
+    assert commands[0] == "make run\n"  # the `stack` fixture runs it
+    # The receiver listens on a free port rather than the README's 9000 (tests run side by side).
+    receiver_port = str(free_port())
+    commands = [command.replace("9000", receiver_port) for command in commands[1:]]
+    (receiver_command,) = [c for c in commands if "serve_forever" in c]
+    shell_commands = [c for c in commands if c != receiver_command]
+    # A second shell in the checkout: a newcomer's environment, nothing of this stack's.
+    shell = newcomer_environment()
+
+    receiver = subprocess.Popen(
+        ["bash", "-c", receiver_command],
+        cwd=stack.checkout,
+        env=shell,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    received: list[str] = []
+    assert receiver.stdout is not None
+    stream = receiver.stdout
+    reader = threading.Thread(
+        target=lambda: received.extend(line.decode() for line in iter(stream.readline, b"")),
+        daemon=True,
+    )
+    reader.start()
+    try:
+        wait_until_listening(int(receiver_port), receiver, "the receiver", seconds=30)
+        marker = "--- next command ---"
+        script = "set -e\n" + "".join(f"echo '{marker}'\n{c}" for c in shell_commands)
+        result = subprocess.run(
+            ["bash", "-c", script],
+            cwd=stack.checkout,
+            env=shell,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, (result.stdout, result.stderr)
+        # The Complete callback is sent once the stage has changed: it may follow the loop.
+        complete = "com.service.order.status.stage.changed#Complete"
+        wait_for(lambda: any(complete in line for line in received), 60, "the Complete callback")
+    finally:
+        os.killpg(receiver.pid, signal.SIGTERM)
+        receiver.wait(timeout=30)
+        reader.join(timeout=5)
+
+    outputs = result.stdout.split(f"{marker}\n")[1:]
+    assert [c.split()[0] for c in shell_commands] == [".", "curl", "curl", "curl", "until"]
+    _, products, quote, created, _ = (o.strip() for o in outputs)
+    skus = {product["sku"] for product in json.loads(products)["products"]}
+    assert "GLOBAL-PHO-8X10" in skus
+    assert json.loads(quote)["quotes"][0]["shipmentMethod"] == "Standard"
+    created_order = json.loads(created)
+    assert created_order["outcome"] == "Created"
+    order_id = created_order["order"]["id"]
+    # The follow loop printed each stage it saw and stopped at Complete.
+    stages = re.findall(r'"stage": *"([A-Za-z]+)"', result.stderr)
+    assert stages[-1] == "Complete" and set(stages) <= {"InProgress", "Complete"}, stages
+
+    printed = stack.manage(
+        "shell",
+        "-c",
+        "from merchants.models import Environment; print(Environment.objects.get("
+        "merchant__name='Demo Merchant', kind='Sandbox').callback_signing_secret)",
+    )
+    secret = printed.strip().splitlines()[-1]  # after the shell's own "objects imported" line
+    types = []
+    for line in received:
+        webhook_id, timestamp, signature, body = line.rstrip("\n").split(" ", 3)
+        headers = {
+            "webhook-id": webhook_id,
+            "webhook-timestamp": timestamp,
+            "webhook-signature": signature,
+        }
+        event = Webhook(secret).verify(body, headers)
+        assert event["subject"] == order_id
+        types.append(event["type"])
+    assert {
+        "com.service.order.status.details.downloadAssets#Complete",
+        "com.service.order.shipments.shipment#Shipped",
+        complete,
+    } <= set(types)
