@@ -1,31 +1,74 @@
 """Admin registrations of the orders app (Django imports this module to find them).
 
 Orders are read-only here: their rows belong to the API and the pipeline, and a form saving a
-whole order row could overwrite a step that committed meanwhile. Staff act through services
-(``order_submit_now`` submits held orders; ``order_enqueue_on_commit`` rings the pipeline).
+whole order row could overwrite a step that committed meanwhile. Staff act through services:
+``order_submit_now`` submits held orders, ``order_enqueue_on_commit`` rings the pipeline, and
+the order page's shipment operations (hold, unhold, cancel, change address or method) are the
+staff shipment services of ``orders.shipments``, each confirmed on its own page and audited.
+
+The order page puts what an operator works from first (summary, items with thumbnails,
+shipments with their lab orders and actions, charges, issues, callback events); every field
+of the order follows, folded.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from common.admin_mixins import NoAddOrDelete, PublicIdColumn
+from common.countries import is_country_code
+from common.shipping import ShippingMethod
+from orders.issues import ITEM_UNAVAILABLE, SUBMISSION_FAILED
 from orders.models import (
     Asset,
     Charge,
+    DetailState,
     Order,
     OrderIssue,
     OrderItem,
     PipelineStep,
     Shipment,
+    ShipmentStatus,
+    Stage,
 )
 from orders.pipeline.claims import ACTIVE_STEPS
 from orders.pipeline.scheduling import order_enqueue_on_commit
 from orders.pipeline.state_machine import order_submit_now
+from orders.representation import file_url, shipment_address
+from orders.shipments import (
+    ShipmentOperationResult,
+    shipment_cancel,
+    shipment_capabilities,
+    shipment_hold,
+    shipment_unhold,
+    shipment_update_address,
+    shipment_update_shipping_method,
+)
+from staff.services import audit_entry_record
+from webhooks.models import CallbackEvent
+
+OPERATE_SHIPMENT = "orders.operate_shipment"
+# The lab's own cancel or error (decisions.md, "Lab-side cancellation and failure"), and a
+# submission the lab refused: what an operator looks at first.
+LAB_SIDE_ISSUES = ("order.shipments.LabCancelled", "order.shipments.LabError", SUBMISSION_FAILED)
+DETAILS = (
+    ("download_assets", "Download"),
+    ("allocate_production_location", "Allocation"),
+    ("print_ready_assets_prepared", "Print-ready files"),
+    ("in_production", "Production"),
+    ("shipping", "Shipping"),
+)
 
 
 class ReadOnlyInline(NoAddOrDelete, admin.TabularInline):
@@ -83,32 +126,230 @@ def pipeline_state(order: Order, now: datetime | None = None) -> str:
     return f"{step}: due in {(order.due_at - now).total_seconds():.0f} s"
 
 
+def _number(text: str) -> int | None:
+    """ASCII digits as a 64-bit id, else None."""
+    if text.isascii() and text.isdigit() and int(text) < 2**63:
+        return int(text)
+    return None
+
+
+class NeedsAttention(admin.SimpleListFilter):
+    """Orders an operator should look at: any issue, a step in Error, the lab's own cancel or
+    error (or its refusal of a submission), or waiting at allocation (no lab can make it now)."""
+
+    title = "needs attention"
+    parameter_name = "attention"
+    CHOICES = (
+        ("any", "Any of these"),
+        ("issues", "Has an issue"),
+        ("error", "A step in Error"),
+        ("lab", "Lab cancelled, failed or refused"),
+        ("allocation", "Waiting at allocation"),
+    )
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> tuple[tuple[str, str], ...]:
+        return self.CHOICES
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Order]) -> QuerySet[Order]:
+        issues = OrderIssue.objects.filter(order=OuterRef("pk"))
+        unavailable = Exists(issues.filter(error_code=ITEM_UNAVAILABLE))
+        conditions = {
+            "issues": Q(Exists(issues)),
+            "error": Q(*(Q(**{field: DetailState.ERROR}) for field, _ in DETAILS), _connector="OR"),
+            "lab": Q(Exists(issues.filter(error_code__in=LAB_SIDE_ISSUES))),
+            "allocation": Q(pipeline_step=PipelineStep.ALLOCATE)
+            & (Q(due_at__gt=timezone.now()) | Q(unavailable)),
+        }
+        chosen = self.value()
+        if chosen == "any":
+            return queryset.filter(Q(*conditions.values(), _connector="OR")).exclude(
+                stage=Stage.CANCELLED
+            )
+        if chosen in conditions:
+            return queryset.filter(conditions[chosen])
+        return queryset
+
+
+# --- shipment operations on the order page ------------------------------------------------------
+
+
+class ConfirmForm(forms.Form):
+    """An operation that takes nothing: its page only asks to confirm."""
+
+    def __init__(self, *args: Any, shipment: Shipment, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+
+
+class AddressForm(ConfirmForm):
+    """The lab order's new address, as an order's recipient address (the API's fields)."""
+
+    line1 = forms.CharField(label="Address line 1", max_length=200)
+    line2 = forms.CharField(label="Address line 2", max_length=200, required=False)
+    postalOrZipCode = forms.CharField(label="Postal or ZIP code", max_length=40)
+    townOrCity = forms.CharField(label="Town or city", max_length=100)
+    stateOrCounty = forms.CharField(label="State or county", max_length=100, required=False)
+    countryCode = forms.CharField(label="Country code", max_length=2, min_length=2)
+
+    def __init__(self, *args: Any, shipment: Shipment, **kwargs: Any) -> None:
+        super().__init__(*args, shipment=shipment, **kwargs)
+        if not self.is_bound:
+            self.initial = shipment_address(shipment)
+
+    def clean_countryCode(self) -> str:
+        code = str(self.cleaned_data["countryCode"]).upper()
+        if not is_country_code(code):
+            raise forms.ValidationError(f"'{code}' is not an ISO 3166-1 alpha-2 country code.")
+        return code
+
+
+class MethodForm(ConfirmForm):
+    shippingMethod = forms.ChoiceField(label="Shipping method", choices=ShippingMethod.choices)
+
+    def __init__(self, *args: Any, shipment: Shipment, **kwargs: Any) -> None:
+        super().__init__(*args, shipment=shipment, **kwargs)
+        self.fields["shippingMethod"].initial = shipment.shipping_method
+
+
+@dataclass(frozen=True)
+class Operation:
+    title: str
+    explanation: str
+    form: type[ConfirmForm]
+    run: Any  # (shipment, the form's cleaned data) -> ShipmentOperationResult
+
+
+OPERATIONS: dict[str, Operation] = {
+    "hold": Operation(
+        "Hold",
+        "The lab stops producing this lab order until it is released; a held lab order "
+        "never ships.",
+        ConfirmForm,
+        lambda shipment, data: shipment_hold(shipment=shipment),
+    ),
+    "unhold": Operation(
+        "Release the hold",
+        "The lab goes on producing this lab order where it stopped.",
+        ConfirmForm,
+        lambda shipment, data: shipment_unhold(shipment=shipment),
+    ),
+    "cancel": Operation(
+        "Cancel",
+        "The lab order is cancelled at its lab and its items and shipping are refunded to the "
+        "merchant; the order is cancelled when no shipment of it is left.",
+        ConfirmForm,
+        lambda shipment, data: shipment_cancel(shipment=shipment),
+    ),
+    "updateAddress": Operation(
+        "Change the address",
+        "The lab ships this lab order to the address below; the order's recipient address "
+        "follows when the order has this one shipment.",
+        AddressForm,
+        lambda shipment, data: shipment_update_address(shipment=shipment, address=data),
+    ),
+    "updateShippingMethod": Operation(
+        "Change the shipping method",
+        "The lab ships this lab order by the method below, with the carrier and price the "
+        "pricing engine gives for it at this lab; the shipping charge follows the price.",
+        MethodForm,
+        lambda shipment, data: shipment_update_shipping_method(
+            shipment=shipment, shipping_method=data["shippingMethod"]
+        ),
+    ),
+}
+
+
+def _audit(
+    request: HttpRequest, shipment: Shipment, operation: str, result: ShipmentOperationResult
+) -> None:
+    user = request.user
+    audit_entry_record(
+        user=user if user.is_authenticated else None,  # type: ignore[arg-type]
+        operation=f"shipment.{operation}",
+        method=request.method or "",
+        path=request.get_full_path(),
+        target=f"order {shipment.order.public_id} shipment {shipment.public_id}",
+        success=result.successful,
+        status_code=200,
+        message=result.message,
+    )
+
+
+def shipment_operations(shipment: Shipment) -> list[str]:
+    """The operations an operator may try on the shipment now: its lab's capabilities, while
+    the lab order is at its lab and neither shipped nor cancelled."""
+    if shipment.status != ShipmentStatus.PROCESSING or shipment.submitted_at is None:
+        return []
+    offered = set(shipment_capabilities(shipment))
+    offered.discard("unhold" if shipment.held_since is None else "hold")
+    return [name for name in OPERATIONS if name in offered]
+
+
+def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
+    """What the order page shows above the order's fields (a few queries, whatever the size
+    of the order)."""
+    base_url = request.build_absolute_uri("/").rstrip("/")
+    items = list(order.items.order_by("position"))
+    shipments = list(order.shipments.select_related("order__environment").order_by("id"))
+    may_operate = request.user.has_perm(OPERATE_SHIPMENT)
+    events = CallbackEvent.objects.filter(subject=order.public_id).order_by("sequence", "id")
+    return {
+        "summary": {
+            "stage": order.stage,
+            "state": pipeline_state(order),
+            "details": [(label, getattr(order, field)) for field, label in DETAILS],
+            "merchant": order.environment.merchant,
+            "environment": order.environment,
+        },
+        "issues": list(order.issues.order_by("created", "id")),
+        "items": [(item, file_url(item.thumbnail, base_url)) for item in items],
+        "shipments": [
+            (shipment, shipment_operations(shipment) if may_operate else [])
+            for shipment in shipments
+        ],
+        "charges": list(order.charges.order_by("created", "id")),
+        "events": list(events),
+        "may_view_events": request.user.has_perm("webhooks.view_callbackevent"),
+        "may_view_merchant": request.user.has_perm("merchants.view_merchant"),
+    }
+
+
 @admin.register(Order)
 class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     list_display = ("public_id", "environment", "merchant_reference", "stage", "pipeline_step",
                     "due_at", "pipeline_state", "created")  # fmt: skip
-    list_filter = ("stage", "pipeline_step", "environment__kind", "download_assets",
-                   "print_ready_assets_prepared", "in_production")  # fmt: skip
+    list_filter = (NeedsAttention, "stage", "pipeline_step", "environment__kind",
+                   "download_assets", "print_ready_assets_prepared", "in_production")  # fmt: skip
     list_select_related = ("environment__merchant",)
-    search_fields = ("merchant_reference", "environment__merchant__name")
+    search_fields = ("merchant_reference", "recipient_name", "shipments__lab_order_reference",
+                     "environment__merchant__name")  # fmt: skip
+    search_help_text = (
+        "An order id (ord_123 or 123), a shipment id (shp_123), a merchant reference, a "
+        "recipient's name, a lab order reference or a merchant's name."
+    )
+    change_form_template = "admin/orders/order/change_form.html"
     date_hierarchy = "created"
     actions = ["submit_held_orders_now", "ring_pipeline"]
     inlines = [OrderItemInline, ShipmentInline, ChargeInline, OrderIssueInline]
     fieldsets = (
-        (None, {"fields": ("public_id", "environment", "merchant_reference", "idempotency_key",
-                           "shipping_method", "callback_url", "currency", "created",
-                           "last_updated")}),
-        ("Status", {"fields": ("stage", "download_assets", "allocate_production_location",
+        ("Order", {"classes": ["collapse"],
+                   "fields": ("public_id", "environment", "merchant_reference", "idempotency_key",
+                              "shipping_method", "callback_url", "currency", "created",
+                              "last_updated")}),
+        ("Status", {"classes": ["collapse"],
+                    "fields": ("stage", "download_assets", "allocate_production_location",
                                "print_ready_assets_prepared", "in_production", "shipping")}),
-        ("Pipeline", {"fields": ("pipeline_state", "pipeline_step", "due_at", "claimed_until",
+        ("Pipeline", {"classes": ["collapse"],
+                      "fields": ("pipeline_state", "pipeline_step", "due_at", "claimed_until",
                                  "held_until", "submitted_at", "files_deleted_at",
                                  "callback_sequence")}),
-        ("Recipient", {"fields": ("recipient_name", "recipient_email", "recipient_phone",
+        ("Recipient", {"classes": ["collapse"],
+                       "fields": ("recipient_name", "recipient_email", "recipient_phone",
                                   "address_line1", "address_line2", "address_postal_or_zip_code",
                                   "address_town_or_city", "address_state_or_county",
                                   "address_country_code")}),
-        ("Assets", {"fields": ("assets_table",)}),
-        ("Other", {"fields": ("metadata", "branding", "packing_slip_url", "tag")}),
+        ("Assets", {"classes": ["collapse"], "fields": ("assets_table",)}),
+        ("Other", {"classes": ["collapse"],
+                   "fields": ("metadata", "branding", "packing_slip_url", "tag")}),
     )  # fmt: skip
     readonly_fields = [str(name) for _, group in fieldsets for name in group["fields"]]
 
@@ -121,15 +362,91 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Order], search_term: str
     ) -> tuple[QuerySet[Order], bool]:
-        """``ord_…`` (or the digits alone) finds the order; other text the merchant reference."""
-        digits = search_term.strip().lower().removeprefix("ord_")
-        if digits.isdigit() and int(digits) < 2**63:
-            return queryset.filter(id=int(digits)), False
-        return super().get_search_results(request, queryset, search_term)
+        """``ord_…`` (or the digits alone) finds the order, ``shp_…`` the order of that
+        shipment; other text the merchant reference, the recipient's name, a lab order
+        reference (digits too: a lab's reference may be a number) or the merchant's name."""
+        term = search_term.strip().lower()
+        for prefix, condition in (("ord_", "id"), ("shp_", "shipments__id")):
+            number = _number(term.removeprefix(prefix)) if term.startswith(prefix) else None
+            if number is not None:
+                return queryset.filter(**{condition: number}), False
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        number = _number(term)
+        if number is not None:
+            return found | queryset.filter(id=number), True
+        return found, duplicates
 
     @admin.display(description="pipeline state")
     def pipeline_state(self, order: Order) -> str:
         return pipeline_state(order)
+
+    # --- the order page -----------------------------------------------------------------------
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        order = self.get_object(request, object_id)
+        if order is not None and self.has_view_permission(request, order):
+            extra_context = {**(extra_context or {}), **order_page(request, order)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<int:order_id>/shipments/<int:shipment_id>/<str:operation>/",
+                self.admin_site.admin_view(self.shipment_operation_view),
+                name="orders_order_shipment_operation",
+            ),
+            *super().get_urls(),
+        ]
+
+    def shipment_operation_view(
+        self, request: HttpRequest, order_id: int, shipment_id: int, operation: str
+    ) -> HttpResponse:
+        """A shipment operation: its confirmation page (GET, or a form with errors), then the
+        staff shipment service (POST), audited, and the order page with the result."""
+        if not request.user.has_perm(OPERATE_SHIPMENT):
+            raise PermissionDenied("Your role does not allow operations on shipments.")
+        if operation not in OPERATIONS:
+            raise Http404(f"There is no shipment operation '{operation}'.")
+        shipment = get_object_or_404(
+            Shipment.objects.select_related("order__environment__merchant"),
+            id=shipment_id,
+            order_id=order_id,
+        )
+        described = OPERATIONS[operation]
+        posted = request.POST if request.method == "POST" else None
+        form = described.form(posted, shipment=shipment)
+        if request.method == "POST" and form.is_valid():
+            result = described.run(shipment, form.cleaned_data)
+            _audit(request, shipment, operation, result)
+            done = f"{described.title} of {shipment.public_id}: "
+            if result.successful:
+                messages.success(request, done + "done.")
+            else:
+                messages.error(request, done + f"refused. {result.message}")
+            return HttpResponseRedirect(
+                reverse("admin:orders_order_change", args=[shipment.order_id])
+            )
+        return TemplateResponse(
+            request,
+            "admin/orders/order/shipment_operation.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta,
+                "title": f"{described.title}: {shipment.public_id}",
+                "order": shipment.order,
+                "shipment": shipment,
+                "address": shipment_address(shipment),
+                "operation": operation,
+                "described": described,
+                "form": form,
+            },
+        )
 
     @admin.display(description="assets")
     def assets_table(self, order: Order) -> str:
