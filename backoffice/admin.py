@@ -14,10 +14,11 @@ from django.urls import URLPattern, path, reverse
 
 from backoffice import services
 from backoffice.jobs import Source, job_file
-from backoffice.models import BulkJob, BulkJobRow, CancelOption, JobKind, JobStatus, RowStatus
+from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
 from common.errors import ValidationFailed
 from common.shipping import ShippingMethod
 from labs.models import Lab
+from orders.models import CancelOption
 from staff.services import audit_entry_record
 
 RUN_RESUBMISSION = "backoffice.run_resubmission"

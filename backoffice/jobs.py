@@ -21,7 +21,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
-from backoffice.resubmission import shipment_resubmit
+from backoffice.resubmission import row_resubmit
 from backoffice.rows import (
     LAST_ACTIVITY,
     MESSAGE,
@@ -194,14 +194,7 @@ def bulk_job_run(*, job_id: int) -> bool:
 def row_process(job: BulkJob, row: BulkJobRow) -> RowOutcome:
     if job.kind == JobKind.SHIPPING:
         return _shipping_row(job, row)
-    return shipment_resubmit(
-        shipment_id=row.lab_order_id,
-        lab=job.lab,
-        allowed_labs=row.labs,
-        cancel_option=row.cancel_option or job.cancel_option,
-        shipping_method=job.shipping_method,
-        row=row,
-    )
+    return row_resubmit(job=job, row=row)
 
 
 def _shipping_row(job: BulkJob, row: BulkJobRow) -> RowOutcome:

@@ -2,7 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from orders.models import Shipment
+from orders.models import CancelOption
 
 
 class JobKind(models.TextChoices):
@@ -21,12 +21,6 @@ class RowStatus(models.TextChoices):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     SKIPPED = "Skipped"
-
-
-class CancelOption(models.TextChoices):
-    CANCEL_ORIGINAL = "CancelOriginal", "Cancel the original lab order (a refusal fails the row)"
-    KEEP_ORIGINAL = "KeepOriginal", "Keep the original lab order"
-    CANCEL_IF_POSSIBLE = "CancelIfPossible", "Cancel the original lab order if the lab can"
 
 
 class BulkJob(models.Model):
@@ -110,30 +104,3 @@ class BulkJobRow(models.Model):
 
     def __str__(self) -> str:
         return f"row {self.row_index}"
-
-
-class ShipmentResubmission(models.Model):
-    """A shipment resubmitted as a new shipment of the same order, at most once per original.
-
-    Written before the new lab order is sent (its id, lab and priced plan chosen), so a worker
-    killed between the lab's answer and our record sends the same shipment id again, which a
-    lab takes as the same submission. ``submitted_at`` is set with the new shipment's row."""
-
-    original = models.OneToOneField(Shipment, on_delete=models.CASCADE, related_name="resubmission")
-    new_shipment_id = models.BigIntegerField(unique=True, help_text="The new shipment's id.")
-    lab_code = models.CharField(max_length=20)
-    lab_country_code = models.CharField(max_length=2)
-    shipping_method = models.CharField(max_length=16)
-    carrier_name = models.CharField(max_length=100, blank=True)
-    carrier_service = models.CharField(max_length=100, blank=True)
-    plan = models.JSONField(
-        default=dict, help_text="The new lab's prices: item lines, shipping, currency."
-    )
-    row = models.ForeignKey(BulkJobRow, on_delete=models.SET_NULL, null=True, blank=True)
-    created = models.DateTimeField(default=timezone.now)
-    submitted_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the new lab order was recorded as accepted."
-    )
-
-    def __str__(self) -> str:
-        return f"shp_{self.original_id} → shp_{self.new_shipment_id}"

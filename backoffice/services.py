@@ -5,13 +5,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from backoffice.jobs import Source, bulk_job_create
-from backoffice.models import BulkJob, CancelOption, JobKind
+from backoffice.models import BulkJob, JobKind
 from backoffice.resubmission import RowAssessment, rows_assess
 from backoffice.rows import SheetRow, rows_parse
 from backoffice.sheets import Table
 from backoffice.shipping import ShippingAssessment, shipping_rows_assess
 from common.errors import ValidationFailed
 from labs.models import Lab
+from orders.models import CancelOption
 
 
 @dataclass(frozen=True)

@@ -109,8 +109,8 @@ def prepare(orders: int) -> tuple[str, list[str]]:
 
     from merchants.selectors import api_key_authenticate
     from merchants.services import merchant_create
-    from orders.api.serializers import OrderCreateInput
     from orders.creation import order_create
+    from orders.inputs import OrderCreateInput
 
     call_command("migrate", verbosity=0)
     call_command("load_catalogue", verbosity=0)

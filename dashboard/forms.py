@@ -1,5 +1,5 @@
 """The dashboard's forms. A held order's changes are checked by the order API's own
-serializers (``orders.api.serializers``) and then by ``order_validate``, so the dashboard and
+input fields (``orders.inputs``) and then by ``order_validate``, so the dashboard and
 the API refuse the same values with the same messages."""
 
 import json
@@ -17,7 +17,7 @@ from common.shipping import ShippingMethod
 from labs.selectors import currencies_supported
 from merchants.models import PauseMode
 from merchants.registration import email_registered
-from orders.api.serializers import (
+from orders.inputs import (
     CaseInsensitiveChoiceField,
     ItemInput,
     MetadataField,

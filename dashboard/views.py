@@ -48,12 +48,11 @@ from merchants.services import (
 )
 from orders.actions import order_cancel
 from orders.authorisation import order_payment_amount, order_payment_authorise
-from orders.charges import charges_of_invoice
-from orders.editing import order_held_update
+from orders.editing import order_held_submit, order_held_update
 from orders.models import Order, PipelineStep, Stage
 from orders.payments import PaymentUnavailable, payment_issue
-from orders.pipeline.state_machine import order_submit_now
 from orders.representation import file_url
+from orders.selectors import charges_of_invoice
 from webhooks.services import event_replay
 
 ENVIRONMENT_SESSION_KEY = "dashboard_environment"
@@ -399,7 +398,7 @@ def order_edit(request: HttpRequest, order_id: str) -> HttpResponse:
 @merchant_view
 def order_submit(request: HttpRequest, order_id: str) -> HttpResponse:
     order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
-    if order_submit_now(order=order):
+    if order_held_submit(order=order):
         messages.success(request, "Order submitted: it leaves the hold now.")
     else:
         messages.error(request, "The order is not on hold any more.")

@@ -253,16 +253,6 @@ def charges_uninvoiced(*, merchant_id: int, before: datetime) -> list[Charge]:
     )
 
 
-def charges_of_invoice(*, merchant_id: int, number: str) -> list[Charge]:
-    return list(
-        Charge.objects.filter(
-            order__environment__merchant_id=merchant_id, service_invoice_number=number
-        )
-        .select_related("order")
-        .order_by("created", "id")
-    )
-
-
 def charges_invoice_number_set(*, charge_ids: Sequence[int], number: str) -> int:
     """Number the charges with their invoice (``serviceInvoiceNumber``); a charge numbered
     already keeps its number. How many were numbered."""

@@ -1,5 +1,5 @@
-"""Changing a held order from the dashboard: recipient, shipping method, copies and metadata,
-checked by the rules that check a new order, then priced again."""
+"""A held order from the dashboard: its changes (recipient, shipping method, copies and
+metadata, checked by the rules that check a new order, then priced again) and its submission."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +12,7 @@ from orders.actions import RECIPIENT_FIELDS
 from orders.creation import order_validate
 from orders.models import Order, OrderItem, PipelineStep
 from orders.payments import payment_issue, payment_issue_write
+from orders.pipeline.state_machine import order_submit_now
 from orders.representation import order_recipient
 
 
@@ -76,7 +77,7 @@ def order_held_update(
     locked.shipping_method = shipping_method
     locked.metadata = metadata
     locked.last_updated = timezone.now()
-    locked.save()
+    locked.save(update_fields=[*RECIPIENT_FIELDS, "shipping_method", "metadata", "last_updated"])
     for item, number in zip(items, copies, strict=True):
         if item.copies != number:
             OrderItem.objects.filter(pk=item.pk).update(copies=number)
@@ -87,3 +88,9 @@ def order_held_update(
             currency=locked.currency,
         )
     return locked
+
+
+def order_held_submit(*, order: Order) -> bool:
+    """Submit a held order at once (its pause window cut short): True when this call did;
+    False when the order is not held or is already due (``order_submit_now``)."""
+    return order_submit_now(order=order)

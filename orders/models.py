@@ -1,4 +1,5 @@
-"""Orders and their parts: items, assets, shipments, charges and issues.
+"""Orders and their parts: items, assets, shipments, charges and issues, and the record of a
+shipment resubmitted as a new one.
 
 Every public id is a type prefix and the row's primary key (``ord_<pk>``); keys come from
 ``common.ids.new_id`` and grow with creation time, so "by id, descending" is "newest first".
@@ -70,6 +71,14 @@ class ShipmentStatus(models.TextChoices):
     PROCESSING = "Processing"
     SHIPPED = "Shipped"
     CANCELLED = "Cancelled"
+
+
+class CancelOption(models.TextChoices):
+    """What a resubmission does with the original lab order."""
+
+    CANCEL_ORIGINAL = "CancelOriginal", "Cancel the original lab order (a refusal fails the row)"
+    KEEP_ORIGINAL = "KeepOriginal", "Keep the original lab order"
+    CANCEL_IF_POSSIBLE = "CancelIfPossible", "Cancel the original lab order if the lab can"
 
 
 class ChargeType(models.TextChoices):
@@ -454,3 +463,30 @@ class PaymentRefund(models.Model):
 
     def __str__(self) -> str:
         return f"refund {self.amount} {self.currency} of order {self.order_id}"
+
+
+class ShipmentResubmission(models.Model):
+    """A shipment resubmitted as a new shipment of the same order, at most once per original
+    (``orders.resubmission``).
+
+    Written before the new lab order is sent (its id, lab and priced plan chosen), so a worker
+    killed between the lab's answer and our record sends the same shipment id again, which a
+    lab takes as the same submission. ``submitted_at`` is set with the new shipment's row."""
+
+    original = models.OneToOneField(Shipment, on_delete=models.CASCADE, related_name="resubmission")
+    new_shipment_id = models.BigIntegerField(unique=True, help_text="The new shipment's id.")
+    lab_code = models.CharField(max_length=20)
+    lab_country_code = models.CharField(max_length=2)
+    shipping_method = models.CharField(max_length=16)
+    carrier_name = models.CharField(max_length=100, blank=True)
+    carrier_service = models.CharField(max_length=100, blank=True)
+    plan = models.JSONField(
+        default=dict, help_text="The new lab's prices: item lines, shipping, currency."
+    )
+    created = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the new lab order was recorded as accepted."
+    )
+
+    def __str__(self) -> str:
+        return f"shp_{self.original_id} → shp_{self.new_shipment_id}"

@@ -470,3 +470,14 @@ def order_list(*, environment: Environment, filters: OrderFilter) -> tuple[list[
         ]
     ]
     return page[: filters.top], len(page) > filters.top
+
+
+def charges_of_invoice(*, merchant_id: int, number: str) -> list[Charge]:
+    """The merchant's charges numbered with invoice ``number``, oldest first, with their order."""
+    return list(
+        Charge.objects.filter(
+            order__environment__merchant_id=merchant_id, service_invoice_number=number
+        )
+        .select_related("order")
+        .order_by("created", "id")
+    )

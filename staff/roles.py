@@ -31,7 +31,6 @@ OPERATOR_PERMISSIONS: tuple[str, ...] = (
     "staff.view_auditentry",
     "backoffice.view_bulkjob",
     "backoffice.view_bulkjobrow",
-    "backoffice.view_shipmentresubmission",
     "backoffice.run_resubmission",
 )
 

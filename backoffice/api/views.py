@@ -18,13 +18,14 @@ from api.views import validated_input
 from backoffice import services
 from backoffice.api import serializers as s
 from backoffice.jobs import Source, job_rows_wait
-from backoffice.models import CancelOption, RowStatus
+from backoffice.models import RowStatus
 from backoffice.resubmission import rows_assess
 from backoffice.rows import SheetRow
 from common.errors import ValidationFailed
 from common.shipping import ShippingMethod
 from labs.allocation import canonical_method
 from labs.models import Lab
+from orders.models import CancelOption
 
 TAG_NAME = "Administrative operations"
 SHEET_PARAMETERS = [

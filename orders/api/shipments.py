@@ -16,7 +16,7 @@ from api.schema import operation
 from api.staff import StaffApiViewSet
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, parse_id
-from orders import shipments
+from orders import inputs, shipments
 from orders.api import serializers as s
 from orders.models import Shipment
 from orders.representation import shipment_representation
@@ -215,12 +215,12 @@ class ShipmentViewSet(StaffApiViewSet):
     @_operation_schema(
         "updateShippingMethod",
         "Change the lab order's shipping method and carrier",
-        request=s.ShippingMethodInput,
+        request=inputs.ShippingMethodInput,
     )
     @_shipment_action("updateShippingMethod", "Shipment Update Shipping Method")
     def update_shipping_method(self, request: Request, orderId: str, shipmentId: str) -> Response:
         shipment = _shipment(orderId, shipmentId)
-        method = _input(s.ShippingMethodInput, request)["shippingMethod"]
+        method = _input(inputs.ShippingMethodInput, request)["shippingMethod"]
         return _operation_response(
             "updateShippingMethod",
             lambda: shipments.shipment_update_shipping_method(

@@ -20,7 +20,7 @@ from api.schema import operation
 from api.views import ApiViewSet, validated_input
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, format_id, parse_id
-from orders import actions
+from orders import actions, inputs
 from orders.api import serializers as s
 from orders.creation import order_create, order_validate
 from orders.models import Order, Stage
@@ -231,7 +231,7 @@ SHIPPING_RESULTS = ("shipmentUpdateResults", "shippingUpdateResults")
 
 def _shipping_method_update(request: Request, orderId: str) -> Response:
     order = _order(request, orderId)
-    data = validated_input(s.ShippingMethodInput, request)
+    data = validated_input(inputs.ShippingMethodInput, request)
     result = actions.order_update_shipping_method(
         order=order, shipping_method=data["shippingMethod"]
     )
@@ -260,7 +260,7 @@ class OrderViewSet(ApiViewSet):
             serializers=[s.OrderResponse, s.OnHoldResponse, s.ValidationOnlyResponse],
             resource_type_field_name=None,
         ),
-        request=s.OrderCreateInput,
+        request=inputs.OrderCreateInput,
         parameters=[
             OpenApiParameter(
                 "validationOnly",
@@ -274,7 +274,7 @@ class OrderViewSet(ApiViewSet):
     def create(self, request: Request) -> Response:
         if not isinstance(request.data, dict):
             raise ValidationFailed.single("body", "Invalid", "The body must be a JSON object.")
-        data = validated_input(s.OrderCreateInput, request)
+        data = validated_input(inputs.OrderCreateInput, request)
         if _flag(request.query_params.get("validationonly"), name="validationOnly"):
             order_validate(
                 data=data, currency=client_environment(request).merchant.billing_currency
@@ -370,7 +370,7 @@ class OrderViewSet(ApiViewSet):
         "orders_update_shipping_method",
         "Change the shipping method",
         s.ShippingUpdateResponse,
-        request=s.ShippingMethodInput,
+        request=inputs.ShippingMethodInput,
     )
     @action(
         detail=True,
@@ -385,7 +385,7 @@ class OrderViewSet(ApiViewSet):
         "orders_update_shipping",
         "Alias of updateShippingMethod",
         s.ShippingUpdateResponse,
-        request=s.ShippingMethodInput,
+        request=inputs.ShippingMethodInput,
     )
     @action(
         detail=True,
@@ -400,14 +400,14 @@ class OrderViewSet(ApiViewSet):
         "orders_update_recipient",
         "Change the recipient",
         s.RecipientUpdateResponse,
-        request=s.RecipientUpdateInput,
+        request=inputs.RecipientUpdateInput,
     )
     @action(
         detail=True, methods=["post"], url_path="actions/updateRecipient", name="Update Recipient"
     )
     def update_recipient(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
-        data = validated_input(s.RecipientUpdateInput, request)
+        data = validated_input(inputs.RecipientUpdateInput, request)
         result = actions.order_update_recipient(order=order, recipient=dict(data))
         return _action_response(request, order, result, ("shipmentUpdateResults",))
 
@@ -415,13 +415,13 @@ class OrderViewSet(ApiViewSet):
         "orders_update_metadata",
         "Replace the metadata",
         s.MetadataUpdateResponse,
-        request=s.MetadataInput,
+        request=inputs.MetadataInput,
     )
     @action(
         detail=True, methods=["post"], url_path="actions/updateMetadata", name="Update Metadata"
     )
     def update_metadata(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
-        data = validated_input(s.MetadataInput, request)
+        data = validated_input(inputs.MetadataInput, request)
         result = actions.order_update_metadata(order=order, metadata=data["metadata"])
         return _action_response(request, order, result)

@@ -5,9 +5,16 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from backoffice.models import BulkJob, ShipmentResubmission
+from backoffice.models import BulkJob
 from labs.models import Lab
-from orders.models import ChargeType, Order, OrderItem, Shipment, ShipmentStatus
+from orders.models import (
+    ChargeType,
+    Order,
+    OrderItem,
+    Shipment,
+    ShipmentResubmission,
+    ShipmentStatus,
+)
 from staff.models import AuditEntry
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer

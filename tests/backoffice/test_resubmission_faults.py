@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from backoffice.models import BulkJob, BulkJobRow, JobStatus, RowStatus, ShipmentResubmission
+from backoffice.models import BulkJob, BulkJobRow, JobStatus, RowStatus
 from labs.models import SimulatedLabOrder
-from orders.models import Order, Shipment
+from orders.models import Order, Shipment, ShipmentResubmission
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
 from tests.support.worker import Worker, needs_worker, purge_queues, start_worker, wait_for

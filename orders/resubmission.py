@@ -1,0 +1,357 @@
+"""Resubmitting a shipment: the order's side of a bulk resubmission, one call per shipment.
+
+A shipment (a lab order) is sent again as a new shipment of the same order (the same items,
+their print-ready files reused), to the cheapest of the allowed labs. Its steps, each safe to
+run again:
+
+1. **plan** at the allowed labs: the cheapest plan that makes every item of the shipment at
+   one lab (the engine of ``labs.allocation``);
+2. **cancel** the original at its lab as the cancel option says (``CancelOption``), through
+   the shipments' lab-call protocol (``orders.shipments``: the intent recorded, the lab
+   called outside any transaction, its answer recorded under the order's row lock);
+3. **record** the resubmission (``ShipmentResubmission``: the new shipment's id, lab and
+   prices, at most one per original) before the lab is asked;
+4. **submit** the new lab order; once accepted, under the order's row lock, the new shipment
+   is written with the items moved to it, charges adjusted when the price changed, the
+   original's issues cleared, the shipment callback sent, and a Failed or Done order moved
+   back to Production to follow its new lab order.
+
+A worker killed anywhere sends the same shipment id again, which a lab takes as the same
+submission.
+
+Public functions:
+
+- ``shipment_resubmit(*, shipment_id, labs=(), cancel_option=CANCEL_ORIGINAL,
+  shipping_method="") -> Resubmission``: resubmit one shipment at the cheapest of ``labs``
+  (every active lab when empty), by ``shipping_method`` (the shipment's own when empty). Never
+  raises for a refusal: the answer says whether it was resubmitted, why not, and the new
+  shipment's id. Calling it again for the same shipment answers "Already resubmitted as ...".
+- ``shipments_standing(*, shipment_ids, lab="") -> dict[int, ShipmentStanding]``: what stands
+  in the way of resubmitting each of the shipments (read in a few queries whatever their
+  number), for a review before any is resubmitted.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from common.ids import PREFIXES, format_id, new_id
+from labs.allocation import AllocationPlan, Infeasible, plan_basket
+from labs.models import Lab, LabProduct
+from orders.charges import refund_write, shipment_charged, shipment_charges_write
+from orders.events import shipment_changed
+from orders.issues import SUBMISSION_FAILED
+from orders.lab_orders import lab_order
+from orders.models import (
+    CancelOption,
+    Order,
+    OrderIssue,
+    OrderItem,
+    PipelineStep,
+    Shipment,
+    ShipmentResubmission,
+    ShipmentStatus,
+)
+from orders.pipeline.steps.allocate import order_basket
+from orders.shipments import (
+    BUSY_MESSAGE,
+    lab_call,
+    shipment_connector,
+    shipment_lab_call_begin,
+    shipment_lab_call_end,
+)
+
+RESUBMISSION_CANCEL = "cancel (resubmission)"
+
+
+@dataclass(frozen=True)
+class Resubmission:
+    """What ``shipment_resubmit`` did: ``message`` says what happened or why not."""
+
+    successful: bool
+    message: str
+    new_shipment_id: int | None = None
+
+
+@dataclass(frozen=True)
+class ShipmentStanding:
+    """One shipment as a resubmission would find it: ``resubmitted`` (already, and recorded as
+    accepted), ``shipped``, and ``missing`` (its SKUs the chosen lab does not make)."""
+
+    shipment: Shipment
+    resubmitted: bool
+    shipped: bool
+    missing: tuple[str, ...] = ()
+
+
+def shipments_standing(
+    *, shipment_ids: Iterable[int], lab: str = ""
+) -> dict[int, ShipmentStanding]:
+    """Each existing shipment of ``shipment_ids`` as a resubmission to ``lab`` (when given)
+    would find it; a shipment that does not exist has no entry. Four queries at most."""
+    wanted = set(shipment_ids)
+    shipments = list(Shipment.objects.filter(id__in=wanted).prefetch_related("items"))
+    resubmitted = set(
+        ShipmentResubmission.objects.filter(
+            original_id__in=wanted, submitted_at__isnull=False
+        ).values_list("original_id", flat=True)
+    )
+    makes: set[str] = set()
+    if lab:
+        makes = {
+            sku.upper()
+            for sku in LabProduct.objects.filter(lab__code=lab, lab__is_active=True).values_list(
+                "product__sku", flat=True
+            )
+        }
+    return {
+        shipment.id: ShipmentStanding(
+            shipment=shipment,
+            resubmitted=shipment.id in resubmitted,
+            shipped=shipment.status == ShipmentStatus.SHIPPED,
+            missing=tuple(
+                sorted({i.sku for i in shipment.items.all() if i.sku.upper() not in makes})
+            )
+            if lab
+            else (),
+        )
+        for shipment in shipments
+    }
+
+
+def shipment_resubmit(
+    *,
+    shipment_id: int,
+    labs: Sequence[str] = (),
+    cancel_option: str = CancelOption.CANCEL_ORIGINAL,
+    shipping_method: str = "",
+) -> Resubmission:
+    """Resubmit one shipment (see the module's docstring); safe to call again for the same one."""
+    record = ShipmentResubmission.objects.filter(original_id=shipment_id).first()
+    notes: list[str] = []
+    if record is None:
+        shipment = (
+            Shipment.objects.select_related("order__environment").filter(id=shipment_id).first()
+        )
+        if shipment is None:
+            return Resubmission(
+                False, f"No shipment {format_id(PREFIXES['shipment'], shipment_id)}."
+            )
+        if shipment.status == ShipmentStatus.SHIPPED:
+            return Resubmission(False, "The shipment has been shipped.")
+        candidates = list(labs) or list(
+            Lab.objects.filter(is_active=True).order_by("code").values_list("code", flat=True)
+        )
+        plan, why = _cheapest_plan(
+            shipment=shipment, candidates=candidates, shipping_method=shipping_method
+        )
+        if plan is None:
+            return Resubmission(False, why)
+        go_on, note = _cancel_original(shipment, cancel_option)
+        if not go_on:
+            return Resubmission(False, note)
+        if note:
+            notes.append(note)
+        (planned,) = plan.shipments
+        record, _ = ShipmentResubmission.objects.get_or_create(
+            original_id=shipment.id,
+            defaults={
+                "new_shipment_id": new_id(),
+                "lab_code": planned.lab_code,
+                "lab_country_code": planned.lab_country_code,
+                "shipping_method": planned.shipping_method,
+                "carrier_name": planned.carrier_name,
+                "carrier_service": planned.carrier_service,
+                "plan": _plan_prices(plan),
+            },
+        )
+    new_public_id = format_id(PREFIXES["shipment"], record.new_shipment_id)
+    if record.submitted_at is not None:
+        return Resubmission(
+            True, f"Already resubmitted as {new_public_id}.", record.new_shipment_id
+        )
+    return _submit(record, notes)
+
+
+def _cheapest_plan(
+    *, shipment: Shipment, candidates: Sequence[str], shipping_method: str
+) -> tuple[AllocationPlan | None, str]:
+    """The cheapest plan that makes all the shipment's items at one of ``candidates``."""
+    order = shipment.order
+    items = list(
+        OrderItem.objects.filter(shipment=shipment).prefetch_related("assets").order_by("position")
+    )
+    if not items:
+        return None, "The shipment has no items."
+    basket = order_basket(order, items)
+    best: AllocationPlan | None = None
+    why = ""
+    for code in candidates:
+        try:
+            plan = plan_basket(
+                items=basket,
+                country_code=(shipment.address or {}).get("countryCode")
+                or order.address_country_code,
+                shipping_method=shipping_method or shipment.shipping_method,
+                currency=order.currency,
+                lab_codes=[code],
+            )
+        except Infeasible as infeasible:
+            why = "; ".join(
+                f.description for fs in infeasible.failures_by_item_key.values() for f in fs
+            )
+            continue
+        except ValueError as exc:
+            why = str(exc)
+            continue
+        if best is None or plan.total_cost < best.total_cost:
+            best = plan
+    if best is None:
+        labs = ", ".join(candidates) or "no lab"
+        return None, f"No allowed lab ({labs}) can make the shipment: {why or 'no offer'}."
+    return best, ""
+
+
+def _cancel_original(shipment: Shipment, option: str) -> tuple[bool, str]:
+    """Cancel the original at its lab as ``option`` says; (may go on, note for the message)."""
+    if option == CancelOption.KEEP_ORIGINAL or shipment.status == ShipmentStatus.CANCELLED:
+        return True, ""
+    if shipment.submitted_at is not None:
+        connector = shipment_connector(shipment)
+        # An intent of ours left by a killed worker is taken over (the job's claim makes this
+        # worker the only one on the row); the lab takes a second cancel as the first.
+        Shipment.objects.filter(id=shipment.id, lab_operation=RESUBMISSION_CANCEL).update(
+            lab_operation=""
+        )
+        token = shipment_lab_call_begin(shipment=shipment, operation=RESUBMISSION_CANCEL)
+        if token is None:
+            return option != CancelOption.CANCEL_ORIGINAL, f"Original kept: {BUSY_MESSAGE}"
+        try:
+            result = lab_call(connector, lab_order(shipment), lambda c, p: c.cancel(p))
+        finally:
+            shipment_lab_call_end(shipment=shipment, token=token)
+        if not result.successful:
+            why = result.message or f"Lab {shipment.lab_code} refused to cancel."
+            if option == CancelOption.CANCEL_ORIGINAL:
+                return False, f"The original lab order could not be cancelled: {why}"
+            return True, f"Original kept (not cancelled: {why})."
+    with transaction.atomic():
+        order = Order.objects.select_for_update().get(id=shipment.order_id)
+        if Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
+            status=ShipmentStatus.CANCELLED
+        ):
+            shipment.status = ShipmentStatus.CANCELLED
+            shipment_changed(order=order, shipment=shipment)
+    return True, "Original cancelled."
+
+
+def _plan_prices(plan: AllocationPlan) -> dict[str, object]:
+    (planned,) = plan.shipments
+    return {
+        "currency": plan.currency,
+        "total": str(plan.total_cost),
+        "items": {line.key: [str(line.total_cost), str(line.tax)] for line in plan.item_lines},
+        "shipping": [str(planned.shipping_cost), str(planned.shipping_tax)],
+    }
+
+
+def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
+    original = Shipment.objects.select_related("order__environment").get(id=record.original_id)
+    order = original.order
+    new_public_id = format_id(PREFIXES["shipment"], record.new_shipment_id)
+    payload = replace(
+        lab_order(original),
+        shipment_id=new_public_id,
+        lab_code=record.lab_code,
+        shipping_method=record.shipping_method,
+        reference="",
+        held_since=None,
+        held_seconds=0.0,
+        carrier_name=record.carrier_name,
+        carrier_service=record.carrier_service,
+    )
+    probe = Shipment(order=order, lab_code=record.lab_code)
+    connector = shipment_connector(probe)
+    result = lab_call(connector, payload, lambda c, p: c.submit(p))
+    now = timezone.now()
+    if not result.successful:
+        message = result.message or f"Lab {record.lab_code} refused the shipment."
+        with transaction.atomic():
+            OrderIssue.objects.update_or_create(
+                order=order,
+                object_id=original.public_id,
+                error_code=SUBMISSION_FAILED,
+                defaults={
+                    "description": f"Lab {record.lab_code} refused the resubmission of "
+                    f"{original.public_id} as {new_public_id}: {message}"
+                },
+            )
+        return Resubmission(False, " ".join([*notes, f"Lab {record.lab_code} refused: {message}"]))
+    with transaction.atomic():
+        order = Order.objects.select_for_update().select_related("environment").get(id=order.id)
+        locked = ShipmentResubmission.objects.select_for_update().get(id=record.id)
+        if locked.submitted_at is not None:
+            return Resubmission(
+                True, f"Already resubmitted as {new_public_id}.", locked.new_shipment_id
+            )
+        charges_note = _charges_adjust(order, original, locked)
+        new = Shipment.objects.create(
+            id=locked.new_shipment_id,
+            order=order,
+            lab_code=locked.lab_code,
+            lab_country_code=locked.lab_country_code,
+            shipping_method=locked.shipping_method,
+            carrier_name=locked.carrier_name,
+            carrier_service=locked.carrier_service,
+            lab_order_reference=result.reference,
+            submitted_at=now,
+            address=original.address,
+        )
+        OrderItem.objects.filter(shipment=original).update(shipment=new)
+        if locked.plan and charges_note.startswith("Charges adjusted"):
+            shipment_charges_write(
+                order=order,
+                shipment=new,
+                currency=str(locked.plan["currency"]),
+                item_lines={
+                    int(key): (Decimal(cost), Decimal(tax))
+                    for key, (cost, tax) in locked.plan["items"].items()
+                },
+                shipping=(Decimal(locked.plan["shipping"][0]), Decimal(locked.plan["shipping"][1])),
+            )
+        locked.submitted_at = now
+        locked.save(update_fields=["submitted_at"])
+        OrderIssue.objects.filter(
+            Q(object_id=original.public_id) | Q(object_id=new_public_id), order=order
+        ).delete()
+        fields = ["last_updated"]
+        order.last_updated = now
+        if order.pipeline_step in (PipelineStep.FAILED, PipelineStep.DONE):
+            # The order has a lab order to follow again.
+            order.pipeline_step = PipelineStep.PRODUCTION
+            order.due_at = now
+            fields += ["pipeline_step", "due_at"]
+        order.save(update_fields=fields)
+        shipment_changed(order=order, shipment=new)
+    message = " ".join(
+        [f"Resubmitted as {new_public_id} at {locked.lab_code}.", *notes, charges_note]
+    )
+    return Resubmission(True, message, locked.new_shipment_id)
+
+
+def _charges_adjust(order: Order, original: Shipment, record: ShipmentResubmission) -> str:
+    """Refund what the original was charged when the new plan costs something else (the new
+    charges follow once the items have moved); the sentence for the row's message."""
+    if not record.plan:
+        return "Charges unchanged."
+    before = shipment_charged(order=order, shipment=original)
+    after = Decimal(str(record.plan["total"]))
+    currency = record.plan["currency"]
+    if before == after:
+        return "Charges unchanged."
+    refund_write(order=order, shipments=[original])
+    return f"Charges adjusted: {before} → {after} {currency}."

@@ -1,0 +1,161 @@
+"""``orders.resubmission``: a shipment resubmitted as a new one, called directly with orders
+made by the factories (the bulk tool's rows call it once each: tests/backoffice)."""
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from labs.models import Lab
+from orders.models import (
+    CancelOption,
+    DetailState,
+    Order,
+    OrderIssue,
+    PipelineStep,
+    Shipment,
+    ShipmentResubmission,
+    ShipmentStatus,
+    Stage,
+)
+from orders.resubmission import Resubmission, shipment_resubmit, shipments_standing
+from tests.orders.factories import PREPARED, OrderFactory, ShipmentFactory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
+
+
+def _at_its_lab(**order: Any) -> Shipment:
+    """A shipment its lab (gb1, simulated) accepted, of an order made by ``order``."""
+    made = OrderFactory.create(**order)
+    return ShipmentFactory.create(order=made, submitted=True)
+
+
+def _new_shipment(done: Resubmission) -> Shipment:
+    assert done.new_shipment_id is not None
+    return Shipment.objects.get(id=done.new_shipment_id)
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        {"pipeline_step": PipelineStep.FAILED, "in_production": DetailState.ERROR, **PREPARED},
+        {"complete": True},
+    ],
+    ids=["failed", "done"],
+)
+def test_a_failed_or_done_order_is_moved_back_to_production_to_follow_its_new_lab_order(
+    order: dict[str, Any],
+) -> None:
+    original = _at_its_lab(**order)
+    item_ids = set(original.items.values_list("id", flat=True))
+
+    done = shipment_resubmit(
+        shipment_id=original.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+    )
+
+    assert done.successful, done.message
+    new = _new_shipment(done)
+    assert done.message.startswith(f"Resubmitted as {new.public_id} at us1.")
+    assert (new.lab_code, new.status, new.submitted_at is not None) == ("us1", "Processing", True)
+    assert new.lab_order_reference == f"SIM-US1-{new.id}"
+    assert set(new.items.values_list("id", flat=True)) == item_ids
+    row = Order.objects.get(id=original.order_id)
+    assert row.pipeline_step == PipelineStep.PRODUCTION
+    assert row.claimed_until is None
+    assert row.due_at is not None and row.due_at <= timezone.now()
+    # The original was kept, as asked.
+    assert Shipment.objects.get(id=original.id).status == ShipmentStatus.PROCESSING
+
+
+def test_an_order_still_in_production_keeps_its_step_and_due_time() -> None:
+    original = _at_its_lab(producing=True, due_at=timezone.now() + timedelta(hours=1))
+    before = Order.objects.get(id=original.order_id)
+
+    done = shipment_resubmit(shipment_id=original.id, labs=["us1"])
+
+    assert done.successful, done.message
+    assert "Original cancelled." in done.message
+    row = Order.objects.get(id=original.order_id)
+    assert (row.pipeline_step, row.due_at, row.stage) == (
+        PipelineStep.PRODUCTION,
+        before.due_at,
+        Stage.IN_PROGRESS,
+    )
+    assert row.last_updated > before.last_updated
+    assert Shipment.objects.get(id=original.id).status == ShipmentStatus.CANCELLED
+
+
+def test_a_second_call_answers_with_the_first_resubmission_and_sends_nothing_again() -> None:
+    original = _at_its_lab(producing=True)
+    first = shipment_resubmit(shipment_id=original.id, labs=["us1"])
+
+    again = shipment_resubmit(shipment_id=original.id, labs=["gb1"])
+
+    assert again == Resubmission(
+        True, f"Already resubmitted as shp_{first.new_shipment_id}.", first.new_shipment_id
+    )
+    assert Shipment.objects.filter(order_id=original.order_id).count() == 2
+    assert ShipmentResubmission.objects.get().lab_code == "us1"
+
+
+def test_a_shipped_or_unknown_shipment_is_not_resubmitted_and_nothing_is_written() -> None:
+    shipped = ShipmentFactory.create(order=OrderFactory.create(complete=True), shipped=True)
+
+    assert shipment_resubmit(shipment_id=shipped.id) == Resubmission(
+        False, "The shipment has been shipped."
+    )
+    assert shipment_resubmit(shipment_id=999) == Resubmission(False, "No shipment shp_999.")
+    assert not ShipmentResubmission.objects.exists()
+    assert Shipment.objects.count() == 1
+
+
+def test_no_allowed_lab_that_makes_the_items_is_a_refusal_that_leaves_the_original() -> None:
+    original = _at_its_lab(producing=True)
+
+    done = shipment_resubmit(shipment_id=original.id, labs=["nolab"])
+
+    assert not done.successful
+    assert done.message.startswith("No allowed lab (nolab) can make the shipment:")
+    assert Shipment.objects.get(id=original.id).status == ShipmentStatus.PROCESSING
+    assert not ShipmentResubmission.objects.exists()
+
+
+def test_a_lab_that_refuses_leaves_an_issue_on_the_original_and_the_record_for_a_retry() -> None:
+    Lab.objects.filter(code="us1").update(simulator_failure_share=1)
+    original = _at_its_lab(producing=True)
+
+    done = shipment_resubmit(
+        shipment_id=original.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+    )
+
+    assert not done.successful
+    assert done.message == "Lab us1 refused: Simulated rejection by lab us1."
+    issue = OrderIssue.objects.get(order_id=original.order_id)
+    assert (issue.object_id, issue.error_code) == (
+        original.public_id,
+        "order.shipments.SubmissionFailed",
+    )
+    record = ShipmentResubmission.objects.get(original=original)
+    assert record.submitted_at is None
+    assert not Shipment.objects.filter(id=record.new_shipment_id).exists()
+
+
+def test_standing_reads_each_shipment_as_a_resubmission_would_find_it(
+    django_assert_max_num_queries: Any,
+) -> None:
+    open_one = _at_its_lab(producing=True)
+    shipped = ShipmentFactory.create(order=OrderFactory.create(complete=True), shipped=True)
+    resubmitted = _at_its_lab(producing=True)
+    assert shipment_resubmit(shipment_id=resubmitted.id, labs=["us1"]).successful
+
+    with django_assert_max_num_queries(4):
+        standing = shipments_standing(
+            shipment_ids=[open_one.id, shipped.id, resubmitted.id, 12345], lab="gb1"
+        )
+
+    assert set(standing) == {open_one.id, shipped.id, resubmitted.id}
+    assert (standing[open_one.id].resubmitted, standing[open_one.id].shipped) == (False, False)
+    assert standing[shipped.id].shipped is True
+    assert standing[resubmitted.id].resubmitted is True
+    assert standing[open_one.id].missing == ()
