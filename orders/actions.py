@@ -35,6 +35,7 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
+from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_allocate, order_basket
 from orders.shipments import (
     BUSY_MESSAGE,
@@ -247,11 +248,7 @@ def _cancel_record(locked: Order, steps: list[_LabStep]) -> ActionResult:
         for shipment in cancelled:
             shipment_changed(order=locked, shipment=shipment)
         return ActionResult("FailedToCancel", tuple(results))
-    locked.stage = Stage.CANCELLED
-    locked.pipeline_step = PipelineStep.CANCELLED
-    locked.due_at = None
-    locked.claimed_until = None
-    _touch(locked, "stage", "pipeline_step", "due_at", "claimed_until")
+    order_transition(order=locked, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED)
     refund_write(order=locked)
     payment_rest_refund_write(order=locked)
     for shipment in cancelled:

@@ -21,6 +21,7 @@ from orders.payments import (
     payment_provider,
 )
 from orders.pipeline.scheduling import order_enqueue_on_commit
+from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_plan
 
 logger = logging.getLogger(__name__)
@@ -131,14 +132,11 @@ def order_payment_record(*, order: Order, reference: str, amount: Decimal) -> No
     order.payment_reference = reference
     order.payment_authorised_at = now
     order.last_updated = now
-    fields = ["payment_reference", "payment_authorised_at", "last_updated"]
+    order.save(update_fields=["payment_reference", "payment_authorised_at", "last_updated"])
     if order.pipeline_step == PipelineStep.AWAITING_PAYMENT:
-        order.pipeline_step = PipelineStep.DOWNLOAD
-        order.stage = Stage.IN_PROGRESS
-        order.due_at = now
-        order.claimed_until = None
-        fields += ["pipeline_step", "stage", "due_at", "claimed_until"]
-    order.save(update_fields=fields)
+        order_transition(
+            order=order, step=PipelineStep.DOWNLOAD, due_at=now, stage=Stage.IN_PROGRESS
+        )
     if order.pipeline_step == PipelineStep.DOWNLOAD:
         order_stage_changed(order=order)
         order_enqueue_on_commit(order_id=order.id, step=PipelineStep.DOWNLOAD)

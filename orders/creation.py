@@ -27,7 +27,7 @@ from orders.models import (
     Stage,
 )
 from orders.parts import OrderParts
-from orders.payments import payment_due_by, payment_issue_write, payment_required
+from orders.payments import payment_issue_write, payment_required
 from products.models import Product
 from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, basket_validate
 
@@ -218,19 +218,13 @@ def _store(
     fingerprint: str,
 ) -> tuple[Order, OrderParts]:
     from orders.pipeline.scheduling import order_enqueue_on_commit
+    from orders.pipeline.state_machine import order_first_state
 
     recipient, address = data["recipient"], data["recipient"]["address"]
     held, held_until = _hold(environment)
     pay_first = payment_required(environment)
+    first = order_first_state(held=held, held_until=held_until, pay_first=pay_first)
     now = timezone.now()
-    if held:
-        stage, step, due_at = Stage.ON_HOLD, PipelineStep.HELD, held_until
-    elif pay_first:
-        # Due when the wait is over: the step then cancels the order if it is still unpaid.
-        stage, step = Stage.AWAITING_PAYMENT, PipelineStep.AWAITING_PAYMENT
-        due_at = payment_due_by(now)
-    else:
-        stage, step, due_at = Stage.IN_PROGRESS, PipelineStep.DOWNLOAD, now
     branding = data.get("branding") or {}
     packing_slip_url = (data.get("packingSlip") or {}).get("url") or ""
     order = Order.objects.create(
@@ -259,10 +253,8 @@ def _store(
         packing_slip_status=AssetStatus.IN_PROGRESS if packing_slip_url else "",
         us_sales_tax_already_collected=False,
         currency=environment.merchant.billing_currency,
-        stage=stage,
         held_until=held_until,
-        pipeline_step=step,
-        due_at=due_at,
+        **first,
         created=now,
         last_updated=now,
     )
@@ -328,8 +320,8 @@ def _store(
                 currency=order.currency,
             )
         )
-    if step == PipelineStep.DOWNLOAD:
-        order_enqueue_on_commit(order_id=order.id, step=step)
+    if order.pipeline_step == PipelineStep.DOWNLOAD:
+        order_enqueue_on_commit(order_id=order.id, step=PipelineStep.DOWNLOAD)
     by_item: dict[int, list[Asset]] = {item.id: [] for item in items}
     for asset in assets:
         by_item[asset.item.id].append(asset)

@@ -14,7 +14,8 @@ run again:
 4. **submit** the new lab order; once accepted, under the order's row lock, the new shipment
    is written with the items moved to it, charges adjusted when the price changed, the
    original's issues cleared, the shipment callback sent, and a Failed or Done order moved
-   back to Production to follow its new lab order.
+   back to Production by the state machine (``order_transition``) to follow its new lab
+   order.
 
 A worker killed anywhere sends the same shipment id again, which a lab takes as the same
 submission.
@@ -56,6 +57,7 @@ from orders.models import (
     ShipmentResubmission,
     ShipmentStatus,
 )
+from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket
 from orders.shipments import (
     BUSY_MESSAGE,
@@ -328,14 +330,12 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
         OrderIssue.objects.filter(
             Q(object_id=original.public_id) | Q(object_id=new_public_id), order=order
         ).delete()
-        fields = ["last_updated"]
-        order.last_updated = now
         if order.pipeline_step in (PipelineStep.FAILED, PipelineStep.DONE):
             # The order has a lab order to follow again.
-            order.pipeline_step = PipelineStep.PRODUCTION
-            order.due_at = now
-            fields += ["pipeline_step", "due_at"]
-        order.save(update_fields=fields)
+            order_transition(order=order, step=PipelineStep.PRODUCTION, due_at=now)
+        else:
+            order.last_updated = now
+            order.save(update_fields=["last_updated"])
         shipment_changed(order=order, shipment=new)
     message = " ".join(
         [f"Resubmitted as {new_public_id} at {locked.lab_code}.", *notes, charges_note]

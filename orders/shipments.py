@@ -24,6 +24,7 @@ from orders.charges import refund_write, shipping_adjustment_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.lab_orders import lab_order
 from orders.models import Order, PipelineStep, Shipment, ShipmentStatus, Stage
+from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket
 from orders.representation import shipment_address
 
@@ -200,17 +201,15 @@ def shipment_cancel(*, shipment: Shipment) -> ShipmentOperationResult:
         locked.status = ShipmentStatus.CANCELLED
         locked.save(update_fields=["status"])
         refund_write(order=order, shipments=[locked])
-        order.last_updated = timezone.now()
-        fields = ["last_updated"]
         live = Shipment.objects.filter(order=order).exclude(status=ShipmentStatus.CANCELLED)
         if not live.exists() and order.stage != Stage.CANCELLED:
-            order.stage = Stage.CANCELLED
-            order.pipeline_step = PipelineStep.CANCELLED
-            order.due_at = None
-            order.claimed_until = None
-            fields += ["stage", "pipeline_step", "due_at", "claimed_until"]
-        order.save(update_fields=fields)
-        return "stage" in fields
+            order_transition(
+                order=order, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED
+            )
+            return True
+        order.last_updated = timezone.now()
+        order.save(update_fields=["last_updated"])
+        return False
 
     return _operate(
         shipment=shipment,

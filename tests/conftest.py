@@ -14,6 +14,7 @@ from merchants.services import CreatedMerchant
 from staff.services import staff_api_key_create
 from tests.merchants.factories import merchant_with_keys
 from tests.staff.factories import StaffUserFactory
+from tests.support.state_writes import state_writes_watched
 
 _snapshot: list[tuple[Any, list[models.Model]]] = []
 
@@ -113,3 +114,14 @@ def rate_limit_memory_forgotten() -> None:
     from api import rate_limits
 
     rate_limits._windows.clear()
+
+
+@pytest.fixture(autouse=True)
+def order_state_written_by_the_state_machine(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test: an order's step, stage, due time and claim are written by the state machine
+    alone (``tests.support.state_writes``); a write from anywhere else fails the test (unless
+    it is marked as making one on purpose, to show that it is caught)."""
+    with state_writes_watched() as watch:
+        yield
+    if request.node.get_closest_marker("order_state_written_elsewhere") is None:
+        assert not watch.refused, f"order state written outside the state machine: {watch.refused}"

@@ -1,8 +1,20 @@
-"""Claiming an order's current step, and moving it on, with conditional updates.
+"""Claiming an order's current step for a worker, with conditional updates: the state
+machine's (``orders.pipeline.state_machine``) half that takes, renews and defers claims.
 
 A worker owns an order while ``claimed_until`` is in the future; the value is also its claim
-token. Moving on succeeds only for the claim holder and the expected step, so a step re-run by
-a second worker (after a crash or a duplicated message) cannot move the order twice.
+token. The state machine's move on succeeds only for the claim holder and the expected step
+(``order_claim_held``), so a step re-run by a second worker (after a crash or a duplicated
+message) cannot move the order twice.
+
+The download claim keeps merchants fair to each other. A download waits on the merchant's own
+asset host, and a host that answers slowly holds a download thread for up to the download
+deadline, attempt after attempt. So that one merchant cannot fill every download thread, at
+most ``DOWNLOADS_PER_MERCHANT`` of a merchant's orders download at once (claimed at the Download
+step). A further order of that merchant is not run and holds no thread: it is deferred by a
+due time in its row (``DOWNLOAD_DEFER_SECONDS``), and made due again, oldest first, as soon as
+one of the merchant's downloads ends (``downloads_wake``). Other merchants' orders never wait
+for it. Only orders the share deferred (``download_deferred_at``) are woken: an order waiting
+for its retry after a failed step keeps its wait.
 """
 
 from collections.abc import Iterator, Sequence
@@ -12,18 +24,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from common.db import rows_update
 from merchants.models import Environment, Merchant
-from orders.models import DetailState, Order, PipelineStep
-from orders.pipeline.fairness import (
-    RUNNING_DOWNLOADS_SQL,
-    download_claim,
-    download_deferral,
-    downloads_running,
-)
+from orders.models import Asset, AssetStatus, DetailState, Order, OrderFile, PipelineStep
+from orders.pipeline.scheduling import order_enqueue
 from orders.selectors import JoinedRead, TableColumns
 
 ACTIVE_STEPS = (
@@ -62,7 +69,7 @@ def orders_due_unclaimed() -> Q:
 def order_claim(*, order_id: int, step: str | None = None, start: bool = False) -> Order | None:
     """The order, claimed for its current step (only if that is ``step``, when given), with
     its environment and merchant; or None if it is not due, owned elsewhere, or deferred
-    because its merchant has its share of downloads running (``orders.pipeline.fairness``).
+    because its merchant has its share of downloads running (the download claim, below).
 
     ``start`` (the state machine about to run the step): on PostgreSQL the same statement shows
     the step's ``STARTED_DETAILS`` as InProgress; elsewhere the caller writes it."""
@@ -75,19 +82,14 @@ def order_claim(*, order_id: int, step: str | None = None, start: bool = False) 
         order = _claimed(order_id=order_id, steps=steps, until=until, start=start)
         if order is not None or step is not None:
             return order
-    return download_claim(
-        order_id=order_id,
-        claim=lambda merchant_id, now: _download_claimed(
-            order_id=order_id, merchant_id=merchant_id, until=until, now=now, start=start
-        ),
-    )
+    return _download_claim(order_id=order_id, until=until, start=start)
 
 
 def _download_claimed(
     *, order_id: int, merchant_id: int, until: datetime, now: datetime, start: bool
 ) -> Order | None:
     """The Download order claimed (no longer deferred) if fewer than its share of the
-    merchant's downloads are running, or else deferred (``orders.pipeline.fairness``); the
+    merchant's downloads are running, or else deferred (``download_deferral``); the
     merchant's row is locked by the caller. On PostgreSQL one statement counts, and claims or
     defers (``_DOWNLOAD_CLAIM``)."""
     if connection.vendor == "postgresql":
@@ -194,6 +196,16 @@ def _claim_statement(*, started: bool) -> JoinedRead:
     )
 
 
+# The merchant's orders claimed at the Download step (their ``due_at`` passed when they were
+# claimed, which keeps the scan on the partial index of due orders), as a SELECT for statements
+# that count them in SQL (``orders.pipeline.claims``' download claim).
+RUNNING_DOWNLOADS_SQL = (
+    "SELECT count(*) FROM {order} r JOIN {environment} re ON re.id = r.environment_id "
+    "WHERE re.merchant_id = %(merchant)s AND r.pipeline_step = %(download)s "
+    "AND r.due_at <= %(now)s AND r.claimed_until > %(now)s"
+)
+
+
 def _download_claim_statement(*, started: bool) -> JoinedRead:
     """The PostgreSQL download claim: the merchant's running downloads counted, and the order
     claimed below its share or deferred at it (two exclusive UPDATEs of the row)."""
@@ -223,25 +235,6 @@ def order_claim_held(order: Order) -> dict[str, Any]:
         "pipeline_step": order.pipeline_step,
         "claimed_until": order.claimed_until,
     }
-
-
-def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:
-    """Record the next step (or the same one, due later) and release the claim.
-
-    One statement: a step may call it alone, with no transaction around it. Raises
-    ``ClaimLost`` when the order is no longer ours (inside a transaction: so that it rolls back).
-    """
-    now = timezone.now()
-    moved = dict(pipeline_step=step, due_at=due_at, claimed_until=None, last_updated=now, **fields)
-    changed = rows_update(Order, order_claim_held(order), moved)
-    if not changed:
-        raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
-    order.pipeline_step = step
-    order.due_at = due_at
-    order.claimed_until = None
-    order.last_updated = now
-    for name, value in fields.items():
-        setattr(order, name, value)
 
 
 # A claim younger than this is not renewed by ``order_claim_renew(unless_fresh=True)``.
@@ -293,3 +286,151 @@ def order_claimed_transaction(*, order: Order, renewed: bool = True) -> Iterator
     except BaseException:
         order.claimed_until = claim
         raise
+
+
+# --- the download claim: each merchant's share of the downloads ---------------------------
+
+
+def downloads_running(merchant_id: int, now: datetime) -> int:
+    """The merchant's orders claimed at the Download step (``RUNNING_DOWNLOADS_SQL``)."""
+    return Order.objects.filter(
+        environment__merchant_id=merchant_id,
+        pipeline_step=PipelineStep.DOWNLOAD,
+        due_at__lte=now,
+        claimed_until__gt=now,
+    ).count()
+
+
+def download_deferral(now: datetime) -> dict[str, datetime]:
+    """The fields that defer a Download order that found its merchant's share taken."""
+    return {
+        "due_at": now + timedelta(seconds=settings.DOWNLOAD_DEFER_SECONDS),
+        "download_deferred_at": now,
+    }
+
+
+# The merchant of an order due and unclaimed at the Download step.
+_MERCHANT = JoinedRead(
+    "SELECT e.merchant_id FROM {order} o JOIN {environment} e ON e.id = o.environment_id "
+    "WHERE o.id = %(order)s AND o.pipeline_step = %(download)s AND o.due_at <= %(now)s "
+    "AND (o.claimed_until IS NULL OR o.claimed_until < %(now)s)"
+)
+# The same, its row locked until the transaction ends (no key update: rows referring to it may
+# still be inserted).
+_MERCHANT_LOCKED = JoinedRead(
+    "SELECT m.id FROM {merchant} m WHERE m.id = (" + _MERCHANT.template + ") FOR NO KEY UPDATE"
+)
+
+
+def _download_claim(*, order_id: int, until: datetime, start: bool) -> Order | None:
+    """The order, if it is due and unclaimed at the Download step, claimed within its
+    merchant's share (fewer than ``DOWNLOADS_PER_MERCHANT`` of its orders
+    ``downloads_running``), or else deferred (``download_deferral``) and None.
+
+    The merchant's row is locked before the downloads running are counted and the order
+    claimed, and until the claim commits, so two workers cannot both take the last slot.
+    """
+    with transaction.atomic():
+        lock = _MERCHANT_LOCKED if connection.vendor == "postgresql" else _MERCHANT
+        now = timezone.now()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                lock.sql(), {"order": order_id, "download": PipelineStep.DOWNLOAD, "now": now}
+            )
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        # After the lock: claims taken meanwhile count.
+        return _download_claimed(
+            order_id=order_id, merchant_id=row[0], until=until, now=timezone.now(), start=start
+        )
+
+
+def _has_due_download() -> Q:
+    """Orders with an asset or file whose next attempt is due: a deferred order, not one
+    waiting for its retry backoff."""
+    now = timezone.now()
+    due_attempt = Q(status=AssetStatus.IN_PROGRESS) & (
+        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
+    )
+    return Q(Exists(Asset.objects.filter(due_attempt, item__order=OuterRef("pk")))) | Q(
+        Exists(OrderFile.objects.filter(due_attempt, order=OuterRef("pk")))
+    )
+
+
+# ``downloads_wake``'s choice and update in one statement (PostgreSQL): the longest-deferred of
+# the merchant's deferred orders with a due asset or file, as many as it has free slots.
+_WAKE = JoinedRead(
+    "WITH woken AS (SELECT o.id FROM {order} o JOIN {environment} e "
+    "ON e.id = o.environment_id WHERE e.merchant_id = %(merchant)s "
+    "AND o.pipeline_step = %(download)s AND o.due_at > %(now)s "
+    "AND o.download_deferred_at IS NOT NULL "
+    "AND (o.claimed_until IS NULL OR o.claimed_until < %(now)s) "
+    "AND (EXISTS (SELECT 1 FROM {asset} a JOIN {orderitem} i ON i.id = a.item_id "
+    "WHERE i.order_id = o.id AND a.status = %(in_progress)s "
+    "AND (a.next_attempt_at IS NULL OR a.next_attempt_at <= %(now)s)) "
+    "OR EXISTS (SELECT 1 FROM {orderfile} f WHERE f.order_id = o.id "
+    "AND f.status = %(in_progress)s "
+    "AND (f.next_attempt_at IS NULL OR f.next_attempt_at <= %(now)s))) "
+    "ORDER BY o.id LIMIT GREATEST(%(share)s - (" + RUNNING_DOWNLOADS_SQL + "), 0)) "
+    "UPDATE {order} SET due_at = %(now)s, swept_at = %(now)s "
+    "WHERE id IN (SELECT id FROM woken) AND pipeline_step = %(download)s "
+    "AND download_deferred_at IS NOT NULL "
+    "AND (claimed_until IS NULL OR claimed_until < %(now)s) RETURNING id"
+)
+
+
+def downloads_wake(*, merchant_id: int, hand_over: bool = False) -> list[int]:
+    """After one of the merchant's downloads ended: make its longest-deferred orders due now,
+    as many as it has free download slots, and ring for them; their ids.
+
+    ``hand_over``: the first of them is not rung for; the caller runs it next itself (the slot
+    its download freed goes straight to the merchant's next order, without a broker round
+    trip). Left unrun (the run ended first), it is due and unclaimed and marked as rung for,
+    so the sweeper queues it once a claim period has passed, as it would after a lost doorbell.
+
+    On PostgreSQL the choice and the update are one statement (``_WAKE``)."""
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_WAKE.sql(), _wake_parameters(merchant_id, now))
+            waiting = sorted(row[0] for row in cursor.fetchall())
+    else:
+        waiting = _waiting_woken(merchant_id, now)
+    for order_id in waiting[1:] if hand_over else waiting:
+        # A doorbell for one taken meanwhile finds it claimed: harmless.
+        order_enqueue(order_id=order_id, step=PipelineStep.DOWNLOAD)
+    return waiting
+
+
+def _wake_parameters(merchant_id: int, now: datetime) -> dict[str, Any]:
+    return {
+        "merchant": merchant_id,
+        "download": PipelineStep.DOWNLOAD,
+        "now": now,
+        "in_progress": AssetStatus.IN_PROGRESS,
+        "share": settings.DOWNLOADS_PER_MERCHANT,
+    }
+
+
+def _waiting_woken(merchant_id: int, now: datetime) -> list[int]:
+    """``_WAKE`` with the ORM, in up to three queries."""
+    deferred = Order.objects.filter(
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
+        environment__merchant_id=merchant_id,
+        pipeline_step=PipelineStep.DOWNLOAD,
+        due_at__gt=now,
+        download_deferred_at__isnull=False,
+    )
+    # The longest-deferred first, as many as could be woken at most: most often none, and then
+    # the merchant's running downloads need no count.
+    waiting = list(
+        deferred.filter(_has_due_download())
+        .order_by("id")
+        .values_list("id", flat=True)[: settings.DOWNLOADS_PER_MERCHANT]
+    )
+    if waiting:
+        free = settings.DOWNLOADS_PER_MERCHANT - downloads_running(merchant_id, now)
+        waiting = waiting[: max(free, 0)]
+    deferred.filter(id__in=waiting).update(due_at=now, swept_at=now)  # rung for just below
+    return waiting

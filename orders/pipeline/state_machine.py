@@ -1,11 +1,27 @@
-"""The fulfilment state machine: claim an order, run its due step, record the next step.
+"""The fulfilment state machine: the one writer of an order's step, stage, due time and claim.
 
-The state is ``Order.pipeline_step`` with a due time (``due_at``) and a claim
-(``claimed_until``); each step below is one function, and these are every move it makes::
+The state is ``Order.pipeline_step`` with the order's ``stage``, a due time (``due_at``) and a
+claim (``claimed_until``). Every change of them is one of the moves in ``TRANSITIONS`` and is
+written here, in one of two ways:
 
+- **a worker's move** (``order_advance``): the order is claimed for its due step
+  (``orders.pipeline.claims``), the step runs, and the move to what comes next is a conditional
+  update that holds only while the claim does; the step's final writes and the callback event
+  it causes commit together with the move;
+- **a row-locked transition** (``order_transition``): an action, a payment, a shipment
+  operation or a resubmission moves the order inside its own transaction, under the order's
+  row lock; a worker's claim is dropped with it, so that worker's own move finds its claim lost
+  and rolls back.
+
+A move not in ``TRANSITIONS`` raises ``MoveRefused`` and writes nothing. These are its moves::
+
+    (created)   --in a pause window-------------> Held           (stage OnHold)
+                --card payment first------------> AwaitingPayment (stage AwaitingPayment)
+                --otherwise---------------------> Download       (stage InProgress)
     Held        --window over or submitted now--> Download       (stage OnHold -> InProgress)
                 --the same, payment required-----> AwaitingPayment (stage AwaitingPayment)
-    AwaitingPayment --authorised (dashboard)----> Download       (``orders.authorisation``)
+                --submitted now-----------------> Held, due now
+    AwaitingPayment --authorised (dashboard)----> Download       (``order_transition``)
                 --PAYMENT_WAIT_DAYS over--------> Cancelled      (stage Cancelled)
     Download    --all assets stored-------------> Allocate       (downloadAssets Complete)
                 --an asset still retrying-------> Download later
@@ -20,17 +36,21 @@ The state is ``Order.pipeline_step`` with a due time (``due_at``) and a claim
                 --refused for good--------------> Production (kept shipments) or Failed
     Production  --every shipment shipped--------> Done           (stage Complete)
                 --some shipped------------------> Production later (shipping InProgress)
-    (any active step) --cancel action-----------> Cancelled     (``orders.actions``)
+    Failed, Done --a shipment resubmitted-------> Production     (``orders.resubmission``)
+    (any open step) --cancel action, or the last shipment cancelled--> Cancelled
+    (any active step) --the step raised---------> the same step, due in ``ERROR_RETRY``
+
+Each active step also moves to itself (due later: a retry, a wait, a step that raised).
 
 Every step is idempotent: it skips work already done (assets downloaded, shipments created,
-shipments submitted), and its final writes and the callback event it causes commit together
-with the move to the next step. The steps' work is in ``orders.pipeline.steps``.
+shipments submitted). The steps' work is in ``orders.pipeline.steps``.
 """
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -48,12 +68,11 @@ from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import (
     STARTED_DETAILS,
     ClaimLost,
+    downloads_wake,
     order_claim,
     order_claim_held,
     order_claimed_transaction,
-    order_move_on,
 )
-from orders.pipeline.fairness import downloads_wake
 from orders.pipeline.routing import pipeline_queue
 from orders.pipeline.scheduling import order_enqueue_on_commit, order_follow_up
 from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate
@@ -71,6 +90,124 @@ ERROR_RETRY = timedelta(seconds=60)
 # The most steps one run of the task takes an order through (Allocate, Prepare, Submit and
 # Production run on the same queue).
 INLINE_STEPS = 4
+
+Step = PipelineStep
+# Where an order not yet written starts (``order_first_state``).
+CREATED = ""
+
+
+@dataclass(frozen=True)
+class Move:
+    """One move of the state machine: from ``source`` to ``target``, and why."""
+
+    source: str
+    target: str
+    cause: str
+
+
+# Cancelling (an action, or the last shipment cancelled) is open until the order is done
+# (AwaitingPayment's own move to Cancelled is in the table).
+_CANCELLABLE = (
+    Step.HELD, Step.DOWNLOAD, Step.ALLOCATE, Step.PREPARE, Step.SUBMIT, Step.PRODUCTION,
+    Step.FAILED,
+)  # fmt: skip
+
+TRANSITIONS: tuple[Move, ...] = (
+    Move(CREATED, Step.HELD, "created in the merchant's pause window"),
+    Move(CREATED, Step.AWAITING_PAYMENT, "created by a merchant who pays by card first"),
+    Move(CREATED, Step.DOWNLOAD, "created"),
+    Move(Step.HELD, Step.DOWNLOAD, "pause window over, or submitted now"),
+    Move(Step.HELD, Step.AWAITING_PAYMENT, "released, with a payment to authorise first"),
+    Move(Step.AWAITING_PAYMENT, Step.DOWNLOAD, "payment authorised"),
+    Move(Step.AWAITING_PAYMENT, Step.CANCELLED, "payment wait over, or cancelled"),
+    Move(Step.DOWNLOAD, Step.DOWNLOAD, "an asset retried later, deferred or woken by the share"),
+    Move(Step.DOWNLOAD, Step.ALLOCATE, "every asset and file stored"),
+    Move(Step.DOWNLOAD, Step.FAILED, "an asset or file failed for good"),
+    Move(Step.ALLOCATE, Step.ALLOCATE, "out of stock at every lab: tried again later"),
+    Move(Step.ALLOCATE, Step.PREPARE, "planned: shipments and charges written"),
+    Move(Step.ALLOCATE, Step.FAILED, "no lab can make it"),
+    Move(Step.PREPARE, Step.SUBMIT, "every print file rendered"),
+    Move(Step.PREPARE, Step.PREPARE, "the step raised"),
+    Move(Step.PREPARE, Step.FAILED, "a print file cannot be rendered"),
+    Move(Step.SUBMIT, Step.SUBMIT, "a lab refused for now: tried again later"),
+    Move(Step.SUBMIT, Step.PRODUCTION, "every shipment accepted, or some kept after a refusal"),
+    Move(Step.SUBMIT, Step.FAILED, "refused for good, no shipment kept"),
+    Move(Step.PRODUCTION, Step.PRODUCTION, "not every shipment shipped yet"),
+    Move(Step.PRODUCTION, Step.DONE, "every shipment shipped"),
+    Move(Step.FAILED, Step.PRODUCTION, "a shipment resubmitted: a lab order to follow again"),
+    Move(Step.DONE, Step.PRODUCTION, "a shipment resubmitted: a lab order to follow again"),
+    *(Move(step, Step.CANCELLED, "cancelled") for step in _CANCELLABLE),
+    Move(Step.HELD, Step.HELD, "submitted now (due at once), or the step raised"),
+    Move(Step.AWAITING_PAYMENT, Step.AWAITING_PAYMENT, "the step raised"),
+)
+_MOVES = frozenset((move.source, move.target) for move in TRANSITIONS)
+assert len(_MOVES) == len(TRANSITIONS), "each move once in the table"
+
+
+class MoveRefused(Exception):
+    """A move that is not in ``TRANSITIONS``: nothing was written."""
+
+
+def _move_checked(order: Order, target: str) -> None:
+    if (order.pipeline_step, target) not in _MOVES:
+        raise MoveRefused(f"{order.public_id}: no move from {order.pipeline_step} to {target}")
+
+
+def order_first_state(
+    *, held_until: datetime | None, held: bool, pay_first: bool
+) -> dict[str, Any]:
+    """The step, stage and due time a new order is written with (its move from ``CREATED``):
+    held in the pause window (until ``held_until``; None: until submitted by hand), waiting
+    for its payment (due when the wait is over: the step then cancels it if still unpaid), or
+    due at once for its download."""
+    now = timezone.now()
+    if held:
+        return {"stage": Stage.ON_HOLD, "pipeline_step": Step.HELD, "due_at": held_until}
+    if pay_first:
+        return {
+            "stage": Stage.AWAITING_PAYMENT,
+            "pipeline_step": Step.AWAITING_PAYMENT,
+            "due_at": payment_due_by(now),
+        }
+    return {"stage": Stage.IN_PROGRESS, "pipeline_step": Step.DOWNLOAD, "due_at": now}
+
+
+def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:
+    """A worker's move: record the next step (or the same one, due later) and release the
+    claim, only while our claim on the order's step holds.
+
+    One statement: a step may call it alone, with no transaction around it. Raises
+    ``ClaimLost`` when the order is no longer ours (inside a transaction: so that it rolls
+    back), ``MoveRefused`` for a move not in ``TRANSITIONS``.
+    """
+    _move_checked(order, step)
+    now = timezone.now()
+    moved = dict(pipeline_step=step, due_at=due_at, claimed_until=None, last_updated=now, **fields)
+    changed = rows_update(Order, order_claim_held(order), moved)
+    if not changed:
+        raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
+    _set(order, moved)
+
+
+def order_transition(*, order: Order, step: str, due_at: datetime | None, **fields: Any) -> None:
+    """A row-locked transition: move ``order`` (its row locked by the caller with
+    ``select_for_update``, inside the caller's transaction) to ``step`` due at ``due_at``, with
+    ``fields`` (``stage``, a detail) changed too; any worker's claim is dropped.
+
+    Raises ``MoveRefused`` (nothing written) for a move not in ``TRANSITIONS``."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("order_transition runs inside the transaction that locked the order.")
+    _move_checked(order, step)
+    moved = dict(
+        pipeline_step=step, due_at=due_at, claimed_until=None, last_updated=timezone.now(), **fields
+    )
+    rows_update(Order, {"id": order.id}, moved)
+    _set(order, moved)
+
+
+def _set(order: Order, fields: dict[str, Any]) -> None:
+    for name, value in fields.items():
+        setattr(order, name, value)
 
 
 def _mark(order: Order, **fields: str) -> None:
@@ -129,11 +266,15 @@ def _payment_expire(order: Order) -> None:
 
 
 def _download(order: Order) -> None:
-    order_assets_download(order=order, finish=partial(_download_finish, order))
+    """The download's last record and the move it leads to commit together (and fail together:
+    the attempt is then made again when the step is retried)."""
+    last_record = order_assets_download(order=order)
+    with order_claimed_transaction(order=order):
+        state, next_at = last_record()
+        _download_finish(order, state, next_at)
 
 
 def _download_finish(order: Order, state: str, next_at: datetime | None) -> None:
-    """Inside the transaction of the download's last attempt (``order_assets_download``)."""
     if state == DetailState.IN_PROGRESS:
         order_move_on(order=order, step=PipelineStep.DOWNLOAD, due_at=next_at)
         return

@@ -43,7 +43,7 @@ from orders.models import (
     Stage,
 )
 from orders.pipeline import claims
-from orders.pipeline.claims import ClaimLost, order_claim
+from orders.pipeline.claims import ClaimLost, order_claim, order_claimed_transaction
 from orders.pipeline.state_machine import STEPS, order_advance, order_submit_now
 from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.prepare import order_assets_prepare
@@ -588,7 +588,7 @@ def test_an_item_whose_asset_fails_for_good_is_invalid_however_its_other_asset_e
     assert order is not None
 
     with CaptureQueriesContext(connection) as captured:
-        state = order_assets_download(order=order)
+        state = _downloaded(order)
 
     assert state == ("Error", None)
     item = order.items.get()
@@ -617,7 +617,7 @@ def test_downloading_a_one_asset_order_without_files_takes_a_query_for_each_read
     # item status written, release). The item's status and the outcome come from the assets
     # as read and attempted: no query (the order shows no packing slip or branding file).
     with django_assert_num_queries(7):
-        state = order_assets_download(order=order)
+        state = _downloaded(order)
 
     assert state == ("Complete", None)
 
@@ -631,15 +631,14 @@ def test_a_downloads_last_attempt_commits_with_the_orders_move_or_not_at_all(
     assert order is not None
     claim = order.claimed_until
 
-    def failing(state: str, next_at: Any) -> None:
-        # Inside the attempt's transaction: the attempt is written, not yet committed.
-        assert (state, next_at) == ("Complete", None)
-        assert connection.in_atomic_block
+    # The step returns its last record unwritten, for the state machine's move.
+    last_record = order_assets_download(order=order)
+    assert Asset.objects.get(item__order_id=order.id).download_attempts == 0
+    with pytest.raises(RuntimeError), order_claimed_transaction(order=order):
+        assert last_record() == ("Complete", None)
+        # Inside the move's transaction: the attempt is written, not yet committed.
         assert Asset.objects.get(item__order_id=order.id).status == "Complete"
         raise RuntimeError("the move failed")
-
-    with pytest.raises(RuntimeError):
-        order_assets_download(order=order, finish=failing)
 
     # Neither the attempt nor the claim's renewal stands, and the claim in memory is the
     # database's, so the state machine's retry finds the order by it.
@@ -648,20 +647,21 @@ def test_a_downloads_last_attempt_commits_with_the_orders_move_or_not_at_all(
     assert order.claimed_until == claim == Order.objects.get(id=order.id).claimed_until
 
     # Tried again: the attempt and the move commit together.
-    moves: list[tuple[str, Any, str]] = []
-
-    def moved(state: str, next_at: Any) -> None:
-        status = Asset.objects.get(item__order_id=order.id).status
-        moves.append((state, next_at, status))
-
-    assert order_assets_download(order=order, finish=moved) == ("Complete", None)
-    assert moves == [("Complete", None, "Complete")]
+    assert _downloaded(order) == ("Complete", None)
+    assert Asset.objects.get(item__order_id=order.id).status == "Complete"
     assert requests_to(httpserver, "/together.jpg") == 2
-    # Nothing left to attempt: the move runs under a renewed claim of its own, no download.
-    assert order_assets_download(order=order, finish=moved) == ("Complete", None)
-    assert moves[1:] == [("Complete", None, "Complete")]
+    # Nothing left to attempt: the last record writes nothing, under the move's renewed claim.
+    assert _downloaded(order) == ("Complete", None)
     assert order.claimed_until != claim
     assert requests_to(httpserver, "/together.jpg") == 2
+
+
+def _downloaded(order: Order) -> tuple[str, Any]:
+    """The download step, its last record written as the state machine writes it: in the
+    transaction that renews the claim (and moves the order on)."""
+    last_record = order_assets_download(order=order)
+    with order_claimed_transaction(order=order):
+        return last_record()
 
 
 @pytest.mark.django_db
@@ -833,7 +833,7 @@ def test_a_worker_whose_claim_was_taken_over_records_nothing(
     Order.objects.filter(id=stale.id).update(claimed_until=timezone.now() + timedelta(minutes=5))
 
     with pytest.raises(ClaimLost):
-        order_assets_download(order=stale)
+        _downloaded(stale)
 
     asset = Asset.objects.get(item__order_id=stale.id)
     assert (asset.status, asset.download_attempts, asset.source_file) == ("InProgress", 0, "")

@@ -16,8 +16,7 @@ from rest_framework.test import APIClient
 from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import Asset, Order, PipelineStep
-from orders.pipeline.claims import order_claim
-from orders.pipeline.fairness import downloads_wake
+from orders.pipeline.claims import downloads_wake, order_claim
 from orders.pipeline.state_machine import INLINE_STEPS, order_advance, order_submit_now
 from orders.tasks import orders_sweep_task
 from tests.support.images import jpeg_bytes

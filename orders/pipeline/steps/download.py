@@ -224,17 +224,19 @@ def _due(row: Asset, now: datetime) -> bool:
     )
 
 
-def order_assets_download(
-    *, order: Order, finish: Callable[[str, datetime | None], None] | None = None
-) -> tuple[str, datetime | None]:
-    """Attempt every due asset once; return the order's detail state and when to look again.
+LastRecord = Callable[[], tuple[str, datetime | None]]
 
-    The detail state is Complete when every asset is downloaded, Error when one has failed
-    for good, else InProgress with the earliest retry time. Each attempt is recorded as it
-    ends, under our claim. ``finish(state, next_at)`` (the state machine's move to what comes
-    next, with its event) runs in the transaction of the last attempt's record, or of a claim
-    renewal of its own when nothing was due: the last attempt and the move commit together,
-    and fail together (the attempt is then made again when the step is retried).
+
+def order_assets_download(*, order: Order) -> LastRecord:
+    """Attempt every due asset and order file once, and record every attempt but the last
+    (each under our claim, in a transaction of its own, as it ends); return the last record.
+
+    The last record, called by the state machine inside the transaction that moves the order
+    on (``order_claimed_transaction``), writes the last attempt (nothing when none was due) and
+    gives the order's detail state and when to look again: Complete when every asset and file
+    is downloaded, Error when one has failed for good, else InProgress with the earliest retry
+    time. So the last attempt and the move commit together, and fail together (the attempt is
+    then made again when the step is retried).
     """
     now = timezone.now()
     every_asset = _assets(order)
@@ -245,42 +247,47 @@ def order_assets_download(
     files = _pending_files(order, now)
     # This process's catalogue snapshot: one version query, not four per product.
     products = catalogue_snapshot().products_by_sku([a.item.sku for a in assets]) if assets else {}
-    outcome: list[tuple[str, datetime | None]] = []
-
-    def finished() -> None:
-        outcome.append(_state(order, every_asset))
-        if finish is not None:
-            finish(*outcome[0])
-
-    with (
-        tempfile.TemporaryDirectory(prefix="assets-") as folder,
-        _fetching_pool(len(assets) + len(files)) as pool,
-    ):
-        attempts: list[tuple[Future[Fetched], Callable[[Fetched, datetime], None]]] = []
-        for asset in assets:
-            product = products.get(asset.item.sku.strip().upper())
-            by_page = bool(product and product.priced_by_page and asset.print_area == "default")
-            attempts.append(
-                (
-                    pool.submit(_fetch, asset, by_page, Path(folder)),
-                    partial(_record_attempt, order, asset, by_item[asset.item_id]),
+    last: Callable[[datetime], None] | None = None
+    # Kept until the last record has stored its file (removed when collected, if never called).
+    folder = tempfile.TemporaryDirectory(prefix="assets-")
+    try:
+        with _fetching_pool(len(assets) + len(files)) as pool:
+            attempts: list[tuple[Future[Fetched], Callable[[Fetched, datetime], None]]] = []
+            for asset in assets:
+                product = products.get(asset.item.sku.strip().upper())
+                by_page = bool(product and product.priced_by_page and asset.print_area == "default")
+                attempts.append(
+                    (
+                        pool.submit(_fetch, asset, by_page, Path(folder.name)),
+                        partial(_record_attempt, order, asset, by_item[asset.item_id]),
+                    )
                 )
-            )
-        for order_file in files:
-            attempts.append(
-                (
-                    pool.submit(_fetch_order_file, order_file, Path(folder)),
-                    partial(_record_file_attempt, order, order_file),
+            for order_file in files:
+                attempts.append(
+                    (
+                        pool.submit(_fetch_order_file, order_file, Path(folder.name)),
+                        partial(_record_file_attempt, order, order_file),
+                    )
                 )
-            )
-        for number, (future, record) in enumerate(attempts, 1):
-            then = finished if number == len(attempts) else None
-            _record(order, partial(record, future.result()), then=then)
-    if not attempts:
-        if finish is None:
+            for number, (future, record) in enumerate(attempts, 1):
+                if number == len(attempts):
+                    last = partial(record, future.result())
+                else:
+                    with order_claimed_transaction(order=order):
+                        record(future.result(), timezone.now())
+    except BaseException:
+        folder.cleanup()
+        raise
+
+    def last_record() -> tuple[str, datetime | None]:
+        try:
+            if last is not None:
+                last(timezone.now())
             return _state(order, every_asset)
-        _record(order, None, then=finished)
-    return outcome[0]
+        finally:
+            folder.cleanup()
+
+    return last_record
 
 
 class _InThisThread(Executor):
@@ -302,22 +309,6 @@ def _fetching_pool(fetches: int) -> Executor:
     if fetches <= 1:
         return _InThisThread()
     return ThreadPoolExecutor(max_workers=max(1, min(fetches, settings.ASSET_DOWNLOAD_PARALLELISM)))
-
-
-def _record(
-    order: Order,
-    record: Callable[[datetime], None] | None,
-    *,
-    then: Callable[[], None] | None = None,
-) -> None:
-    """``record`` one attempt under our claim, and ``then`` in the same transaction (a worker
-    that lost the order, its claim expired, must not count the attempt twice)."""
-    now = timezone.now()
-    with order_claimed_transaction(order=order):
-        if record is not None:
-            record(now)
-        if then is not None:
-            then()
 
 
 def _attempt_count(row: Asset | OrderFile, fetched: Fetched, now: datetime) -> bool | None:
