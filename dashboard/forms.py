@@ -14,7 +14,7 @@ from django.contrib.auth.password_validation import validate_password
 from api.exceptions import flatten_failures
 from api.serializers import StrictSerializer
 from common.shipping import ShippingMethod
-from labs.selectors import currencies_supported
+from labs.selectors import countries_shipped_to, currencies_supported
 from merchants.models import PauseMode
 from merchants.registration import email_registered
 from orders.inputs import (
@@ -59,6 +59,11 @@ class LoginForm(AuthenticationForm):
     username = forms.CharField(
         label="Email address", widget=forms.EmailInput(attrs={"autofocus": True})
     )
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "That email address and password do not match an account. "
+        "Check both (the password is case-sensitive), or reset your password.",
+    }
 
 
 class ApiKeyForm(forms.Form):
@@ -111,7 +116,7 @@ RECIPIENT_FORM_FIELDS: dict[str, tuple[str, str]] = {
     "line1": ("recipient.address.line1", "Address line 1"),
     "line2": ("recipient.address.line2", "Address line 2"),
     "postal_or_zip_code": ("recipient.address.postalOrZipCode", "Postal or ZIP code"),
-    "country_code": ("recipient.address.countryCode", "Country code"),
+    "country_code": ("recipient.address.countryCode", "Country"),
     "town_or_city": ("recipient.address.townOrCity", "Town or city"),
     "state_or_county": ("recipient.address.stateOrCounty", "State or county"),
 }
@@ -171,7 +176,9 @@ class HeldOrderForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.items = list(items)
         for name, (_, label) in reversed(list(RECIPIENT_FORM_FIELDS.items())):
-            field = forms.CharField(label=label, required=name not in OPTIONAL)
+            field: forms.Field = forms.CharField(label=label, required=name not in OPTIONAL)
+            if name == "country_code":
+                field = _country_field(label, current=order.address_country_code)
             self.fields = {name: field, **self.fields}
         for index, item in enumerate(self.items):
             self.fields[f"copies_{index}"] = forms.IntegerField(
@@ -244,6 +251,14 @@ class HeldOrderForm(forms.Form):
             field = self.field_for(path)
             for _, description in items:
                 self.add_error(field, description)
+
+
+def _country_field(label: str, *, current: str) -> forms.ChoiceField:
+    """A select of the countries the catalogue ships to (the order's own kept in it)."""
+    countries = countries_shipped_to()
+    if current and current not in countries:
+        countries = sorted([*countries, current])
+    return forms.ChoiceField(label=label, choices=[(c, c) for c in countries])
 
 
 def _copies_initial(items: Sequence[OrderItem]) -> dict[str, int]:

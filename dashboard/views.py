@@ -14,7 +14,7 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import reverse, reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -193,6 +193,36 @@ class LogoutView(auth_views.LogoutView):
     next_page = "/dashboard/login"
 
 
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's own reset: a mail with a link ``/dashboard/password-reset/<uidb64>/<token>/``
+    to the address if an account has it (the page says the same either way)."""
+
+    template_name = "dashboard/password_reset.html"
+    email_template_name = "dashboard/password_reset_email.txt"
+    subject_template_name = "dashboard/password_reset_subject.txt"
+    success_url = reverse_lazy("dashboard:password-reset-sent")
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if _throttled(request):
+            return render(request, "dashboard/throttled.html", status=429)
+        return super().post(request, *args, **kwargs)
+
+
+class PasswordResetSentView(auth_views.PasswordResetDoneView):
+    template_name = "dashboard/password_reset_sent.html"
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    """The new password, twice; the link works once (the token depends on the password)."""
+
+    template_name = "dashboard/password_reset_confirm.html"
+    success_url = reverse_lazy("dashboard:password-reset-done")
+
+
+class PasswordResetDoneView(auth_views.PasswordResetCompleteView):
+    template_name = "dashboard/password_reset_done.html"
+
+
 # --- the dashboard --------------------------------------------------------------------------
 
 
@@ -240,11 +270,25 @@ def keys(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
+def _confirm(request: HttpRequest, **context: Any) -> HttpResponse:
+    """The page asking before a change that cannot be undone: its button posts to this URL."""
+    return _page(request, "dashboard/confirm.html", context)
+
+
+@require_http_methods(["GET", "POST"])
 @merchant_view
 def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     environment: Environment = request.environment  # type: ignore[attr-defined]
     api_key = merchant_key_get(environment=environment, key_id=key_id)
+    if request.method == "GET":
+        return _confirm(
+            request,
+            title=f"Revoke the key {api_key.name or api_key.prefix + '…'}?",
+            explanation=f"Requests with the {environment.kind} key starting "
+            f"{api_key.prefix}… are refused from the moment it is revoked. This cannot be undone.",
+            action="Revoke the key",
+            back=reverse("dashboard:keys"),
+        )
     api_key_revoke(api_key=api_key)
     messages.success(request, f"Key {api_key.prefix}… revoked; it no longer works.")
     return redirect("dashboard:keys")
@@ -278,10 +322,19 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @merchant_view
 def secret_rotate(request: HttpRequest) -> HttpResponse:
     environment: Environment = request.environment  # type: ignore[attr-defined]
+    if request.method == "GET":
+        return _confirm(
+            request,
+            title=f"Rotate the {environment.kind} signing secret?",
+            explanation="A new secret signs callbacks from now on; for 24 hours they also carry "
+            "a signature of the current one. Give your receiver the new secret within that time.",
+            action="Rotate the secret",
+            back=reverse("dashboard:settings"),
+        )
     signing_secret_rotate(environment=environment)
     messages.success(
         request,
@@ -405,10 +458,21 @@ def order_submit(request: HttpRequest, order_id: str) -> HttpResponse:
     return redirect("dashboard:order", order_id=order.public_id)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @merchant_view
 def order_cancel_view(request: HttpRequest, order_id: str) -> HttpResponse:
     order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
+    if request.method == "GET":
+        paid = order.payment_authorised_at is not None
+        return _confirm(
+            request,
+            title=f"Cancel order {order.public_id}?",
+            explanation="Nothing more is made or shipped for it"
+            + (" and its payment is refunded to the card" if paid else "")
+            + ". A shipment already in production cannot be cancelled. This cannot be undone.",
+            action="Cancel the order",
+            back=reverse("dashboard:order", kwargs={"order_id": order.public_id}),
+        )
     result = order_cancel(order=order)
     if result.outcome == "Cancelled":
         messages.success(request, "Order cancelled.")

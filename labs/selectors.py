@@ -52,6 +52,11 @@ def products_with_countries(*, category: str | None = None) -> list[tuple[Produc
     return listed
 
 
+def countries_shipped_to() -> list[str]:
+    """Every country some active product ships to, sorted."""
+    return sorted({c for _, countries in products_with_countries() for c in countries})
+
+
 def currencies_supported() -> set[str]:
     """Currencies a quote or order can be priced in: the base and every one with a rate."""
     return set(catalogue_snapshot().units_per_base)

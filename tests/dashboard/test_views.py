@@ -82,6 +82,7 @@ def test_another_merchants_order_is_never_seen_nor_changed(
         ("get", f"/dashboard/orders/{held_order}", None),
         ("post", f"/dashboard/orders/{held_order}/edit", edit_form()),
         ("post", f"/dashboard/orders/{held_order}/submit", None),
+        ("get", f"/dashboard/orders/{held_order}/cancel", None),
         ("post", f"/dashboard/orders/{held_order}/cancel", None),
         ("get", f"/dashboard/pay/{held_order}", None),
     ]:
@@ -114,7 +115,8 @@ def test_editing_a_held_order_applies_validated_changes(
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("country_code", "ZZ", "'ZZ' is not an ISO 3166-1 alpha-2 country code."),
+        # a select of the countries the catalogue ships to
+        ("country_code", "ZZ", "Select a valid choice. ZZ is not one of the available choices."),
         ("copies_0", "0", "Ensure this value is greater than or equal to 1."),
         ("metadata", "[1, 2]", "Metadata must be a JSON object."),
         ("metadata", "{nope", "Metadata must be valid JSON."),
@@ -172,6 +174,10 @@ def test_keys_issue_shows_the_key_once_and_revoke_stops_it(
     assert key not in owner.get("/dashboard/keys").content.decode()
 
     issued = ApiKey.objects.get(name="shop")
+    confirm = owner.get(f"/dashboard/keys/{issued.pk}/revoke")
+    assert confirm.status_code == 200 and "This cannot be undone." in confirm.content.decode()
+    issued.refresh_from_db()
+    assert issued.revoked_at is None  # asking first changes nothing
     assert owner.post(f"/dashboard/keys/{issued.pk}/revoke").status_code == 302
     assert APIClient().get("/v4.0/orders", HTTP_X_API_KEY=key).status_code == 401
 
@@ -238,6 +244,10 @@ def test_rotating_the_secret_signs_with_both_for_a_day(
 ) -> None:
     sandbox = Environment.objects.get(merchant=merchant.merchant, kind="Sandbox")
     old = sandbox.callback_signing_secret
+    confirm = owner.get("/dashboard/settings/rotate-secret").content.decode()
+    assert "Rotate the Sandbox signing secret?" in confirm
+    sandbox.refresh_from_db()
+    assert sandbox.callback_signing_secret == old  # asking first changes nothing
     assert owner.post("/dashboard/settings/rotate-secret").status_code == 302
     sandbox.refresh_from_db()
     new = sandbox.callback_signing_secret

@@ -1,0 +1,91 @@
+"""The account: password reset by mail with Django's own views (decisions.md, wave 3), the
+sign-in message in the form's words, and the billing mode shown, not changed."""
+
+import re
+
+import pytest
+from django.core import mail
+from django.test import Client
+
+from merchants.services import CreatedMerchant
+from tests.support.dashboard import PASSWORD, merchant_sign_in_create
+
+pytestmark = pytest.mark.django_db
+LINK = re.compile(r"http://testserver(/dashboard/password-reset/[^/\s]+/[^/\s]+/)")
+
+
+def reset_link(client: Client, email: str) -> str:
+    response = client.post("/dashboard/password-reset", {"email": email})
+    assert response.status_code == 302
+    assert response["Location"] == "/dashboard/password-reset/sent"
+    [message] = mail.outbox
+    assert message.to == [email]
+    assert message.subject == "Reset your Print API password"
+    found = LINK.search(str(message.body))
+    assert found, message.body
+    return found.group(1)
+
+
+def test_a_password_is_reset_from_the_mailed_link_once(merchant: CreatedMerchant) -> None:
+    user = merchant_sign_in_create(merchant.merchant)
+    client = Client()
+    link = reset_link(client, user.email)
+
+    form = client.get(link, follow=True)
+    assert form.status_code == 200
+    assert "Choose a new password" in form.content.decode()
+    set_password_url = form.redirect_chain[-1][0]
+    done = client.post(
+        set_password_url,
+        {"new_password1": "a-new-long-passphrase-7", "new_password2": "a-new-long-passphrase-7"},
+    )
+
+    assert done.status_code == 302
+    assert done["Location"] == "/dashboard/password-reset/done"
+    assert "Password changed" in client.get(done["Location"]).content.decode()
+    signed_in = Client().post(
+        "/dashboard/login", {"username": user.email, "password": "a-new-long-passphrase-7"}
+    )
+    assert signed_in.status_code == 302 and signed_in["Location"] == "/dashboard/"
+    again = Client().get(link, follow=True).content.decode()
+    assert "This link no longer works" in again
+
+
+def test_the_new_password_is_checked_with_the_fields_messages(merchant: CreatedMerchant) -> None:
+    user = merchant_sign_in_create(merchant.merchant)
+    client = Client()
+    form = client.get(reset_link(client, user.email), follow=True)
+
+    refused = client.post(
+        form.redirect_chain[-1][0], {"new_password1": "abc", "new_password2": "abd"}
+    )
+
+    assert refused.status_code == 200
+    assert "The two password fields didn\u2019t match." in refused.content.decode()
+    user.refresh_from_db()
+    assert user.check_password(PASSWORD)
+
+
+def test_an_unknown_address_gets_the_same_page_and_no_mail(merchant: CreatedMerchant) -> None:
+    merchant_sign_in_create(merchant.merchant)
+
+    response = Client().post(
+        "/dashboard/password-reset", {"email": "nobody@shop.test"}, follow=True
+    )
+
+    assert "If an account uses that address" in response.content.decode()
+    assert mail.outbox == []
+
+
+def test_the_login_page_links_to_the_reset_and_speaks_of_the_email_address(
+    merchant: CreatedMerchant,
+) -> None:
+    user = merchant_sign_in_create(merchant.merchant)
+
+    page = Client().get("/dashboard/login").content.decode()
+    wrong = Client().post("/dashboard/login", {"username": user.email, "password": "nope"})
+
+    assert 'href="/dashboard/password-reset"' in page
+    html = wrong.content.decode()
+    assert "That email address and password do not match an account." in html
+    assert "correct username" not in html  # Django's own words for its field name
