@@ -1,15 +1,24 @@
 """What the dashboard reads: one merchant's orders, keys and callbacks, never another's."""
 
 from dataclasses import dataclass
+from datetime import date
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
+from common.ids import PREFIXES
 from merchants.models import ApiKey, Environment, Merchant
 from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.selectors import LIST_STATUS_STAGES, orders_with_parts
-from webhooks.models import CallbackAttempt, CallbackEvent
+from webhooks.models import CallbackAttempt, CallbackEvent, CallbackState
 
 PAGE_SIZE = 25
+DETAIL_FIELDS = (
+    "download_assets",
+    "allocate_production_location",
+    "print_ready_assets_prepared",
+    "in_production",
+    "shipping",
+)
 
 
 class NotFound(Exception):
@@ -30,8 +39,29 @@ def merchant_order_get(*, merchant: Merchant, order_id: int) -> Order:
 @dataclass(frozen=True)
 class OrderListFilter:
     status: str = ""
-    reference: str = ""
+    # An order id, a merchant reference or a recipient name (any part, any case).
+    search: str = ""
+    attention: bool = False
+    created_from: date | None = None
+    created_to: date | None = None  # inclusive
     before_id: int | None = None
+
+
+def _needs_attention() -> Q:
+    """Orders a merchant has to look at: waiting for payment, with an issue, or a step in
+    Error."""
+    errors = Q()
+    for detail in DETAIL_FIELDS:
+        errors |= Q(**{detail: DetailState.ERROR})
+    return Q(stage=Stage.AWAITING_PAYMENT) | Q(issues__isnull=False) | errors
+
+
+def _search(text: str) -> Q:
+    found = Q(merchant_reference__icontains=text) | Q(recipient_name__icontains=text)
+    number = text.lower().removeprefix(PREFIXES["order"])
+    if number.isdigit() and len(number) < 19:
+        found |= Q(id=int(number))
+    return found
 
 
 def environment_orders(
@@ -41,8 +71,14 @@ def environment_orders(
     queryset = Order.objects.filter(environment=environment)
     if filters.status in LIST_STATUS_STAGES:
         queryset = queryset.filter(stage=LIST_STATUS_STAGES[filters.status])
-    if filters.reference:
-        queryset = queryset.filter(merchant_reference__icontains=filters.reference)
+    if filters.search:
+        queryset = queryset.filter(_search(filters.search))
+    if filters.attention:
+        queryset = queryset.filter(id__in=Order.objects.filter(_needs_attention()).values("id"))
+    if filters.created_from is not None:
+        queryset = queryset.filter(created__date__gte=filters.created_from)
+    if filters.created_to is not None:
+        queryset = queryset.filter(created__date__lte=filters.created_to)
     if filters.before_id is not None:
         queryset = queryset.filter(id__lt=filters.before_id)
     page = list(orders_with_parts(queryset.order_by("-id"))[: PAGE_SIZE + 1])
@@ -60,11 +96,16 @@ def merchant_key_get(*, environment: Environment, key_id: int) -> ApiKey:
     return key
 
 
-def environment_events(*, environment: Environment, subject: str = "") -> list[CallbackEvent]:
-    """The newest callback events with every delivery attempt."""
-    queryset = CallbackEvent.objects.filter(environment=environment).defer("body")
+def environment_events(
+    *, environment: Environment, subject: str = "", failed: bool = False
+) -> list[CallbackEvent]:
+    """The newest callback events (of one order, or those not delivered) with every delivery
+    attempt."""
+    queryset = CallbackEvent.objects.filter(environment=environment)
     if subject:
         queryset = queryset.filter(subject=subject)
+    if failed:  # tried and not accepted (yet)
+        queryset = queryset.filter(attempts__gt=0).exclude(state=CallbackState.DELIVERED)
     return list(
         queryset.order_by("-created").prefetch_related(
             Prefetch("attempt_log", queryset=CallbackAttempt.objects.order_by("number"))

@@ -7,6 +7,8 @@ A signed-in person sees only their merchant's rows: each lookup below filters by
 
 import functools
 from collections.abc import Callable
+from datetime import date
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
@@ -23,6 +25,14 @@ from billing.selectors import merchant_invoice_get, merchant_invoices, order_pay
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, parse_id
 from dashboard import forms
+from dashboard.presentation import (
+    STAGE_NAMES,
+    event_payload_text,
+    issue_in_words,
+    items_summary,
+    order_money,
+    order_timeline,
+)
 from dashboard.selectors import (
     NotFound,
     OrderListFilter,
@@ -343,6 +353,23 @@ def secret_rotate(request: HttpRequest) -> HttpResponse:
     return redirect("dashboard:settings")
 
 
+def _date(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+def _order_total(order: Order) -> tuple[Decimal, str] | None:
+    money = order_money(order)
+    if money is not None:
+        return money.total, money.currency
+    for issue in order.issues.all():
+        if issue.payment_amount is not None:
+            return issue.payment_amount, issue.payment_currency
+    return None
+
+
 @require_GET
 @merchant_view
 def orders(request: HttpRequest) -> HttpResponse:
@@ -351,7 +378,10 @@ def orders(request: HttpRequest) -> HttpResponse:
     before = request.GET.get("before", "")
     filters = OrderListFilter(
         status=status if status in dict(STATUS_FILTERS) else "",
-        reference=request.GET.get("reference", "").strip()[:200],
+        search=request.GET.get("q", "").strip()[:200],
+        attention=request.GET.get("attention") == "1",
+        created_from=_date(request.GET.get("from", "")),
+        created_to=_date(request.GET.get("to", "")),
         before_id=int(before) if before.isdigit() else None,
     )
     page, more = environment_orders(environment=environment, filters=filters)
@@ -359,6 +389,10 @@ def orders(request: HttpRequest) -> HttpResponse:
     rows = [
         {
             "order": order,
+            "stage": STAGE_NAMES.get(order.stage, order.stage),
+            "items": items_summary(order),
+            "total": _order_total(order),
+            "attention": bool(order.issues.all()),
             "thumbnails": [
                 url
                 for item in order.items.all()
@@ -368,6 +402,8 @@ def orders(request: HttpRequest) -> HttpResponse:
         }
         for order in page
     ]
+    query = request.GET.copy()
+    query.pop("before", None)
     return _page(
         request,
         "dashboard/orders.html",
@@ -375,6 +411,7 @@ def orders(request: HttpRequest) -> HttpResponse:
             "rows": rows,
             "filters": filters,
             "status_filters": STATUS_FILTERS,
+            "query": query.urlencode(),
             "next_before": page[-1].id if more and page else None,
             "refresh": any(order_under_way(o) for o in page),
         },
@@ -395,12 +432,21 @@ def _order_page(
     base_url = _base_url(request)
     issue = next((i for i in order.issues.all() if i.authorisation_url), None)
     price = order_payment_amount(order=order) if held else (None, "")
+    events = environment_events(environment=order.environment, subject=order.public_id)
+    payment, refunds = order_payment_get(order=order)
     return _page(
         request,
         "dashboard/order.html",
         {
             "order": order,
+            "stage": STAGE_NAMES.get(order.stage, order.stage),
             "items": [(item, file_url(item.thumbnail, base_url)) for item in items],
+            "shipments": list(order.shipments.all()),
+            "money": order_money(order),
+            "issues": [issue_in_words(i) for i in order.issues.all()],
+            "timeline": order_timeline(order, events),
+            "payment": payment,
+            "refunds": refunds,
             "progress": order_progress(order),
             "refresh": order_under_way(order) and form is None,
             "held": held,
@@ -408,7 +454,7 @@ def _order_page(
             "payment_issue": issue,
             "price": price,
             "can_cancel": order.stage in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT, Stage.IN_PROGRESS),
-            "events": environment_events(environment=order.environment, subject=order.public_id),
+            "events": events,
         },
         status=status,
     )
@@ -485,8 +531,15 @@ def order_cancel_view(request: HttpRequest, order_id: str) -> HttpResponse:
 @merchant_view
 def callbacks(request: HttpRequest) -> HttpResponse:
     environment: Environment = request.environment  # type: ignore[attr-defined]
+    subject = request.GET.get("order", "").strip()[:40]
+    failed = request.GET.get("failed") == "1"
+    events = environment_events(environment=environment, subject=subject, failed=failed)
+    for event in events:
+        event.payload_text = event_payload_text(event)  # type: ignore[attr-defined]
     return _page(
-        request, "dashboard/callbacks.html", {"events": environment_events(environment=environment)}
+        request,
+        "dashboard/callbacks.html",
+        {"events": events, "subject": subject, "failed": failed},
     )
 
 

@@ -25,7 +25,7 @@ from common.http import OutboundError, OutboundRefused, guarded_session, post_js
 from webhooks.envelope import CONTENT_TYPE
 from webhooks.signing import signature_headers
 
-RESPONSE_EXCERPT_CHARS = 500
+RESPONSE_EXCERPT_CHARS = 2048  # the receiver's answer as the dashboard's callback log shows it
 
 # Delay after the Nth failed attempt (index N-1). Eleven attempts spread over about three days
 # (nominal sum 70h 42m 30s); after the eleventh failure the event is given up.

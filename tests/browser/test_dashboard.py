@@ -141,10 +141,10 @@ def test_set_a_pause_window_and_the_next_order_is_held(
     assert response.json()["outcome"] == "OnHold"
     order_id = response.json()["order"]["id"]
     page.get_by_role("link", name="Orders").click()
-    page.get_by_label("Status").select_option("draft")
+    page.get_by_label("Stage").select_option("draft")
     page.get_by_role("button", name="Filter").click()
     row = page.locator("tr", has_text=order_id)
-    assert "OnHold" in row.inner_text()
+    assert "On hold" in row.inner_text()
 
 
 @pytest.fixture
@@ -187,7 +187,7 @@ def test_edit_a_held_order_submit_it_and_watch_it_progress(
     off_the_browser_loop(lambda: order_advance(order_id=pk(held_order)))  # the hold ends
     off_the_browser_loop(lambda: order_advance(order_id=pk(held_order)))  # downloads
     page.reload()
-    assert page.locator("#order-stage").inner_text() == "InProgress"
+    assert page.locator("#order-stage").inner_text() == "In progress"
     progress = page.locator(".progress").inner_text()
     assert "Assets downloaded Complete" in progress.replace("✓ ", "").replace("\n", " ")
     assert page.locator("meta[http-equiv=refresh]").count() == 1  # follows the work
@@ -231,14 +231,14 @@ def test_replay_a_callback_and_see_the_new_attempt(
     page.set_viewport_size({"width": 1100, "height": 600})
     sign_in(page, live_server.url, OWNER)
     page.get_by_role("link", name="Callbacks").click()
-    row = page.locator(f"tr#evt_{event_id}")
+    row = page.locator(f"li#evt_{event_id}")
     assert "HTTP 500" in row.inner_text() and "Failed" in row.inner_text()
 
     row.get_by_role("button", name=f"Replay evt_{event_id}").click()
     assert "queued to be sent again" in page.locator(".messages").inner_text()
     off_the_browser_loop(lambda: event_deliver(event_id=event_id))
     page.reload()
-    row = page.locator(f"tr#evt_{event_id}")
+    row = page.locator(f"li#evt_{event_id}")
     assert "#2" in row.inner_text() and "HTTP 204" in row.inner_text()
     assert "Delivered" in row.inner_text()
     assert [e["id"] for e in receiver.events()] == [f"evt_{event_id}"]
@@ -271,10 +271,10 @@ def test_pay_for_an_order_awaiting_payment_and_see_it_start(
     page.get_by_role("button", name="Sign in").click()
     assert page.locator("#amount").inner_text() == f"{amount} GBP"
     screenshot(page, "pay")
-    page.get_by_role("button", name="Authorise payment").click()
+    page.get_by_role("button", name=f"Pay {amount} GBP").click()
 
     assert "Payment authorised" in page.locator(".messages").inner_text()
-    assert page.locator("#order-stage").inner_text() == "InProgress"
+    assert page.locator("#order-stage").inner_text() == "In progress"
     assert page.locator("meta[http-equiv=refresh]").count() == 1
     order: Order = off_the_browser_loop(lambda: run_in_process(unpaid_order))
     assert order.stage == Stage.COMPLETE

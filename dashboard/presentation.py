@@ -1,0 +1,180 @@
+"""What the dashboard's order pages show in words: stage names, issues with what to do, the
+money of an order, its timeline. Plain functions over rows already loaded (no queries)."""
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from orders import issues as codes
+from orders.models import ChargeType, Order, OrderIssue
+from webhooks.models import CallbackEvent
+
+STAGE_NAMES = {
+    "OnHold": "On hold",
+    "AwaitingPayment": "Awaiting payment",
+    "InProgress": "In progress",
+    "Complete": "Complete",
+    "Cancelled": "Cancelled",
+}
+
+# Issue code: (what happened, what to do), in the merchant's words.
+_ISSUE_WORDS = {
+    codes.REQUIRES_PAYMENT_AUTHORISATION: (
+        "This order is waiting for its payment.",
+        "Pay for it on its payment page; it starts as soon as it is paid.",
+    ),
+    codes.ITEM_UNAVAILABLE: (
+        "An item is temporarily unavailable at every lab.",
+        "Nothing to do: we try again regularly. Contact us if it lasts more than a day.",
+    ),
+    codes.ASSET_NOT_DOWNLOADED: (
+        "An image could not be downloaded yet.",
+        "We keep trying; check that its URL is public and answers with the file.",
+    ),
+    codes.ASSET_FAILED_TO_DOWNLOAD: (
+        "An image could not be downloaded after every attempt.",
+        "Check its URL, then cancel this order and place it again with a working URL.",
+    ),
+    codes.PACKING_SLIP_NOT_DOWNLOADED: (
+        "The packing slip could not be downloaded yet.",
+        "We keep trying; check that its URL is public.",
+    ),
+    codes.PACKING_SLIP_FAILED_TO_DOWNLOAD: (
+        "The packing slip could not be downloaded after every attempt.",
+        "Check its URL, then place the order again.",
+    ),
+    codes.BRANDING_NOT_DOWNLOADED: (
+        "A branding file could not be downloaded yet.",
+        "We keep trying; check that its URL is public.",
+    ),
+    codes.BRANDING_FAILED_TO_DOWNLOAD: (
+        "A branding file could not be downloaded after every attempt.",
+        "Check its URL, then place the order again.",
+    ),
+    codes.PRINT_READY_FAILED: (
+        "An image could not be made ready for print.",
+        "Check that it is a valid image of the right size, then place the order again.",
+    ),
+    codes.SUBMISSION_FAILED: (
+        "A shipment could not be sent to its lab.",
+        "Nothing to do: our staff are told and resubmit it.",
+    ),
+    "order.shipments.LabCancelled": (
+        "The lab cancelled a shipment.",
+        "Nothing to do: our staff resubmit it to a lab or contact you.",
+    ),
+    "order.shipments.LabError": (
+        "The lab could not produce a shipment.",
+        "Nothing to do: our staff resubmit it to a lab or contact you.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class IssueInWords:
+    what: str
+    to_do: str
+    detail: str  # the API's description (names the file, the lab's message)
+    code: str
+    payment: bool
+
+
+def issue_in_words(issue: OrderIssue) -> IssueInWords:
+    what, to_do = _ISSUE_WORDS.get(issue.error_code, (issue.description, "Contact us."))
+    return IssueInWords(
+        what=what,
+        to_do=to_do,
+        detail="" if what == issue.description else issue.description,
+        code=issue.error_code,
+        payment=issue.error_code == codes.REQUIRES_PAYMENT_AUTHORISATION,
+    )
+
+
+@dataclass(frozen=True)
+class Money:
+    """The order's charges added up by kind; ``total`` = item + shipping + tax - refunds."""
+
+    item: Decimal
+    shipping: Decimal
+    tax: Decimal
+    refunds: Decimal
+    currency: str
+
+    @property
+    def total(self) -> Decimal:
+        return self.item + self.shipping + self.tax - self.refunds
+
+
+def order_money(order: Order) -> Money | None:
+    """From the order's prefetched charges; None before any is written."""
+    charges = list(order.charges.all())
+    if not charges:
+        return None
+    sums = {kind: Decimal(0) for kind in ChargeType.values}
+    tax = refunds = Decimal(0)
+    for charge in charges:
+        if charge.charge_type == ChargeType.REFUND:
+            refunds -= charge.total_cost + charge.total_tax
+        else:
+            sums[charge.charge_type] += charge.total_cost
+            tax += charge.total_tax
+    return Money(
+        item=sums[ChargeType.ITEM],
+        shipping=sums[ChargeType.SHIPPING],
+        tax=tax,
+        refunds=refunds,
+        currency=charges[0].currency,
+    )
+
+
+def items_summary(order: Order) -> str:
+    """``2 x GLOBAL-PHO-4X6, 1 x GLOBAL-CAN-10X10`` from the prefetched items."""
+    return ", ".join(f"{item.copies} x {item.sku}" for item in order.items.all())
+
+
+_EVENT_WORDS = {
+    "status.stage.changed": "Stage now {state}",
+    "shipments.shipment": "A shipment is now {state}",
+    "status.details.downloadAssets": "Images downloaded",
+}
+
+
+def _event_words(event_type: str) -> str:
+    name, _, state = event_type.partition("#")
+    for suffix, words in _EVENT_WORDS.items():
+        if name.endswith(suffix):
+            return words.format(state=STAGE_NAMES.get(state, state))
+    step = name.rsplit(".", 1)[-1]
+    return f"{step} ended in {state}" if state else name
+
+
+@dataclass(frozen=True)
+class Moment:
+    at: datetime
+    what: str
+
+
+def order_timeline(order: Order, events: list[CallbackEvent]) -> list[Moment]:
+    """What happened to the order, oldest first: its creation, payment, lab submission and
+    dispatches, and every change merchants were called back about."""
+    moments = [Moment(order.created, "Order placed")]
+    if order.payment_authorised_at:
+        moments.append(Moment(order.payment_authorised_at, "Payment received"))
+    if order.submitted_at:
+        moments.append(Moment(order.submitted_at, "Sent to the labs"))
+    for shipment in order.shipments.all():
+        if shipment.dispatch_date:
+            dispatched = f"Shipment {shipment.public_id} dispatched"
+            moments.append(Moment(shipment.dispatch_date, dispatched))
+    moments += [Moment(event.created, _event_words(event.event_type)) for event in events]
+    return sorted(moments, key=lambda moment: moment.at)
+
+
+def event_payload_text(event: CallbackEvent) -> str:
+    """The exact body sent, indented for reading (as sent when it is not JSON)."""
+    raw = bytes(event.body)
+    try:
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
