@@ -210,8 +210,10 @@ def test_a_private_address_is_refused_without_sending(
     assert retry_due_at(result, 1, NOW, random.Random(1)) is None
 
 
-def test_the_response_excerpt_is_cut_at_500_characters(httpserver: HTTPServer) -> None:
-    httpserver.expect_oneshot_request("/hook").respond_with_data("é" * 2000, status=503)
+def test_the_response_excerpt_is_cut_at_2048_characters(httpserver: HTTPServer) -> None:
+    # The dashboard's callback log shows the receiver's answer: its first 2 KB.
+    assert RESPONSE_EXCERPT_CHARS == 2048
+    httpserver.expect_oneshot_request("/hook").respond_with_data("é" * 3000, status=503)
 
     result = attempt(httpserver.url_for("/hook"), generate_signing_secret())
 
