@@ -2,12 +2,13 @@
 update (administrators), each form -> review -> submit -> a job page that follows the job."""
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -15,6 +16,12 @@ from django.urls import URLPattern, path, reverse
 from backoffice import services
 from backoffice.jobs import Source, job_file
 from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
+from backoffice.rows import (
+    RESUBMISSION_COLUMNS,
+    SHIPPING_COLUMNS,
+    TEMPLATE_FORMATS,
+    template_file,
+)
 from common.errors import ValidationFailed
 from common.shipping import ShippingMethod
 from labs.models import Lab
@@ -23,6 +30,18 @@ from staff.services import audit_entry_record
 
 RUN_RESUBMISSION = "backoffice.run_resubmission"
 RUN_SITEFLOW_SHIPPING = "backoffice.run_siteflow_shipping"
+
+
+@dataclass(frozen=True)
+class Tool:
+    permission: str
+    columns: tuple[tuple[str, str], ...]
+
+
+TOOLS = {
+    "resubmission": Tool(RUN_RESUBMISSION, RESUBMISSION_COLUMNS),
+    "shipping": Tool(RUN_SITEFLOW_SHIPPING, SHIPPING_COLUMNS),
+}
 
 
 class BulkJobRowInline(admin.TabularInline):
@@ -74,6 +93,11 @@ class BulkJobAdmin(admin.ModelAdmin):
             path("shipping/", view(self.shipping_view), name="backoffice_shipping"),
             path("<int:job_id>/progress/", view(self.job_view), name="backoffice_job"),
             path("<int:job_id>/download/", view(self.download_view), name="backoffice_download"),
+            path(
+                "template/<str:kind>.<str:extension>",
+                view(self.template_view),
+                name="backoffice_template",
+            ),
             *super().get_urls(),
         ]
 
@@ -86,6 +110,7 @@ class BulkJobAdmin(admin.ModelAdmin):
             "labs": Lab.objects.filter(is_active=True).order_by("code"),
             "cancel_options": CancelOption.choices,
             "shipping_methods": ShippingMethod.choices,
+            "template_formats": TEMPLATE_FORMATS,
             **extra,
         }
 
@@ -109,8 +134,11 @@ class BulkJobAdmin(admin.ModelAdmin):
 
     def _form(self, request: HttpRequest, tool: dict[str, str], **extra: Any) -> HttpResponse:
         """A tool's form: empty, or again with the failures of what was posted."""
+        columns = TOOLS[tool["kind"]].columns
         return TemplateResponse(
-            request, "admin/backoffice/form.html", self._context(request, **tool, **extra)
+            request,
+            "admin/backoffice/form.html",
+            self._context(request, **tool, columns=columns, **extra),
         )
 
     def _review(
@@ -239,6 +267,19 @@ class BulkJobAdmin(admin.ModelAdmin):
                 is_resubmission=job.kind == JobKind.RESUBMISSION,
             ),
         )
+
+    def template_view(self, request: HttpRequest, kind: str, extension: str) -> HttpResponse:
+        """An empty sheet with a tool's columns (.csv or .xlsx), to fill in and upload."""
+        tool = TOOLS.get(kind)
+        if tool is None or extension not in TEMPLATE_FORMATS:
+            raise Http404("No such template.")
+        if not request.user.has_perm(tool.permission):
+            raise PermissionDenied("Your role does not allow this tool.")
+        name = f"{kind}-template.{extension}"
+        content, content_type = template_file(name=name, columns=tool.columns)
+        response = HttpResponse(content, content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
 
     def download_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
         if not self.has_view_permission(request):

@@ -23,6 +23,31 @@ SKIP_ROW = "Skip Row"
 WRITTEN_BACK = (MESSAGE, NEW_LAB_ORDER_ID, LAST_ACTIVITY)
 TRUE_WORDS = {"true", "yes", "1", "y"}
 FILE_FIELD = "file"
+# Each tool's columns and what they mean, as its form explains them and its template has them.
+RESUBMISSION_COLUMNS = (
+    (
+        LAB_ORDER_ID,
+        "The lab order to resubmit: our shipment id (shp_123 or 123) or the lab's own order "
+        "reference, as the order page shows it.",
+    ),
+    (LABS, "Optional: the lab codes this row may go to, comma separated (when no lab is chosen)."),
+    (CANCEL_OPTION, "Optional: CancelOriginal, KeepOriginal or CancelIfPossible for this row."),
+    (SKIP_ROW, "Optional: TRUE, yes or 1 leaves the row as it is."),
+    (MESSAGE, "Written back: what was done with the row, or why nothing was."),
+    (NEW_LAB_ORDER_ID, "Written back: the new shipment's number once resubmitted."),
+    (LAST_ACTIVITY, "Written back: when the row's result was written (ISO 8601)."),
+)
+SHIPPING_COLUMNS = (
+    (
+        LAB_ORDER_ID,
+        "A lab order at a Site Flow lab: our shipment id (shp_123 or 123) or the lab's own "
+        "order reference.",
+    ),
+    (SKIP_ROW, "Optional: TRUE, yes or 1 leaves the row as it is."),
+    (MESSAGE, "Written back: what was done with the row, or why nothing was."),
+    (LAST_ACTIVITY, "Written back: when the row's result was written (ISO 8601)."),
+)
+TEMPLATE_FORMATS = ("csv", "xlsx")
 
 
 @dataclass(frozen=True)
@@ -152,6 +177,11 @@ def _text(value: Any) -> str:
 
 def file_table(values: Sequence[Sequence[Any]]) -> Table:
     return table_from_values(values, key_title=LAB_ORDER_ID, field=FILE_FIELD)
+
+
+def template_file(*, name: str, columns: Sequence[tuple[str, str]]) -> tuple[bytes, str]:
+    """An empty sheet with the tool's column titles, as ``name``'s format (.csv or .xlsx)."""
+    return file_with_results(name=name, values=[[title for title, _ in columns]], cells={})
 
 
 def file_with_results(

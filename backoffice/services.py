@@ -8,7 +8,7 @@ from backoffice.jobs import Source, bulk_job_create
 from backoffice.models import BulkJob, JobKind
 from backoffice.resubmission import RowAssessment, rows_assess
 from backoffice.rows import SheetRow, rows_parse
-from backoffice.sheets import Table
+from backoffice.sheets import SPREADSHEET_ID, Table
 from backoffice.shipping import ShippingAssessment, shipping_rows_assess
 from common.errors import ValidationFailed
 from labs.models import Lab
@@ -84,8 +84,12 @@ def resubmission_submit(
     cancel_option: str = CancelOption.CANCEL_ORIGINAL,
     shipping_method: str = "",
 ) -> BulkJob:
-    """Queue a job over the resubmittable rows (possibly none)."""
+    """Queue a job over the resubmittable rows; none is a failure on ``spreadsheetId``."""
     table, review = resubmission_review(source=source, lab=lab)
+    if not review.resubmittable:
+        raise ValidationFailed.single(
+            SPREADSHEET_ID, "NothingToResubmit", f"{review.statement} Nothing was queued."
+        )
     return bulk_job_create(
         kind=JobKind.RESUBMISSION,
         user=user,

@@ -155,9 +155,13 @@ def test_submit_resubmits_each_row_once_to_the_chosen_lab_and_writes_back(
         assert sheets.column(SHEET, TAB, "Last Activity")[index].startswith("20")
     assert len([c for c in sheets.write_calls() if c[1].endswith("values:batchUpdate")]) == 1
 
-    again = submit(staff_api, django_capture_on_commit_callbacks, lab="gb2")
+    with django_capture_on_commit_callbacks(execute=True):
+        again = staff_api.post(f"{BASE}/submit", body(lab="gb2"), format="json")
 
-    assert again["queuedRowCount"] == 0
+    assert again.status_code == 400  # nothing left to resubmit: no empty job
+    [failure] = again.json()["data"]["failures"]["spreadsheetId"]
+    assert failure["code"] == "NothingToResubmit"
+    assert BulkJob.objects.count() == 1
     assert Shipment.objects.count() == 4
     assert AuditEntry.objects.filter(operation="bulkResubmission.submit").count() == 2
 
