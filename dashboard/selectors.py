@@ -2,13 +2,19 @@
 
 from dataclasses import dataclass
 from datetime import date
+from decimal import Decimal
 
 from django.db.models import Prefetch, Q, QuerySet
 
+from common.errors import ValidationFailed
 from common.ids import PREFIXES
+from labs.selectors import products_with_countries
 from merchants.models import ApiKey, Environment, Merchant
 from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.selectors import LIST_STATUS_STAGES, orders_with_parts
+from products.models import Product
+from products.validation import ItemInput
+from quotes.services import quotes_create
 from webhooks.models import CallbackAttempt, CallbackEvent, CallbackState
 
 PAGE_SIZE = 25
@@ -162,3 +168,47 @@ def order_under_way(order: Order) -> bool:
         PipelineStep.SUBMIT,
         PipelineStep.PRODUCTION,
     )
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    product: Product
+    ships_to: list[str]
+    # The cheapest quote for one copy (its first variant, required print areas) to the chosen
+    # country, with its method; None where nothing reaches it.
+    price: Decimal | None
+    method: str
+
+
+def catalogue_entries(
+    *, country_code: str, currency: str, category: str | None = None
+) -> list[CatalogueEntry]:
+    """Every active product (of ``category``) with a price for ``country_code`` from the quote
+    engine, as a quote for one copy would give it."""
+    entries = []
+    for product, ships_to in products_with_countries(category=category):
+        price, method = None, ""
+        if country_code in ships_to:
+            variant = next(iter(product.variants.all()), None)
+            areas = [a.name for a in product.print_areas.all() if a.required] or ["default"]
+            item = ItemInput(
+                sku=product.sku,
+                copies=1,
+                attributes=dict(variant.attributes) if variant else {},
+                print_areas=areas,
+                page_counts=[product.min_pages] * len(areas),
+            )
+            try:
+                result = quotes_create(
+                    items=[item],
+                    destination_country_code=country_code,
+                    shipping_method=None,
+                    currency=currency,
+                )
+            except ValidationFailed:
+                result = None
+            if result is not None and result.quotes:
+                cheapest = min(result.quotes, key=lambda quote: quote.plan.total_cost)
+                price, method = cheapest.plan.total_cost, cheapest.plan.shipping_method
+        entries.append(CatalogueEntry(product, ships_to, price, method))
+    return entries

@@ -33,5 +33,6 @@ urlpatterns = [
     path("pay/<str:order_id>", views.pay, name="pay"),
     path("orders/<str:order_id>/receipt.pdf", views.order_receipt, name="order-receipt"),
     path("invoices", views.invoices, name="invoices"),
+    path("catalogue", views.catalogue, name="catalogue"),
     path("invoices/<str:number>.pdf", views.invoice_pdf_download, name="invoice-pdf"),
 ]

@@ -36,6 +36,7 @@ from dashboard.presentation import (
 from dashboard.selectors import (
     NotFound,
     OrderListFilter,
+    catalogue_entries,
     environment_events,
     environment_keys,
     environment_orders,
@@ -47,6 +48,7 @@ from dashboard.selectors import (
 )
 from dashboard.services import registration_signup
 from dashboard.throttling import RegistrationThrottle
+from labs.selectors import countries_shipped_to
 from merchants.models import Environment, EnvironmentKind, Merchant
 from merchants.registration import registration_complete
 from merchants.services import (
@@ -63,6 +65,7 @@ from orders.models import Order, PipelineStep, Stage
 from orders.payments import PaymentUnavailable, payment_issue
 from orders.representation import file_url
 from orders.selectors import charges_of_invoice
+from products.models import Category
 from webhooks.services import event_replay
 
 ENVIRONMENT_SESSION_KEY = "dashboard_environment"
@@ -631,3 +634,32 @@ def invoice_pdf_download(request: HttpRequest, number: str) -> HttpResponse:
         raise NotFound
     charges = charges_of_invoice(merchant_id=merchant.id, number=invoice.number)
     return _pdf(invoice_pdf(invoice=invoice, charges=charges), f"{invoice.number}.pdf")
+
+
+@require_GET
+@merchant_view
+def catalogue(request: HttpRequest) -> HttpResponse:
+    """Every product with its attributes and print areas, and a price for one copy to the
+    chosen destination (the quote engine's cheapest method), in the merchant's currency."""
+    merchant: Merchant = request.merchant  # type: ignore[attr-defined]
+    countries = countries_shipped_to()
+    country = request.GET.get("country", "").upper()
+    if country not in countries:
+        country = "GB" if "GB" in countries else (countries[0] if countries else "")
+    category = request.GET.get("category", "")
+    if category not in Category.values:
+        category = ""
+    entries = catalogue_entries(
+        country_code=country, currency=merchant.billing_currency, category=category or None
+    )
+    return _page(
+        request,
+        "dashboard/catalogue.html",
+        {
+            "entries": entries,
+            "countries": countries,
+            "country": country,
+            "categories": Category.choices,
+            "category": category,
+        },
+    )

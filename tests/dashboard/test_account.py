@@ -1,14 +1,17 @@
 """The account: password reset by mail with Django's own views (decisions.md, wave 3), the
-sign-in message in the form's words, and the billing mode shown, not changed."""
+sign-in message in the form's words; the catalogue page."""
 
 import re
+from decimal import Decimal
 
 import pytest
 from django.core import mail
 from django.test import Client
+from rest_framework.test import APIClient
 
 from merchants.services import CreatedMerchant
-from tests.support.dashboard import PASSWORD, merchant_sign_in_create
+from products.models import Product
+from tests.support.dashboard import PASSWORD, merchant_sign_in_create, signed_in_client
 
 pytestmark = pytest.mark.django_db
 LINK = re.compile(r"http://testserver(/dashboard/password-reset/[^/\s]+/[^/\s]+/)")
@@ -89,3 +92,36 @@ def test_the_login_page_links_to_the_reset_and_speaks_of_the_email_address(
     html = wrong.content.decode()
     assert "That email address and password do not match an account." in html
     assert "correct username" not in html  # Django's own words for its field name
+
+
+@pytest.mark.usefixtures("catalogue")
+def test_the_catalogue_page_prices_one_copy_to_the_chosen_destination_as_a_quote_does(
+    merchant: CreatedMerchant, sandbox_api: APIClient
+) -> None:
+    owner = signed_in_client(merchant.merchant)
+
+    page = owner.get("/dashboard/catalogue?country=us&category=Canvas").content.decode()
+
+    canvases = Product.objects.filter(category="Canvas", is_active=True).order_by("sku")
+    assert canvases and all(f'id="product-{p.sku}"' in page for p in canvases)
+    assert "GLOBAL-PHO-4X6" not in page  # another category
+    product = canvases[0]
+    wrap = product.variants.order_by("id")[0].attributes
+    quote = sandbox_api.post(
+        "/v4.0/quotes",
+        {
+            "destinationCountryCode": "US",
+            "items": [
+                {
+                    "sku": product.sku,
+                    "copies": 1,
+                    "attributes": wrap,
+                    "assets": [{"printArea": "default"}],
+                }
+            ],
+        },
+        format="json",
+    ).json()
+    cheapest = min(Decimal(q["costSummary"]["totalCost"]["amount"]) for q in quote["quotes"])
+    row = page.split(f'id="product-{product.sku}"', 1)[1].split("</tr>", 1)[0]
+    assert f"{cheapest} GBP" in row
