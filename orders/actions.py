@@ -8,6 +8,11 @@ after submission each change goes through the lab's connector and each shipment 
 own result. Those lab calls happen outside the order's transaction (the intent is recorded on
 each shipment, the lab called, its answer recorded under the order's lock, see
 ``orders.shipments``), so a slow lab holds no row lock.
+
+A card order's cost stays within what its merchant paid (``orders.payment_balance``): a
+re-planned order that costs more asks for the difference before it goes to a lab, one that
+costs less is refunded the difference, and a change to shipments already at their labs that
+would cost more is refused.
 """
 
 from collections.abc import Callable
@@ -35,8 +40,9 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
+from orders.payment_balance import order_payment_settle, payment_raise_refusal
 from orders.pipeline.state_machine import order_transition
-from orders.pipeline.steps.allocate import order_allocate, order_basket
+from orders.pipeline.steps.allocate import order_allocate, order_basket, order_cost
 from orders.shipments import (
     BUSY_MESSAGE,
     LabCall,
@@ -398,7 +404,9 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
             )
             locked.shipping_method = shipping_method
             _touch(locked, "shipping_method")
-            return ActionResult("Updated", _replan(locked, path="shippingMethod"))
+            results = _replan(locked, path="shippingMethod")
+            order_payment_settle(order=locked, cost=order_cost(locked))
+            return ActionResult("Updated", results)
         # Each shipment stays at its lab: the engine prices the new method there, and a lab
         # that does not deliver so is not asked (its result says so; the basket as a whole,
         # which other labs could make, is no longer the question).
@@ -407,6 +415,17 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
             for s in _live_shipments(locked)
             if _changeable(s)
         }
+        unpaid = payment_raise_refusal(
+            order=locked,
+            cost=order_cost(locked),
+            planned=[
+                (s, plan)
+                for s in _live_shipments(locked)
+                if not isinstance(plan := planned.get(s.id, ""), str)
+            ],
+        )
+        if unpaid is not None:  # no lab is asked: every shipment says why
+            planned = {shipment_id: unpaid for shipment_id in planned}
         steps = _update_steps(
             locked,
             operation="updateShippingMethod",
@@ -426,6 +445,8 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
         )
         locked.shipping_method = shipping_method
         _touch(locked, "shipping_method")
+        # A cheaper method: the difference refunded.
+        order_payment_settle(order=locked, cost=order_cost(locked))
 
     return _update_after_labs(
         locked,
@@ -471,7 +492,9 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
         )
         if _before_labs(locked):
             set_recipient(locked)
-            return ActionResult("Updated", _replan(locked, path="address.countryCode"))
+            results = _replan(locked, path="address.countryCode")
+            order_payment_settle(order=locked, cost=order_cost(locked))
+            return ActionResult("Updated", results)
         steps = _update_steps(locked, operation="updateAddress")
 
     def record(locked: Order, ok: set[str]) -> None:

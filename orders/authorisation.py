@@ -1,5 +1,5 @@
-"""Paying for an order: the provider asked, the payment recorded, a waiting order started;
-refunds sent back through the provider."""
+"""Paying for an order: the provider asked, the payment recorded, a waiting order started (or,
+after a raise paid for, submitted); refunds sent back through the provider."""
 
 import logging
 from dataclasses import dataclass
@@ -11,9 +11,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from common.errors import ValidationFailed
-from labs.allocation import Infeasible
+from orders.charges import payments_covered
 from orders.events import order_stage_changed
-from orders.models import Order, OrderPayment, PaymentRefund, PipelineStep, Stage
+from orders.models import DetailState, Order, OrderPayment, PaymentRefund, PipelineStep, Stage
 from orders.payments import (
     PaymentResult,
     PaymentUnavailable,
@@ -22,7 +22,7 @@ from orders.payments import (
 )
 from orders.pipeline.scheduling import order_enqueue_on_commit
 from orders.pipeline.state_machine import order_transition
-from orders.pipeline.steps.allocate import order_plan
+from orders.pipeline.steps.allocate import order_cost
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +33,14 @@ REFUND_CLAIM_SECONDS = 120
 
 
 def order_payment_amount(*, order: Order) -> tuple[Decimal | None, str]:
-    """What the order costs now (as a quote for it gives), else what its issue says."""
-    try:
-        return order_plan(order).total_cost, order.currency
-    except Infeasible:
+    """What the merchant is asked to pay now: the order's cost less what its payments cover
+    (the whole cost at first; after a change raised the cost of a paid order, the difference);
+    when the order cannot be priced, what its issue says."""
+    cost = order_cost(order)
+    if cost is None:
         issue = payment_issue(order)
         return (issue.payment_amount if issue else None), order.currency
+    return cost - (payments_covered(order=order) or Decimal(0)), order.currency
 
 
 def _lock(order_id: int) -> Order | None:
@@ -51,7 +53,9 @@ def _lock(order_id: int) -> Order | None:
 
 
 def _awaiting(order: Order) -> bool:
-    return order.stage in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT) and (
+    """A payment is asked for: the first, or the difference after a raise (which an order in
+    progress may be asked for before it reaches its labs)."""
+    return order.stage in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT, Stage.IN_PROGRESS) and (
         payment_issue(order) is not None
     )
 
@@ -106,7 +110,7 @@ def order_payment_confirm(
     locked = _lock(order_id)
     if locked is None:
         return Confirmation("UnknownOrder", f"No order {order_id}.")
-    if OrderPayment.objects.filter(order=locked).exists():
+    if OrderPayment.objects.filter(order=locked, reference=reference).exists():
         return Confirmation("AlreadyPaid", f"{locked.public_id} is paid already.")
     if not _awaiting(locked):
         return Confirmation("NotAwaitingPayment", f"{locked.public_id} awaits no payment.")
@@ -121,7 +125,8 @@ def order_payment_confirm(
 
 def order_payment_record(*, order: Order, reference: str, amount: Decimal) -> None:
     """Under the order's lock: the payment is stored, the issue goes, and an order waiting for
-    payment starts fulfilment (a held one starts when released)."""
+    payment goes on: a new one starts fulfilment (a held one starts when released), one that
+    waited at its submit step for a raise to be paid is submitted."""
     issue = payment_issue(order)
     if issue is not None:
         issue.delete()
@@ -134,12 +139,19 @@ def order_payment_record(*, order: Order, reference: str, amount: Decimal) -> No
     order.last_updated = now
     order.save(update_fields=["payment_reference", "payment_authorised_at", "last_updated"])
     if order.pipeline_step == PipelineStep.AWAITING_PAYMENT:
-        order_transition(
-            order=order, step=PipelineStep.DOWNLOAD, due_at=now, stage=Stage.IN_PROGRESS
-        )
-    if order.pipeline_step == PipelineStep.DOWNLOAD:
+        prepared = order.print_ready_assets_prepared == DetailState.COMPLETE
+        step = PipelineStep.SUBMIT if prepared else PipelineStep.DOWNLOAD
+        order_transition(order=order, step=step, due_at=now, stage=Stage.IN_PROGRESS)
         order_stage_changed(order=order)
-        order_enqueue_on_commit(order_id=order.id, step=PipelineStep.DOWNLOAD)
+        order_enqueue_on_commit(order_id=order.id, step=step)
+
+
+def _refunded_payment(refund: PaymentRefund) -> OrderPayment:
+    """The payment a refund gives back (one written before payments could be several: the
+    order's first)."""
+    if refund.payment is not None:
+        return refund.payment
+    return OrderPayment.objects.filter(order_id=refund.order_id).order_by("paid_at", "id")[0]
 
 
 def payment_refund_send(*, refund_id: int) -> None:
@@ -149,7 +161,7 @@ def payment_refund_send(*, refund_id: int) -> None:
     reason and not tried again."""
     now = timezone.now()
     refund = (
-        PaymentRefund.objects.select_related("order__payment")
+        PaymentRefund.objects.select_related("payment")
         .filter(id=refund_id, due_at__lte=now)
         .first()
     )
@@ -162,7 +174,7 @@ def payment_refund_send(*, refund_id: int) -> None:
         return
     try:
         result = payment_provider().refund(
-            payment_reference=refund.order.payment.reference,
+            payment_reference=_refunded_payment(refund).reference,
             amount=refund.amount,
             currency=refund.currency,
             key=refund.key,

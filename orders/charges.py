@@ -139,27 +139,67 @@ def payment_rest_refund_write(*, order: Order) -> PaymentRefund | None:
     return _payment_refund_write(order=order, amount=None, key=f"{order.public_id}-cancelled")
 
 
+def payment_lowered_refund_write(*, order: Order, amount: Decimal) -> PaymentRefund | None:
+    """When a change lowered a paid order's cost: ``amount`` of what was paid goes back."""
+    number = PaymentRefund.objects.filter(order=order).count() + 1
+    return _payment_refund_write(
+        order=order, amount=amount, key=f"{order.public_id}-lowered-{number}"
+    )
+
+
+def payments_covered(*, order: Order) -> Decimal | None:
+    """What the order's card payments cover now: what was paid less what was refunded (or is
+    being refunded); None when nothing was paid."""
+    paid = OrderPayment.objects.filter(order=order).aggregate(total=Sum("amount"))["total"]
+    if paid is None:
+        return None
+    refunded = PaymentRefund.objects.filter(order=order).aggregate(total=Sum("amount"))["total"]
+    return Decimal(paid) - Decimal(refunded or 0)
+
+
 def _payment_refund_write(
     *, order: Order, amount: Decimal | None, key: str, charge: Charge | None = None
 ) -> PaymentRefund | None:
     """A refund through the payment provider of ``amount`` (None: the rest), at most what was
-    paid and not refunded yet; sent after commit. None when the order was not paid by card or
-    nothing is left."""
+    paid and not refunded yet; sent after commit. An order paid more than once (a raise paid
+    for) is refunded from its latest payment first, one refund per payment drawn on (a
+    provider refunds a payment at most its amount). The first refund made, or None when the
+    order was not paid by card or nothing is left."""
     if not order.payment_reference:
         return None
-    payment = OrderPayment.objects.filter(order=order).first()
-    if payment is None:
+    payments = list(OrderPayment.objects.filter(order=order).order_by("paid_at", "id"))
+    if not payments:
         return None
-    refunded = PaymentRefund.objects.filter(order=order).aggregate(total=Sum("amount"))["total"]
-    left = payment.amount - (refunded or Decimal(0))
-    amount = left if amount is None else min(amount, left)
-    if amount <= 0:
-        return None
-    refund = PaymentRefund.objects.create(
-        order=order, charge=charge, key=f"refund-{key}", amount=amount, currency=payment.currency
-    )
-    task_enqueue_on_commit(PAYMENT_REFUND_SEND_TASK, refund.id)
-    return refund
+    refunded: dict[int | None, Decimal] = {
+        payment_id: total
+        for payment_id, total in PaymentRefund.objects.filter(order=order)
+        .values("payment_id")
+        .annotate(total=Sum("amount"))
+        .values_list("payment_id", "total")
+    }
+    # Refunds written before payments could be several drew on the first.
+    left = {p.id: p.amount - refunded.get(p.id, Decimal(0)) for p in payments}
+    left[payments[0].id] -= refunded.get(None, Decimal(0))
+    total_left = sum(left.values(), Decimal(0))
+    wanted = total_left if amount is None else min(amount, total_left)
+    made: list[PaymentRefund] = []
+    for payment in reversed(payments):
+        part = min(left[payment.id], wanted - sum((r.amount for r in made), Decimal(0)))
+        if part <= 0:
+            continue
+        made.append(
+            PaymentRefund.objects.create(
+                order=order,
+                payment=payment,
+                charge=None if made else charge,
+                key=f"refund-{key}" if not made else f"refund-{key}-{payment.id}",
+                amount=part,
+                currency=payment.currency,
+            )
+        )
+    for refund in made:
+        task_enqueue_on_commit(PAYMENT_REFUND_SEND_TASK, refund.id)
+    return made[0] if made else None
 
 
 def shipment_charged(*, order: Order, shipment: Shipment) -> Decimal:
@@ -213,6 +253,14 @@ def shipment_charges_write(
     )
 
 
+def shipping_charged(*, order: Order, shipment: Shipment) -> tuple[Decimal, Decimal]:
+    """What the shipment's shipping is charged now, (cost, tax): its Shipping lines added up."""
+    charged = ChargeItem.objects.filter(
+        charge__order=order, charge__charge_type=ChargeType.SHIPPING, shipment=shipment
+    ).aggregate(cost=Sum("cost"), tax=Sum("tax"))
+    return charged["cost"] or Decimal(0), charged["tax"] or Decimal(0)
+
+
 @transaction.atomic
 def shipping_adjustment_write(
     *, order: Order, repriced: Sequence[tuple[Shipment, Decimal, Decimal]]
@@ -224,11 +272,9 @@ def shipping_adjustment_write(
     these lines too)."""
     lines = []
     for shipment, cost, tax in repriced:
-        charged = ChargeItem.objects.filter(
-            charge__order=order, charge__charge_type=ChargeType.SHIPPING, shipment=shipment
-        ).aggregate(cost=Sum("cost"), tax=Sum("tax"))
-        extra_cost = cost - (charged["cost"] or Decimal(0))
-        extra_tax = tax - (charged["tax"] or Decimal(0))
+        charged_cost, charged_tax = shipping_charged(order=order, shipment=shipment)
+        extra_cost = cost - charged_cost
+        extra_tax = tax - charged_tax
         if extra_cost or extra_tax:
             lines.append(ChargeItem(shipment=shipment, cost=extra_cost, tax=extra_tax))
     if not lines:

@@ -11,8 +11,9 @@ from common.errors import ValidationFailed
 from orders.actions import RECIPIENT_FIELDS
 from orders.creation import order_validate
 from orders.models import Order, OrderItem, PipelineStep
-from orders.payments import payment_issue, payment_issue_write
+from orders.payment_balance import order_payment_settle
 from orders.pipeline.state_machine import order_submit_now
+from orders.pipeline.steps.allocate import order_cost
 from orders.representation import order_recipient
 
 
@@ -47,7 +48,9 @@ def order_held_update(
     metadata: dict[str, Any],
 ) -> Order:
     """Apply the changes to a held order (shape-validated by the order serializers) after the
-    whole order passes ``order_validate``; a payment waiting for authorisation is priced again.
+    whole order passes ``order_validate``; a payment waiting for authorisation is priced again,
+    and a paid order whose cost changed asks for the difference or is refunded it
+    (``orders.payment_balance``).
 
     Raises ``ValidationFailed`` (paths as in the create request) and leaves the order as it was.
     """
@@ -67,7 +70,7 @@ def order_held_update(
     request.update(shippingMethod=shipping_method, recipient=dict(recipient), metadata=metadata)
     for entry, number in zip(request["items"], copies, strict=True):
         entry["copies"] = number
-    validated = order_validate(data=request, currency=locked.currency)
+    order_validate(data=request, currency=locked.currency)
 
     for column, path in RECIPIENT_FIELDS.items():
         value: Any = recipient
@@ -81,12 +84,7 @@ def order_held_update(
     for item, number in zip(items, copies, strict=True):
         if item.copies != number:
             OrderItem.objects.filter(pk=item.pk).update(copies=number)
-    if payment_issue(locked) is not None:
-        payment_issue_write(
-            order=locked,
-            amount=validated.plan.total_cost if validated.plan else None,
-            currency=locked.currency,
-        )
+    order_payment_settle(order=locked, cost=order_cost(locked))
     return locked
 
 

@@ -418,11 +418,12 @@ class OrderIssue(models.Model):
 
 
 class OrderPayment(models.Model):
-    """What a card-billed merchant paid for an order through ``PAYMENT_PROVIDER``: written once,
-    when the provider confirms the payment (at once for the test provider; from Stripe's
-    signed ``checkout.session.completed`` event)."""
+    """What a card-billed merchant paid for an order through ``PAYMENT_PROVIDER``: written when
+    the provider confirms the payment (at once for the test provider; from Stripe's signed
+    ``checkout.session.completed`` event). The first pays the order's cost; a further one pays
+    the difference after a change raised it (``orders.payment_balance``)."""
 
-    order = models.OneToOneField(Order, on_delete=models.CASCADE, related_name="payment")
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="payments")
     reference = models.CharField(max_length=100, help_text="The provider's payment reference.")
     amount = models.DecimalField(max_digits=12, decimal_places=2)
     currency = models.CharField(max_length=3)
@@ -439,6 +440,15 @@ class PaymentRefund(models.Model):
     idempotency key: the refund is sent at most once however often it is tried."""
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="payment_refunds")
+    payment = models.ForeignKey(
+        OrderPayment,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="refunds",
+        help_text="The payment it gives back (part of); none for refunds made before payments "
+        "could be several: the order's first.",
+    )
     charge = models.OneToOneField(
         Charge, on_delete=models.CASCADE, null=True, blank=True, related_name="payment_refund"
     )

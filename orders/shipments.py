@@ -24,8 +24,9 @@ from orders.charges import refund_write, shipping_adjustment_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.lab_orders import lab_order
 from orders.models import Order, PipelineStep, Shipment, ShipmentStatus, Stage
+from orders.payment_balance import order_payment_settle, payment_raise_refusal
 from orders.pipeline.state_machine import order_transition
-from orders.pipeline.steps.allocate import order_basket
+from orders.pipeline.steps.allocate import order_basket, order_cost
 from orders.representation import shipment_address
 
 # An intent older than this is left over from a process that died during its lab call.
@@ -344,11 +345,16 @@ def shipment_update_shipping_method(
     planned = shipment_method_plan(shipment=current, shipping_method=shipping_method)
 
     def check(s: Shipment) -> str | None:
-        return planned if isinstance(planned, str) else None
+        if isinstance(planned, str):
+            return planned
+        cost = order_cost(s.order)
+        return payment_raise_refusal(order=s.order, cost=cost, planned=[(s, planned)])
 
     def record(order: Order, locked: Shipment) -> None:
         assert not isinstance(planned, str)
         shipments_method_record(order=order, planned=[(locked, planned)])
+        # A cheaper method: the difference refunded.
+        order_payment_settle(order=order, cost=order_cost(order))
         others = Shipment.objects.filter(order=order).exclude(status=ShipmentStatus.CANCELLED)
         if not others.exclude(shipping_method=shipping_method).exists():
             order.shipping_method = shipping_method

@@ -18,11 +18,27 @@ class CostOutput(serializers.Serializer):
     currency = serializers.CharField()
 
 
+CARD_COST_CHANGES = (
+    "For a merchant billed by card, an order is never produced with charges above what was "
+    "authorised. A change that raises the cost of an order already paid for, made before its "
+    "shipments reach a lab, gives the order a new `RequiresPaymentAuthorisation` issue whose "
+    "`paymentDetails.amount` is the difference: the order goes to no lab (stage "
+    "`AwaitingPayment`) until that is authorised. A change that would raise the cost of "
+    "shipments already at their labs is refused (`FailedToUpdate`, each shipment saying why). "
+    "A change that lowers the cost refunds the difference."
+)
+
+
 class IssueOutput(serializers.Serializer):
     objectId = serializers.CharField()
     errorCode = serializers.CharField()
     description = serializers.CharField()
-    authorisationDetails = serializers.DictField(required=False)
+    authorisationDetails = serializers.DictField(
+        required=False,
+        help_text="RequiresPaymentAuthorisation only: `authorisationUrl` and `paymentDetails` "
+        "(amount and currency) to authorise: the order's total, or after a change that raised "
+        "the cost of a paid order, the difference.",
+    )
 
 
 class DetailsOutput(serializers.Serializer):

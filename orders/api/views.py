@@ -371,6 +371,7 @@ class OrderViewSet(ApiViewSet):
         "Change the shipping method",
         s.ShippingUpdateResponse,
         request=inputs.ShippingMethodInput,
+        description=s.CARD_COST_CHANGES,
     )
     @action(
         detail=True,
@@ -401,6 +402,7 @@ class OrderViewSet(ApiViewSet):
         "Change the recipient",
         s.RecipientUpdateResponse,
         request=inputs.RecipientUpdateInput,
+        description=s.CARD_COST_CHANGES,
     )
     @action(
         detail=True, methods=["post"], url_path="actions/updateRecipient", name="Update Recipient"

@@ -22,6 +22,7 @@ A move not in ``TRANSITIONS`` raises ``MoveRefused`` and writes nothing. These a
                 --the same, payment required-----> AwaitingPayment (stage AwaitingPayment)
                 --submitted now-----------------> Held, due now
     AwaitingPayment --authorised (dashboard)----> Download       (``order_transition``)
+                --a raise paid for--------------> Submit         (``order_transition``)
                 --PAYMENT_WAIT_DAYS over--------> Cancelled      (stage Cancelled)
     Download    --all assets stored-------------> Allocate       (downloadAssets Complete)
                 --an asset still retrying-------> Download later
@@ -31,7 +32,8 @@ A move not in ``TRANSITIONS`` raises ``MoveRefused`` and writes nothing. These a
                 --no lab can make it------------> Failed         (allocate... Error)
     Prepare     --every print file rendered-----> Submit
                 --a file cannot be rendered-----> Failed         (printReady... Error)
-    Submit      --every shipment accepted-------> Production
+    Submit      --cost above what was paid------> AwaitingPayment (the difference asked for)
+                --every shipment accepted-------> Production
                 --a lab refused for now---------> Submit later
                 --refused for good--------------> Production (kept shipments) or Failed
     Production  --every shipment shipped--------> Done           (stage Complete)
@@ -56,6 +58,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.db import rows_update
+from orders.charges import payment_rest_refund_write, refund_write
 from orders.events import (
     PartsKept,
     downloads_complete,
@@ -64,6 +67,7 @@ from orders.events import (
     step_failed,
 )
 from orders.models import DetailState, Order, PipelineStep, Stage
+from orders.payment_balance import order_payment_settle
 from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import (
     STARTED_DETAILS,
@@ -75,7 +79,7 @@ from orders.pipeline.claims import (
 )
 from orders.pipeline.routing import pipeline_queue
 from orders.pipeline.scheduling import order_enqueue_on_commit, order_follow_up
-from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate
+from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate, order_cost
 from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.prepare import order_assets_prepare
 from orders.pipeline.steps.produce import (
@@ -119,6 +123,7 @@ TRANSITIONS: tuple[Move, ...] = (
     Move(Step.HELD, Step.DOWNLOAD, "pause window over, or submitted now"),
     Move(Step.HELD, Step.AWAITING_PAYMENT, "released, with a payment to authorise first"),
     Move(Step.AWAITING_PAYMENT, Step.DOWNLOAD, "payment authorised"),
+    Move(Step.AWAITING_PAYMENT, Step.SUBMIT, "a raise paid for: its lab work goes on"),
     Move(Step.AWAITING_PAYMENT, Step.CANCELLED, "payment wait over, or cancelled"),
     Move(Step.DOWNLOAD, Step.DOWNLOAD, "an asset retried later, deferred or woken by the share"),
     Move(Step.DOWNLOAD, Step.ALLOCATE, "every asset and file stored"),
@@ -130,6 +135,7 @@ TRANSITIONS: tuple[Move, ...] = (
     Move(Step.PREPARE, Step.PREPARE, "the step raised"),
     Move(Step.PREPARE, Step.FAILED, "a print file cannot be rendered"),
     Move(Step.SUBMIT, Step.SUBMIT, "a lab refused for now: tried again later"),
+    Move(Step.SUBMIT, Step.AWAITING_PAYMENT, "its cost rose beyond what was paid for it"),
     Move(Step.SUBMIT, Step.PRODUCTION, "every shipment accepted, or some kept after a refusal"),
     Move(Step.SUBMIT, Step.FAILED, "refused for good, no shipment kept"),
     Move(Step.PRODUCTION, Step.PRODUCTION, "not every shipment shipped yet"),
@@ -261,6 +267,10 @@ def _payment_expire(order: Order) -> None:
     issue = payment_issue(order)
     if issue is not None:
         issue.delete()
+    # An order that waited for a raise to be paid was paid before: its charges are credited
+    # and what it paid goes back.
+    refund_write(order=order)
+    payment_rest_refund_write(order=order)
     order_move_on(order=order, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED)
     order_stage_changed(order=order)
 
@@ -314,7 +324,27 @@ def _prepare(order: Order) -> None:
         )
 
 
+def _payment_awaited(order: Order) -> bool:
+    """A card order whose cost rose beyond what its merchant paid waits for the difference
+    before any lab work (its issue asks for it; ``orders.payment_balance``)."""
+    if order.payment_authorised_at is None:  # not paid by card: nothing to compare
+        return False
+    with order_claimed_transaction(order=order):
+        if not order_payment_settle(order=order, cost=order_cost(order)):
+            return False
+        order_move_on(
+            order=order,
+            step=PipelineStep.AWAITING_PAYMENT,
+            due_at=payment_due_by(timezone.now()),
+            stage=Stage.AWAITING_PAYMENT,
+        )
+        order_stage_changed(order=order)
+    return True
+
+
 def _submit(order: Order) -> None:
+    if _payment_awaited(order):
+        return
     submitted, retry_at = order_shipments_submit(order=order)
     # Accepted, or refused for now: the move alone (one statement, no transaction around it).
     if submitted:

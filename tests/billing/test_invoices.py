@@ -112,7 +112,7 @@ def test_an_order_paid_by_card_has_a_receipt(
     order_id = order_create_via_api(live_api)
     unpaid = order_create_via_api(live_api)
     order_payment_authorise(order=Order.objects.get(id=pk(order_id)))
-    paid = Order.objects.get(id=pk(order_id)).payment
+    paid = Order.objects.get(id=pk(order_id)).payments.get()
     owner = signed_in_client(card.merchant)
 
     receipt = owner.get(f"/dashboard/orders/{order_id}/receipt.pdf")

@@ -18,7 +18,7 @@ from billing.stripe import minor_units
 from merchants.services import CreatedMerchant
 from orders.authorisation import order_payment_amount, payment_refund_send
 from orders.models import Order, OrderIssue, OrderPayment, PaymentRefund, Stage
-from orders.pipeline.steps.allocate import order_allocate
+from orders.pipeline.steps.allocate import order_allocate, order_cost
 from tests.support.dashboard import signed_in_client
 from tests.support.orders import events_of, fetch, order_create_via_api, pk
 from tests.support.stripe import StripeServer, stripe_signature
@@ -112,7 +112,8 @@ def test_the_signed_completed_event_pays_the_order_which_starts(
     payment = OrderPayment.objects.get(order=order)
     session = json.loads(payload)["data"]["object"]
     assert payment.reference == session["payment_intent"]
-    assert (payment.amount, payment.currency) == (order_payment_amount(order=order)[0], "GBP")
+    assert (payment.amount, payment.currency) == (order_cost(order), "GBP")
+    assert order_payment_amount(order=order)[0] == 0  # nothing more to pay
     assert [e["type"] for e in events_of(order_id)] == [
         "com.service.order.status.stage.changed#InProgress"
     ]

@@ -2,14 +2,16 @@
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Sum
 
 from labs.allocation import AllocationPlan, BasketItem, Infeasible, plan_basket
 from orders.charges import charges_write
 from orders.issues import ITEM_UNAVAILABLE
-from orders.models import Asset, ItemAvailability, Order, OrderIssue, OrderItem, Shipment
+from orders.models import Asset, Charge, ItemAvailability, Order, OrderIssue, OrderItem, Shipment
 from orders.selectors import order_allocation_parts, order_items_get
 from products.validation import item_page_count
 
@@ -42,6 +44,20 @@ def order_plan(order: Order) -> AllocationPlan:
     """The cheapest plan for the order as it stands (as a quote gives); may raise Infeasible."""
     items, assets = order_items_get(order=order)
     return _plan(order, [basket_item(item, assets[item.id]) for item in items])
+
+
+def order_cost(order: Order) -> Decimal | None:
+    """What the order costs now, tax included: its charges once allocated (refunds and
+    adjustments counted), else what a quote for it gives; None when it cannot be priced."""
+    charged = Charge.objects.filter(order=order).aggregate(
+        total=Sum(F("total_cost") + F("total_tax"))
+    )["total"]
+    if charged is not None:
+        return Decimal(charged)
+    try:
+        return order_plan(order).total_cost
+    except Infeasible:
+        return None
 
 
 TEMPORARILY_UNAVAILABLE = "TemporarilyUnavailable"

@@ -1,0 +1,78 @@
+"""What a paid card order's payments cover against what it costs, kept equal.
+
+A card order is never produced with charges above what its merchant authorised: a change that
+raises its cost (a held order edited, a shipping method or destination changed) asks for the
+difference with a new ``RequiresPaymentAuthorisation`` issue, and the order goes to no lab
+until that is authorised (the submit step waits for it); a change that lowers its cost refunds
+the difference through the payment provider. What the payments cover is what was paid
+(``OrderPayment``: the first payment and each difference paid) less what was refunded
+(``PaymentRefund``). Callers price the order (``orders.pipeline.steps.allocate.order_cost``);
+this module compares and records.
+"""
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+from django.db import transaction
+
+from labs.allocation import PlannedShipment
+from orders.charges import payment_lowered_refund_write, payments_covered, shipping_charged
+from orders.models import Order, Shipment
+from orders.payments import payment_issue, payment_issue_write
+
+
+def payment_shortfall(*, order: Order, cost: Decimal | None) -> Decimal:
+    """How much ``cost`` exceeds what the order's card payments cover (zero for orders not
+    paid by card, and for those whose first payment is still awaited: their issue already asks
+    for the whole cost)."""
+    covered = payments_covered(order=order)
+    if covered is None or cost is None:
+        return Decimal(0)
+    return max(cost - covered, Decimal(0))
+
+
+def payment_raise_refusal(
+    *, order: Order, cost: Decimal | None, planned: Sequence[tuple[Shipment, PlannedShipment]]
+) -> str | None:
+    """Why shipments already at their labs cannot take the shipping ``planned`` for them: it
+    would raise the cost (now ``cost``) of a card order beyond what its merchant authorised (a
+    lab order cannot wait for a payment); None when it would not."""
+    extra = Decimal(0)
+    for shipment, plan in planned:
+        charged_cost, charged_tax = shipping_charged(order=order, shipment=shipment)
+        extra += plan.shipping_cost + plan.shipping_tax - charged_cost - charged_tax
+    if cost is None or extra <= 0 or not payment_shortfall(order=order, cost=cost + extra):
+        return None
+    return (
+        f"The change would raise the order's cost by {extra:.2f} {order.currency}, beyond the "
+        f"{payments_covered(order=order):.2f} {order.currency} authorised by card for it; "
+        "it was not made."
+    )
+
+
+@transaction.atomic
+def order_payment_settle(*, order: Order, cost: Decimal | None) -> Decimal:
+    """After the cost of ``order`` (locked by the caller) changed to ``cost``: a card order
+    paid for before asks for the difference when it went up (its ``RequiresPaymentAuthorisation``
+    issue with ``paymentDetails.amount`` the difference; nothing more goes to a lab until it is
+    authorised) and is refunded the difference when it went down. An order whose first
+    payment is awaited has its issue priced again. Returns what is still to authorise (zero
+    when nothing is, or the order cannot be priced)."""
+    issue = payment_issue(order)
+    covered = payments_covered(order=order)
+    if covered is None:
+        if issue is None:
+            return Decimal(0)
+        payment_issue_write(order=order, amount=cost, currency=order.currency)
+        return cost or Decimal(0)
+    if cost is None:
+        return Decimal(0)
+    difference = cost - covered
+    if difference > 0:
+        payment_issue_write(order=order, amount=difference, currency=order.currency)
+        return difference
+    if issue is not None:
+        issue.delete()
+    if difference < 0:
+        payment_lowered_refund_write(order=order, amount=-difference)
+    return Decimal(0)
