@@ -10,6 +10,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.schema import SERVICE
 from api.views import ApiView
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class HealthView(ApiView):
     throttle_classes = []
 
     @extend_schema(
-        tags=["Service"],
+        tags=[SERVICE],
         operation_id="healthz",
         summary="Database and broker reachability (no key needed)",
         responses={200: HealthOutput, 503: HealthOutput},

@@ -1,11 +1,70 @@
-"""OpenAPI document additions: the error envelope on every API operation, the trace header."""
+"""OpenAPI document additions: the introduction and the tags (in the order a merchant reads
+them), the error envelope on every API operation, the trace header.
+
+Every text of the document is written for the API's reader: the operations' summaries and
+descriptions, fields' help texts, the tags' descriptions below and ``introduction.md``.
+"""
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from drf_spectacular.utils import extend_schema
 
 _Handler = TypeVar("_Handler", bound=Callable[..., Any])
+
+INTRODUCTION = Path(__file__).with_name("introduction.md")
+
+# The tags, merchants' first; an operation names one of these.
+ORDERS = "Orders"
+QUOTES = "Quotes"
+PRODUCTS = "Products"
+REGISTRATION = "Registration"
+SERVICE = "Service"
+STAFF_SHIPMENTS = "Staff: shipments and labs"
+STAFF_BACKOFFICE = "Staff: back-office tools"
+TAGS = [
+    {
+        "name": ORDERS,
+        "description": "Create orders, list and follow them, and change or cancel them while "
+        "they can still be changed (`GET .../actions` says which actions are open).",
+    },
+    {
+        "name": QUOTES,
+        "description": "What a basket costs to a destination, per shipping method: the same "
+        "prices and lab plan an order of that basket gets.",
+    },
+    {
+        "name": PRODUCTS,
+        "description": "The catalogue: SKUs, their attributes and allowed values, print areas, "
+        "and where each ships; the spine width of photobooks.",
+    },
+    {
+        "name": REGISTRATION,
+        "description": "Finishing a sign-up from your own integration, with the token of the "
+        "verification mail.",
+    },
+    {"name": SERVICE, "description": "Whether the service is up (no key needed)."},
+    {
+        "name": STAFF_SHIPMENTS,
+        "description": "For the service's staff (a staff API key or a signed-in staff user): "
+        "what each lab can do, and changes to one shipment at its lab.",
+    },
+    {
+        "name": STAFF_BACKOFFICE,
+        "description": "For the service's staff: resubmitting lab orders listed in a "
+        "spreadsheet, and changing the carrier of Site Flow lab orders in bulk.",
+    },
+]
+
+
+def add_introduction_and_tags(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    result.setdefault("info", {})["description"] = INTRODUCTION.read_text()
+    result["tags"] = TAGS
+    return result
+
 
 ERROR_ENVELOPE = {
     "type": "object",

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.permissions import IsAdministrator, IsStaff
-from api.schema import operation
+from api.schema import STAFF_BACKOFFICE, operation
 from api.staff import StaffApiViewSet
 from api.views import validated_input
 from backoffice import services
@@ -27,7 +27,6 @@ from labs.allocation import canonical_method
 from labs.models import Lab
 from orders.models import CancelOption
 
-TAG_NAME = "Administrative operations"
 SHEET_PARAMETERS = [
     OpenApiParameter(
         "SpreadsheetId",
@@ -133,7 +132,7 @@ class BulkResubmissionViewSet(MicroUiViewSet):
     # /v4.0/micro-ui/bulk-resubmission/...: the form's options, the sheet's counts and rows,
     # review (changes nothing) and submit (queues a job); any staff user.
     @operation(
-        TAG_NAME,
+        STAFF_BACKOFFICE,
         "bulk_resubmission_form_options",
         "The labs, cancel options and shipping methods the form offers (staff)",
         s.FormOptions,
@@ -161,7 +160,7 @@ class BulkResubmissionViewSet(MicroUiViewSet):
         )
 
     @operation(
-        TAG_NAME,
+        STAFF_BACKOFFICE,
         "bulk_resubmission_spreadsheet_info",
         "How many data rows the worksheet has, and how many can be resubmitted (staff)",
         s.SpreadsheetInfo,
@@ -181,7 +180,7 @@ class BulkResubmissionViewSet(MicroUiViewSet):
         )
 
     @operation(
-        TAG_NAME,
+        STAFF_BACKOFFICE,
         "bulk_resubmission_spreadsheet_data",
         "The worksheet's rows as parsed (staff)",
         s.SpreadsheetData,
@@ -195,7 +194,7 @@ class BulkResubmissionViewSet(MicroUiViewSet):
         return Response({"rows": [row_json(row) for row in rows]})
 
     @operation(
-        TAG_NAME,
+        STAFF_BACKOFFICE,
         "bulk_resubmission_review",
         "What submit would do, changing nothing (staff)",
         s.ReviewResponse,
@@ -218,7 +217,7 @@ class BulkResubmissionViewSet(MicroUiViewSet):
         )
 
     @operation(
-        TAG_NAME,
+        STAFF_BACKOFFICE,
         "bulk_resubmission_submit",
         "Queue the resubmittable rows for background resubmission (staff)",
         s.SubmitResponse,
@@ -245,7 +244,7 @@ class SiteflowShippingViewSet(MicroUiViewSet):
     permission_classes = [IsStaff, IsAdministrator]
 
     @operation(
-        TAG_NAME,
+        STAFF_BACKOFFICE,
         "siteflow_shipping_bulk_update",
         "Change the carrier and method of the Site Flow lab orders a sheet names (administrators)",
         s.SiteflowShippingUpdateResponse,

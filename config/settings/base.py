@@ -405,13 +405,12 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Print Fulfilment Ordering API",
-    "DESCRIPTION": (
-        "Place print-on-demand orders, get quotes, look up products and follow orders through "
-        "download, allocation, production and shipping. Every error is a JSON envelope "
-        "`{outcome, statusCode, statusText, data, traceParent}`."
-    ),
     "VERSION": "4.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Docstrings are written for the code's reader; the document's text is written for the
+    # API's (extend_schema descriptions, help texts, the introduction).
+    "DISABLE_DOCSTRING_DESCRIPTIONS": True,
+    "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -426,6 +425,8 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.schema.add_error_responses",
+        # The introduction (api/introduction.md) and the tags in a merchant's order.
+        "api.schema.add_introduction_and_tags",
     ],
 }
 

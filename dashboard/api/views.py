@@ -5,7 +5,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.schema import operation
+from api.schema import REGISTRATION, operation
 from api.views import ApiViewSet, validated_input
 from dashboard.api import serializers as s
 from dashboard.throttling import RegistrationThrottle
@@ -19,7 +19,7 @@ class RegistrationViewSet(ApiViewSet):
     throttle_classes = [RegistrationThrottle]
 
     @operation(
-        "Registration",
+        REGISTRATION,
         "registration_complete",
         "Complete a registration",
         s.RegistrationCompleteResponse,

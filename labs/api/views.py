@@ -6,7 +6,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.schema import operation
+from api.schema import STAFF_SHIPMENTS, operation
 from api.staff import StaffApiViewSet
 from common.errors import EntityNotFound
 from labs.api.serializers import LabCapabilitiesResponse
@@ -24,7 +24,7 @@ class FulfilmentLocationViewSet(StaffApiViewSet):
     lookup_value_converter = "str"
 
     @operation(
-        "Lab capabilities and shipment operations",
+        STAFF_SHIPMENTS,
         "fulfilment_locations_capabilities",
         "What a lab can do to its lab orders (staff)",
         LabCapabilitiesResponse,

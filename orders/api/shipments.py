@@ -12,7 +12,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.schema import operation
+from api.schema import STAFF_SHIPMENTS, operation
 from api.staff import StaffApiViewSet
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, parse_id
@@ -22,7 +22,6 @@ from orders.models import Shipment
 from orders.representation import shipment_representation
 from orders.selectors import shipment_get
 
-TAG_NAME = "Lab capabilities and shipment operations"
 PATH_IDS = [
     OpenApiParameter(
         "orderId", OpenApiTypes.STR, OpenApiParameter.PATH, description="`ord_123` or `123`."
@@ -84,7 +83,7 @@ def _operation_response(
 
 def _operation_schema(name: str, summary: str, request: Any = None) -> Any:
     return operation(
-        TAG_NAME,
+        STAFF_SHIPMENTS,
         f"shipments_{name}",
         f"{summary} (staff)",
         s.ShipmentOperationResponse,
@@ -134,7 +133,7 @@ class ShipmentViewSet(StaffApiViewSet):
         return f"order {kwargs.get('orderId', '')} shipment {kwargs.get('shipmentId', '')}"
 
     @operation(
-        TAG_NAME,
+        STAFF_SHIPMENTS,
         "shipments_fulfilment_location_capabilities",
         "What the shipment's lab can do to it (staff)",
         s.ShipmentCapabilitiesResponse,
@@ -151,7 +150,7 @@ class ShipmentViewSet(StaffApiViewSet):
         return Response({"success": True, "result": result, "message": ""})
 
     @operation(
-        TAG_NAME,
+        STAFF_SHIPMENTS,
         "shipments_maptojson",
         "The JSON the shipment's lab connector sends to submit it (staff)",
         s.LabOrderJson,

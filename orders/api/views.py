@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
 from api.authentication import client_environment
-from api.schema import operation
+from api.schema import ORDERS, operation
 from api.views import ApiViewSet, validated_input
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, format_id, parse_id
@@ -69,7 +69,6 @@ CREATE_EXAMPLE = OpenApiExample(
 ORDER_ID = OpenApiParameter(
     "orderId", OpenApiTypes.STR, OpenApiParameter.PATH, description="An `ord_` id."
 )
-TAG = "Orders"
 _View = TypeVar("_View", bound=Callable[..., Response])
 
 
@@ -77,7 +76,7 @@ def _order_operation(
     operation_id: str, summary: str, response: type[Serializer], **more: Any
 ) -> Callable[[_View], _View]:
     """An operation on one order: the ``orderId`` path parameter, one 200 response."""
-    return operation(TAG, operation_id, summary, response, parameters=[ORDER_ID], **more)
+    return operation(ORDERS, operation_id, summary, response, parameters=[ORDER_ID], **more)
 
 
 def _base_url(request: Request) -> str:
@@ -252,7 +251,7 @@ class OrderViewSet(ApiViewSet):
     }
 
     @operation(
-        TAG,
+        ORDERS,
         "orders_create",
         "Create an order",
         PolymorphicProxySerializer(
@@ -261,6 +260,15 @@ class OrderViewSet(ApiViewSet):
             resource_type_field_name=None,
         ),
         request=inputs.OrderCreateInput,
+        description=(
+            "Checks the whole order at once (SKUs, attributes, print areas, the destination and "
+            "shipping method) and answers with the order as stored, or `400 ValidationFailed` "
+            "listing every problem. Processing starts at once: the assets are downloaded, a lab "
+            "is chosen, print-ready files are made and the lab produces and ships; follow it "
+            "with `GET /v4.0/orders/{orderId}` or your callbacks. With a pause window set in the "
+            "dashboard the answer is `OnHold` with only the order's id. Send an "
+            "`idempotencyKey` so that a retried create never makes a second order."
+        ),
         parameters=[
             OpenApiParameter(
                 "validationOnly",
@@ -293,10 +301,15 @@ class OrderViewSet(ApiViewSet):
         return Response({"outcome": result.outcome, "order": _render(request, order, parts)})
 
     @operation(
-        TAG,
+        ORDERS,
         "orders_list",
         "List orders, newest first",
         s.OrderListResponse,
+        description=(
+            "Your orders in the key's environment, newest first, `top` at a time. When "
+            "`hasMore` is true, `nextUrl` fetches the next page (follow it rather than raising "
+            "`skip`: it stays fast however deep you go). Filters combine: all must match."
+        ),
         parameters=[
             OpenApiParameter(
                 "top", OpenApiTypes.INT, description="Page size, 1 to 100 (default 10)."
@@ -340,7 +353,16 @@ class OrderViewSet(ApiViewSet):
             }
         )
 
-    @_order_operation("orders_get", "Get an order", s.OrderResponse)
+    @_order_operation(
+        "orders_get",
+        "Get an order",
+        s.OrderResponse,
+        description=(
+            "The order as it is now: `status.stage`, the progress of each processing step in "
+            "`status.details`, any issues, its items with thumbnails, shipments with tracking, "
+            "and charges."
+        ),
+    )
     def retrieve(self, request: Request, orderId: str) -> Response:
         number = parse_id(PREFIXES["order"], orderId, field="orderId")
         order, parts = order_with_parts_get(
@@ -348,7 +370,15 @@ class OrderViewSet(ApiViewSet):
         )
         return Response({"outcome": "Ok", "order": _render(request, order, parts)})
 
-    @_order_operation("orders_actions", "Which actions are available", s.ActionsResponse)
+    @_order_operation(
+        "orders_actions",
+        "Which actions are available",
+        s.ActionsResponse,
+        description=(
+            "For each action, `Yes` or `No`: orders can be changed while they are on hold or in "
+            "progress, and each shipment until its lab starts production."
+        ),
+    )
     @action(detail=True, methods=["get"], url_path="actions", name="Order Actions")
     def available_actions(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
@@ -356,7 +386,17 @@ class OrderViewSet(ApiViewSet):
         available = actions.actions_available(order)
         return Response({"outcome": "Ok", **{name: _yes(flag) for name, flag in available.items()}})
 
-    @_order_operation("orders_cancel", "Cancel the order", s.CancelResponse, request=None)
+    @_order_operation(
+        "orders_cancel",
+        "Cancel the order",
+        s.CancelResponse,
+        request=None,
+        description=(
+            "Before a lab has started on it the order is `Cancelled` and refunded in full; "
+            "once a shipment is in production or shipped, `FailedToCancel`; an order already "
+            "complete or cancelled, `ActionNotAvailable`. No body."
+        ),
+    )
     @action(
         detail=True, methods=["post"], url_path="actions/cancel", name="Cancel", body_required=()
     )
@@ -371,7 +411,10 @@ class OrderViewSet(ApiViewSet):
         "Change the shipping method",
         s.ShippingUpdateResponse,
         request=inputs.ShippingMethodInput,
-        description=s.CARD_COST_CHANGES,
+        description=(
+            "Every shipment that has not started production moves to the new method, priced "
+            "again; the answer lists each shipment's result. " + s.CARD_COST_CHANGES
+        ),
     )
     @action(
         detail=True,
@@ -402,7 +445,11 @@ class OrderViewSet(ApiViewSet):
         "Change the recipient",
         s.RecipientUpdateResponse,
         request=inputs.RecipientUpdateInput,
-        description=s.CARD_COST_CHANGES,
+        description=(
+            "The body is the new recipient itself (name, email, phone number, address), not "
+            "wrapped in another object. Each shipment that has not started production gets it; "
+            "the answer lists each shipment's result. " + s.CARD_COST_CHANGES
+        ),
     )
     @action(
         detail=True, methods=["post"], url_path="actions/updateRecipient", name="Update Recipient"
@@ -418,6 +465,7 @@ class OrderViewSet(ApiViewSet):
         "Replace the metadata",
         s.MetadataUpdateResponse,
         request=inputs.MetadataInput,
+        description="Your own data on the order, replaced whole (at most 2,000 characters).",
     )
     @action(
         detail=True, methods=["post"], url_path="actions/updateMetadata", name="Update Metadata"

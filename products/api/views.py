@@ -5,7 +5,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.schema import operation
+from api.schema import PRODUCTS, operation
 from api.views import ApiViewSet, validated_input
 from common.countries import is_country_code
 from common.errors import EntityNotFound, ValidationFailed
@@ -19,8 +19,6 @@ from products.api.serializers import (
 )
 from products.models import Category, Product
 from products.selectors import product_get, spine_width_mm
-
-TAG = "products"
 
 
 def _product_details(product: Product, ships_to: list[str]) -> dict[str, Any]:
@@ -66,7 +64,7 @@ class ProductViewSet(ApiViewSet):
     lookup_value_converter = "str"
 
     @operation(
-        TAG,
+        PRODUCTS,
         "products_list",
         "Every active product (an extension of the specification)",
         ProductListResponseSerializer,
@@ -96,11 +94,15 @@ class ProductViewSet(ApiViewSet):
         return Response({"outcome": "Ok", "products": details})
 
     @operation(
-        TAG,
+        PRODUCTS,
         "products_get",
         "Product details by SKU (any letter case)",
         ProductResponseSerializer,
         parameters=[OpenApiParameter("sku", str, OpenApiParameter.PATH)],
+        description=(
+            "A product's description, size, attributes with their allowed values, print areas "
+            "(which need an asset) and the countries it ships to. SKUs match in any letter case."
+        ),
     )
     def retrieve(self, request: Request, sku: str) -> Response:
         product = product_get(sku=sku)
@@ -112,11 +114,15 @@ class ProductViewSet(ApiViewSet):
         return Response({"outcome": "Ok", "product": details})
 
     @operation(
-        TAG,
+        PRODUCTS,
         "products_spine",
         "Spine width of a photobook with a given number of pages",
         SpineResponseSerializer,
         request=SpineRequestSerializer,
+        description=(
+            "How wide the spine of a photobook is for a page count, so that a cover can be "
+            "designed to fit; `success` is false, with a message, for a product without a spine."
+        ),
     )
     @action(detail=False, methods=["post"], url_path="spine")
     def spine(self, request: Request) -> Response:

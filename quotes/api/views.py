@@ -4,7 +4,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.authentication import client_environment
-from api.schema import operation
+from api.schema import QUOTES, operation
 from api.views import ApiViewSet
 from labs.catalogue import catalogue_snapshot
 from quotes.api.serializers import (
@@ -53,11 +53,17 @@ def _quote_body(quote: Quote) -> dict[str, Any]:
 class QuoteViewSet(ApiViewSet):
     # POST /v4.0/quotes.
     @operation(
-        "quotes",
+        QUOTES,
         "quotes_create",
         "Price a basket for a destination, per shipping method or for one",
         QuoteResponseSerializer,
         request=QuoteRequestSerializer,
+        description=(
+            "What the items would cost delivered to `destinationCountryCode`: items, shipping "
+            "and tax, and how they would be split into shipments. Without `shippingMethod`, one "
+            "quote for each method that can deliver every item. An order of the same basket, "
+            "destination and method is charged exactly the quoted amounts."
+        ),
     )
     def create(self, request: Request) -> Response:
         catalogue = catalogue_snapshot()

@@ -48,6 +48,9 @@ def test_swagger_ui_renders_every_order_operation_offline(page: Any, live_server
     )
     for expected in expected_paths:
         assert any(p.replace("\u200b", "") == expected for p in paths), (expected, paths)
+    tags = page.eval_on_selector_all(".opblock-tag", "tags => tags.map(t => t.dataset.tag)")
+    assert tags[:3] == ["Orders", "Quotes", "Products"]
+    assert tags[-2:] == ["Staff: shipments and labs", "Staff: back-office tools"]
     assert foreign == []
 
 
@@ -57,6 +60,10 @@ def test_redoc_renders_offline(page: Any, live_server: Any) -> None:
     page.goto(f"{live_server.url}/v4.0/redoc")
     page.get_by_role("heading", name="Print Fulfilment Ordering API").wait_for(timeout=20_000)
     assert page.locator("text=Create an order").count() >= 1
+    # The introduction's sections, the signature sample among them.
+    for heading in ("Authentication", "Sandbox and Live", "Verifying a callback's signature"):
+        assert page.get_by_role("heading", name=heading).count() >= 1, heading
+    assert page.locator("text=def callback_verified").count() >= 1
 
     assert foreign == []
 
