@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.core.checks import CheckMessage, Warning, register
 from django.http import HttpRequest, HttpResponse
 from django.utils.module_loading import import_string
 
@@ -76,3 +77,20 @@ class BrowserMiddleware:
             if response is not None:
                 return response
         return None
+
+
+@register(deploy=True)
+def browser_cookies_check(**kwargs: Any) -> list[CheckMessage]:
+    """Django's deployment check of the CSRF cookie (security.W016) looks for the CSRF
+    middleware in MIDDLEWARE by name, so it does not see it inside this one: checked here."""
+    if "api.browser.BrowserMiddleware" in settings.MIDDLEWARE and not (
+        settings.CSRF_USE_SESSIONS or settings.CSRF_COOKIE_SECURE
+    ):
+        return [
+            Warning(
+                "CSRF_COOKIE_SECURE is not True: the admin's and dashboard's CSRF cookie would "
+                "be sent over plain HTTP.",
+                id="api.W001",
+            )
+        ]
+    return []

@@ -4,12 +4,13 @@ and the files' URLs, signed and expiring.
 A file made or downloaded locally is moved into the file system storage, not copied: a rename
 on the same file system, so a 10 MB print file costs no second read and write.
 
-Files on the local default storage are served by ``api.media`` only with a valid signature
-for that very file and an expiry not yet passed, so neither a customer's original nor a print
-file can be fetched by guessing or editing a URL. The expiry is rounded up to a whole day so
-the same file shows the same URL all day (order bodies, callbacks and retries agree).
-Storages that hand out absolute URLs of their own (django-storages: S3 presigned URLs) are
-used as they are.
+Files are served by ``api.media`` only with a valid signature for that very file and an
+expiry not yet passed, so neither a customer's original nor a print file can be fetched by
+guessing or editing a URL. The expiry is rounded up to a whole day so the same file shows the
+same URL all day (order bodies, callbacks and retries agree). The same holds on an S3 bucket:
+the URL is still the service's, and ``api.media`` answers it with a redirect to a short-lived
+presigned URL, since a presigned URL cannot be valid longer than 7 days nor stay the same all
+day.
 """
 
 import hmac
@@ -19,9 +20,11 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.core import signing
 from django.core.files import File
 from django.core.files.storage import default_storage
+from django.utils.encoding import filepath_to_uri
 
 _SALT = "common.files"
 _DAY = 24 * 3600
@@ -42,12 +45,14 @@ class _LocalFile(File):
 
 def file_store(path: Path, name: str) -> str:
     """Put the local file ``path`` in the default storage at ``name``, replacing a file stored
-    there before; the name it is stored under. On the file system storage the file is moved:
-    ``path`` is gone afterwards."""
+    there before; the name it is stored under. ``path`` is gone afterwards: moved on the file
+    system storage, uploaded and removed on a bucket."""
     if default_storage.exists(name):
         default_storage.delete(name)
     with path.open("rb") as handle:
-        return default_storage.save(name, _LocalFile(handle, path))
+        stored = default_storage.save(name, _LocalFile(handle, path))
+    path.unlink(missing_ok=True)
+    return stored
 
 
 def _signature(name: str, expires: int) -> str:
@@ -58,9 +63,7 @@ def file_url(name: str, base_url: str, *, max_age_seconds: float) -> str | None:
     """A URL of the stored file ``name`` valid for at least ``max_age_seconds``."""
     if not name:
         return None
-    url = default_storage.url(name)
-    if url.startswith(("http://", "https://")):
-        return url
+    url = settings.MEDIA_URL + filepath_to_uri(name)
     expires = math.ceil((time.time() + max_age_seconds) / _DAY) * _DAY
     query = urlencode({"expires": expires, "signature": _signature(name, expires)})
     return f"{base_url.rstrip('/')}{url}?{query}"

@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
 from config.env import BASE_DIR, env
+from config.media import FILE_SYSTEM, s3_media_storage
 
 # Local state of the embedded default (SQLite, filesystem broker, file cache, static files);
 # ``common`` creates the folders when Django starts, never this module.
@@ -66,9 +67,11 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a locked-out sign-in into its refusal page.
     "axes.middleware.AxesMiddleware",
 ]
-# The admin looks for sessions, signed-in users and messages in MIDDLEWARE by name; they are
-# inside api.browser.BrowserMiddleware, in the same order, for every request the admin serves.
-SILENCED_SYSTEM_CHECKS = ["admin.E408", "admin.E409", "admin.E410"]
+# The admin looks for sessions, signed-in users and messages in MIDDLEWARE by name, and the
+# deployment checks for CSRF: they are inside api.browser.BrowserMiddleware, in the same order,
+# for every request a browser makes. Its own check (api.W001) stands in for the CSRF cookie's
+# deployment check, which Django skips when it does not find the middleware by name.
+SILENCED_SYSTEM_CHECKS = ["admin.E408", "admin.E409", "admin.E410", "security.W003"]
 
 ROOT_URLCONF = "config.urls"
 CSRF_FAILURE_VIEW = "api.views.csrf_failure"
@@ -346,14 +349,29 @@ STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
+# Media (downloads, print files, thumbnails) on this machine's disk under MEDIA_ROOT, or, with
+# MEDIA_S3_BUCKET, in an S3-compatible bucket (django-storages' S3 backend over boto3) that
+# every web and worker process reaches: then no folder is shared between machines. Without an
+# access key, boto3 finds credentials itself (environment, instance profile). Either way files
+# are handed out only as the service's own signed URLs (common/files.py): the web process
+# checks the signature and expiry and, on S3, redirects to a presigned URL of the bucket valid
+# MEDIA_S3_REDIRECT_SECONDS (a presigned URL alone cannot outlive 7 days, and lab URLs must).
+MEDIA_S3_BUCKET = env.str("MEDIA_S3_BUCKET", default="")
+MEDIA_S3_REDIRECT_SECONDS = env.int("MEDIA_S3_REDIRECT_SECONDS", default=300)
+_media_storage = FILE_SYSTEM
+if MEDIA_S3_BUCKET:
+    _media_storage = s3_media_storage(
+        bucket=MEDIA_S3_BUCKET,
+        redirect_seconds=MEDIA_S3_REDIRECT_SECONDS,
+        endpoint_url=env.str("MEDIA_S3_ENDPOINT_URL", default=""),
+        region=env.str("MEDIA_S3_REGION", default=""),
+        access_key=env.str("MEDIA_S3_ACCESS_KEY_ID", default=""),
+        secret_key=env.str("MEDIA_S3_SECRET_ACCESS_KEY", default=""),
+        prefix=env.str("MEDIA_S3_PREFIX", default=""),
+        addressing_style=env.str("MEDIA_S3_ADDRESSING_STYLE", default=""),
+    )
 STORAGES = {
-    # Any storage backend (e.g. django-storages' S3 backend, installed alongside) with its options.
-    "default": {
-        "BACKEND": env.str(
-            "MEDIA_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage"
-        ),
-        "OPTIONS": env.json("MEDIA_STORAGE_OPTIONS", default={}),
-    },
+    "default": _media_storage,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 

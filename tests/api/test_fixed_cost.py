@@ -124,3 +124,14 @@ def test_health_checks_in_a_row_reach_the_broker_once(
         assert Client().get("/healthz").status_code == 200
 
     assert len(opened) == 1
+
+
+def test_the_deployment_check_of_the_csrf_cookie_still_runs(settings) -> None:  # type: ignore[no-untyped-def]
+    from django.core import checks
+
+    settings.CSRF_COOKIE_SECURE = False
+    found = [m.id for m in checks.run_checks(include_deployment_checks=True)]
+    assert "api.W001" in found
+    settings.CSRF_COOKIE_SECURE = True
+    found = [m.id for m in checks.run_checks(include_deployment_checks=True)]
+    assert "api.W001" not in found
