@@ -20,6 +20,7 @@ import hashlib
 import ipaddress
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -275,22 +276,57 @@ def status_error(response: requests.Response) -> OutboundError:
     )
 
 
-def _check_url(url: str) -> None:
+def url_refusal(url: str) -> str | None:
+    """Why ``url`` is never requested, whatever its host resolves to (a malformed URL or port,
+    port 0, a scheme other than http(s), no host, credentials); None when it may be."""
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError on a malformed port
-    except ValueError as exc:
-        raise OutboundRefused(f"'{_redact(url)}' is not a valid URL.") from exc
+        port = parts.port  # raises ValueError on a malformed port or one beyond 65535
+    except ValueError:
+        return f"'{_redact(url)}' is not a valid URL."
+    if port == 0:
+        return f"'{_redact(url)}' is not a valid URL: port 0 cannot be connected to."
     if parts.scheme.lower() not in ALLOWED_SCHEMES:
-        raise OutboundRefused(
-            f"'{_redact(url)}' is refused: only http and https URLs can be fetched."
-        )
+        return f"'{_redact(url)}' is refused: only http and https URLs can be fetched."
     if not parts.hostname:
-        raise OutboundRefused(f"'{_redact(url)}' is refused: the URL has no host.")
+        return f"'{_redact(url)}' is refused: the URL has no host."
     if parts.username or parts.password:
-        raise OutboundRefused(
-            f"'{_redact(url)}' is refused: URLs with credentials are not fetched."
-        )
+        return f"'{_redact(url)}' is refused: URLs with credentials are not fetched."
+    return None
+
+
+def _check_url(url: str) -> None:
+    refusal = url_refusal(url)
+    if refusal is not None:
+        raise OutboundRefused(refusal)
+
+
+def unreachable_error(url: str, host: str) -> OutboundError:
+    """The one answer for a host that cannot be reached: its name does not resolve, or resolves
+    to an address that is never connected to (private, loopback, metadata ...). Both say the
+    same and are retried alike, so naming hosts tells a merchant nothing about our network."""
+    return OutboundError(
+        f"Could not reach '{host}' for {_redact(url)}: the host cannot be reached from the "
+        "service (its name does not resolve to a public internet address).",
+        retryable=True,
+    )
+
+
+def _name_unresolved(exc: BaseException) -> bool:
+    """Whether the failure (or one it came from) is a host name that did not resolve."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror | urllib3.exceptions.NameResolutionError):
+            return True
+        todo += [current.__cause__, current.__context__]
+        todo += [a for a in current.args if isinstance(a, BaseException)]
+        todo.append(getattr(current, "reason", None))
+    return False
 
 
 def _send(
@@ -315,10 +351,7 @@ def _send(
         # What the host resolves to is for the operators' log, never for the caller: a
         # merchant must not learn the addresses of our network by naming hosts.
         logger.info("Refused %s: %s resolves to %s", _redact(url), host, _describe_address(address))
-        raise OutboundRefused(
-            f"'{_redact(url)}' is refused: host '{host}' is not allowed (it is not a public "
-            "internet address)."
-        ) from exc
+        raise unreachable_error(url, host) from exc
     except requests.exceptions.InvalidSchema as exc:
         raise OutboundRefused(
             f"'{_redact(url)}' is refused: only http and https URLs can be fetched."
@@ -326,6 +359,9 @@ def _send(
     except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema) as exc:
         raise OutboundRefused(f"'{_redact(url)}' is not a valid URL.") from exc
     except requests.exceptions.RequestException as exc:
+        if _name_unresolved(exc):
+            logger.info("Refused %s: %s does not resolve", _redact(url), host)
+            raise unreachable_error(url, host) from exc
         raise OutboundError(_failure(exc, url=url, host=host), retryable=True) from exc
 
 

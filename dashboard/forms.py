@@ -13,10 +13,10 @@ from django.contrib.auth.password_validation import validate_password
 
 from api.exceptions import flatten_failures
 from api.serializers import StrictSerializer
+from common.http import url_refusal
 from common.shipping import ShippingMethod
 from labs.selectors import countries_shipped_to, currencies_supported
 from merchants.models import PauseMode
-from merchants.registration import email_registered
 from orders.inputs import (
     CaseInsensitiveChoiceField,
     ItemInput,
@@ -36,17 +36,18 @@ class SignupForm(forms.Form):
     )
 
     def clean_email(self) -> str:
-        email = str(self.cleaned_data["email"]).strip().lower()
-        if email_registered(email):
-            raise forms.ValidationError("An account with this email address already exists.")
-        return email
+        # An address that has an account is not refused here (its owner is mailed instead,
+        # ``registration_signup``): the form must not tell who has an account.
+        return str(self.cleaned_data["email"]).strip().lower()
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         password = cleaned.get("password")
         if password:
             user = get_user_model()(
-                username=cleaned.get("email", ""), email=cleaned.get("email", "")
+                username=cleaned.get("email", ""),
+                email=cleaned.get("email", ""),
+                first_name=cleaned.get("name", ""),
             )
             try:
                 validate_password(password, user)
@@ -97,6 +98,8 @@ class SettingsForm(forms.Form):
         url = str(self.cleaned_data.get("callback_url") or "")
         if url and not url.lower().startswith(("http://", "https://")):
             raise forms.ValidationError("Enter an absolute http or https URL.")
+        if url and url_refusal(url) is not None:
+            raise forms.ValidationError("Enter a valid http or https URL (with a host and port).")
         return url
 
     def clean(self) -> dict[str, Any]:

@@ -1,16 +1,42 @@
 """The dashboard's own writes: a sign-up and its verification mail."""
 
 from django.conf import settings
+from django.contrib.auth.hashers import make_password
 from django.core.mail import send_mail
 
 from merchants.models import Registration
-from merchants.registration import REGISTRATION_TOKEN_MAX_AGE, registration_start
+from merchants.registration import (
+    REGISTRATION_TOKEN_MAX_AGE,
+    email_registered,
+    registration_start,
+)
 
 VERIFY_PATH = "/dashboard/verify"
 
 
-def registration_signup(*, name: str, email: str, password: str, base_url: str) -> Registration:
-    """Record the sign-up, then mail its verification link (through ``EMAIL_URL``'s backend)."""
+def registration_signup(
+    *, name: str, email: str, password: str, base_url: str
+) -> Registration | None:
+    """Record the sign-up, then mail its verification link (through ``EMAIL_URL``'s backend).
+
+    For an address that already has an account nothing is recorded: its owner is mailed instead
+    (how to sign in or reset the password), and the person signing up sees what anyone does,
+    so the form tells no one which addresses have accounts. The password is hashed either way,
+    so the answer takes as long. None then."""
+    if email_registered(email):
+        make_password(password)
+        send_mail(
+            "Someone tried to sign up with your email address",
+            "Hello,\n\n"
+            "Someone (perhaps you) tried to create an account with this email address, which "
+            "already has one. Nothing was changed.\n\n"
+            f"To sign in: {base_url.rstrip('/')}/dashboard/login\n"
+            f"Forgotten your password? {base_url.rstrip('/')}/dashboard/password-reset\n\n"
+            "If it was not you, you can ignore this mail.\n",
+            settings.DEFAULT_FROM_EMAIL,
+            [email],
+        )
+        return None
     registration, token = registration_start(name=name, email=email, password=password)
     link = f"{base_url.rstrip('/')}{VERIFY_PATH}?token={token}"
     hours = int(REGISTRATION_TOKEN_MAX_AGE.total_seconds() // 3600)

@@ -77,7 +77,10 @@ def registration_complete(*, token: str) -> CompletedRegistration:
         name=registration.name, email=registration.email, billing_mode=BillingMode.CARD
     )
     user = User(
-        username=registration.email, email=registration.email, password=registration.password
+        username=registration.email,
+        email=registration.email,
+        first_name=registration.name[:150],  # a new password is checked against it too
+        password=registration.password,
     )
     user.save()
     created.merchant.user = user

@@ -55,8 +55,10 @@ class HttpUrlField(serializers.URLField):
         if not value.lower().startswith(("http://", "https://")):
             self.fail("invalid")
         try:
-            urlsplit(value).port  # noqa: B018 (a port beyond 65535 raises)
+            port = urlsplit(value).port  # a port beyond 65535 raises
         except ValueError:
+            self.fail("invalid")
+        if port == 0:  # nothing can be connected to on it
             self.fail("invalid")
         return value
 

@@ -395,9 +395,20 @@ AXES_IPWARE_META_PRECEDENCE_ORDER = (
 # Sessions (staff in the admin, merchants in the dashboard) end after SESSION_HOURS.
 SESSION_COOKIE_AGE = int(env.float("SESSION_HOURS", default=8.0) * 3600)
 
+# Merchants and staff alike: not like the email address or name, at least 10 characters, not
+# all digits, not only spaces, not a common password.
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",
+        "OPTIONS": {"user_attributes": ("username", "email", "first_name", "last_name")},
+    },
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 10},
+    },
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "common.passwords.NotOnlyWhitespaceValidator"},
 ]
 
 # --- API ------------------------------------------------------------------------------------

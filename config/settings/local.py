@@ -6,11 +6,11 @@ Made for trying the service on one machine: assets and callbacks may be on this 
 and mail is written to files under ``var/mail`` with one line logged for each.
 """
 
-from config.env import env
+from config.env import LOCAL_SECRET_KEY, env
 from config.settings.base import *  # noqa: F403
 from config.settings.base import VAR_DIR
 
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="local-development-only-not-a-secret")
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=LOCAL_SECRET_KEY)
 
 # `PORT=8200 make run` serves on 8200: callback sources, thumbnail and payment URLs say so.
 PORT = env.int("PORT", default=8000)

@@ -3,10 +3,10 @@
 import tempfile
 from pathlib import Path
 
-from config.env import env
+from config.env import TEST_SECRET_KEY, env
 from config.settings.base import *  # noqa: F403
 
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="test-only-not-a-secret")
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=TEST_SECRET_KEY)
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="print-api-media-"))

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from pytest_httpserver import HTTPServer
@@ -22,6 +23,7 @@ from common.http import (
     download_to_file,
     guarded_session,
     post_json_bytes,
+    unreachable_error,
 )
 
 PAYLOAD = bytes(range(256)) * 400  # 102400 bytes
@@ -107,6 +109,36 @@ def loopback_only_session() -> HTTPSession:
 
 # --- the address guard ----------------------------------------------------------------------
 
+# A host that cannot be reached: whether its name does not resolve or resolves to an address
+# never connected to, the same words.
+UNREACHABLE = "the host cannot be reached from the service"
+
+
+def test_a_name_that_does_not_resolve_is_answered_as_a_refused_address_is(
+    settings, tmp_path: Path
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = False
+    answers = []
+    for url in ("http://no-such-host.invalid/a.jpg", "http://localhost:8/a.jpg"):
+        with pytest.raises(OutboundError) as failed:
+            download_to_file(url, tmp_path / "a.jpg", max_bytes=10, deadline_seconds=5)
+        answers.append((str(failed.value), failed.value.retryable))
+
+    assert answers == [
+        (
+            "Could not reach 'no-such-host.invalid' for http://no-such-host.invalid/a.jpg: the "
+            "host cannot be reached from the service (its name does not resolve to a public "
+            "internet address).",
+            True,
+        ),
+        (
+            "Could not reach 'localhost' for http://localhost:8/a.jpg: the host cannot be "
+            "reached from the service (its name does not resolve to a public internet "
+            "address).",
+            True,
+        ),
+    ]
+
 
 @pytest.mark.parametrize(
     ("url", "described_as"),
@@ -129,7 +161,7 @@ def test_download_refuses_internal_addresses_when_private_urls_are_off(
     httpserver.expect_request("/a.jpg").respond_with_data(PAYLOAD)
     destination = tmp_path / "a.jpg"
 
-    with pytest.raises(OutboundRefused) as refused:
+    with pytest.raises(OutboundError) as refused:
         download_to_file(
             url.format(port=httpserver.port),
             destination,
@@ -137,9 +169,10 @@ def test_download_refuses_internal_addresses_when_private_urls_are_off(
             deadline_seconds=5,
         )
 
-    assert "is not allowed (it is not a public internet address)" in str(refused.value)
-    assert "resolves" not in str(refused.value)  # nothing about where the host points
-    assert refused.value.retryable is False
+    # Nothing about where the host points: the answer of a name that does not resolve.
+    host = urlsplit(url).hostname or ""
+    assert str(refused.value) == unreachable_error(url.format(port=httpserver.port), host).args[0]
+    assert refused.value.retryable is True
     assert httpserver.log == []
     assert not destination.exists()
 
@@ -170,7 +203,7 @@ def test_guarded_session_keeps_the_setting_it_was_created_with(
     settings.ALLOW_PRIVATE_URLS = True
     httpserver.expect_request("/a.jpg").respond_with_data(PAYLOAD)
 
-    with pytest.raises(OutboundRefused):
+    with pytest.raises(OutboundError, match=UNREACHABLE):
         download_to_file(
             httpserver.url_for("/a.jpg"),
             tmp_path / "a.jpg",
@@ -190,6 +223,7 @@ def test_guarded_session_keeps_the_setting_it_was_created_with(
         ("http:///a.jpg", "the URL has no host"),
         ("http://user:secret@example.com/a.jpg", "URLs with credentials are not fetched"),
         ("http://example.com:99999/a.jpg", "is not a valid URL"),
+        ("http://example.com:0/a.jpg", "port 0 cannot be connected to"),
     ],
 )
 def test_download_refuses_other_schemes_and_malformed_urls(
@@ -251,7 +285,7 @@ def test_redirect_to_a_refused_address_is_refused_and_never_fetched(
     )
     second_server.expect_request("/internal/secret").respond_with_data(b"secret")
 
-    with pytest.raises(OutboundRefused) as refused:
+    with pytest.raises(OutboundError) as refused:
         download_to_file(
             f"http://127.0.0.1:{httpserver.port}/a.jpg",
             tmp_path / "a.jpg",
@@ -260,8 +294,7 @@ def test_redirect_to_a_refused_address_is_refused_and_never_fetched(
             session=loopback_only_session(),
         )
 
-    assert "is not allowed" in str(refused.value)
-    assert "resolves" not in str(refused.value)
+    assert UNREACHABLE in str(refused.value)
     assert len(httpserver.log) == 1
     assert second_server.log == []
     assert not (tmp_path / "a.jpg").exists()
@@ -525,7 +558,7 @@ def test_post_json_bytes_follows_no_redirect(
 def test_post_json_bytes_refuses_private_addresses(settings, httpserver: HTTPServer) -> None:
     settings.ALLOW_PRIVATE_URLS = False
 
-    with pytest.raises(OutboundRefused, match="is not allowed"):
+    with pytest.raises(OutboundError, match=UNREACHABLE):
         post_json_bytes(guarded_session(), httpserver.url_for("/hook"), b"{}", {}, 5.0)
 
     assert httpserver.log == []
@@ -644,7 +677,7 @@ def test_a_borrowed_session_follows_the_private_urls_setting(
         download_to_file(url, tmp_path / "a", max_bytes=10, deadline_seconds=5, session=allowed)
 
     settings.ALLOW_PRIVATE_URLS = False
-    with borrowed_session() as guarded, pytest.raises(OutboundRefused):
+    with borrowed_session() as guarded, pytest.raises(OutboundError, match=UNREACHABLE):
         download_to_file(url, tmp_path / "b", max_bytes=10, deadline_seconds=5, session=guarded)
 
     assert guarded is not allowed

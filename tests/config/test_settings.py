@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from config.env import KNOWN_SECRET_KEYS, LOCAL_SECRET_KEY, TEST_SECRET_KEY
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -95,6 +97,15 @@ COMPLETE = {
     "STRIPE_SECRET_KEY": "sk_test_settings",
     "STRIPE_WEBHOOK_SECRET": "whsec_settings",
 }
+
+
+def test_production_settings_refuse_the_local_settings_secret_key() -> None:
+    # 35 characters, so long enough: but anyone with the code knows it.
+    result = _import_production({**COMPLETE, "DJANGO_SECRET_KEY": LOCAL_SECRET_KEY})
+
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY is a development key" in result.stderr
+    assert {LOCAL_SECRET_KEY, TEST_SECRET_KEY, "CHANGE-ME"} <= KNOWN_SECRET_KEYS
 
 
 def test_production_settings_start_when_complete() -> None:

@@ -181,14 +181,56 @@ def test_sign_up_and_completion_are_rate_limited(monkeypatch: pytest.MonkeyPatch
     cache.clear()
 
 
-def test_an_email_already_registered_cannot_sign_up_again() -> None:
+def test_signing_up_with_a_registered_address_answers_as_for_a_new_one_and_mails_its_owner() -> (
+    None
+):
+    _, fresh = signup(Client(), email="new@acme.test")
     signup(Client())
-    complete(mailed_token())
+    complete(mailed_token_to("owner@acme.test"))
+    mail.outbox.clear()
 
-    status, html = signup(Client())
+    status, html = signup(Client(), password="another-long-passphrase-3")
+
+    assert status == 200
+    assert _without_csrf(html) == _without_csrf(fresh).replace("new@acme.test", "owner@acme.test")
+    [message] = mail.outbox
+    assert message.to == ["owner@acme.test"]
+    assert message.subject == "Someone tried to sign up with your email address"
+    assert "http://testserver/dashboard/password-reset" in message.body
+    assert "verify" not in message.body
+    assert Registration.objects.filter(email="owner@acme.test").count() == 1  # the first only
+    assert User.objects.count() == 1
+
+
+def _without_csrf(html: str) -> str:
+    return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", html)
+
+
+def mailed_token_to(address: str) -> str:
+    [message] = [m for m in mail.outbox if m.to == [address]]
+    match = TOKEN_IN_LINK.search(str(message.body))
+    assert match, message.body
+    return match.group(1)
+
+
+@pytest.mark.parametrize(
+    ("password", "message"),
+    [
+        ("owner@acme.test", "The password is too similar to the"),
+        ("Acme Prints 1", "The password is too similar to the"),
+        ("4815162342", "This password is entirely numeric."),
+        (" " * 12, "This password is only spaces"),
+        ("kx7-Rq2-z", "This password is too short. It must contain at least 10 characters."),
+    ],
+)
+def test_sign_up_refuses_passwords_like_the_account_all_digits_blank_or_short(
+    password: str, message: str
+) -> None:
+    status, html = signup(Client(), password=password)
 
     assert status == 400
-    assert "already exists" in html
+    assert message in html.replace("&#x27;", "'")
+    assert mail.outbox == [] and Registration.objects.count() == 0
 
 
 def test_the_registration_endpoint_is_in_the_openapi_document() -> None:

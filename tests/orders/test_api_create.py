@@ -148,6 +148,17 @@ def test_field_rules(sandbox_api: APIClient) -> None:
     assert Order.objects.count() == 0
 
 
+def test_urls_on_port_0_are_refused(sandbox_api: APIClient) -> None:
+    body = order_body(callbackUrl="https://hooks.example.com:0/x")
+    body["items"][0]["assets"][0]["url"] = "http://images.example.com:0/cat.jpg"
+
+    assert failures(post(sandbox_api, body)) == {
+        "callbackUrl": ["Invalid"],
+        "items[0].assets[0].url": ["Invalid"],
+    }
+    assert Order.objects.count() == 0
+
+
 def test_no_items_is_refused(sandbox_api: APIClient) -> None:
     assert failures(post(sandbox_api, order_body(items=[]))) == {"items": ["Empty"]}
 

@@ -196,18 +196,22 @@ def test_a_short_retry_after_does_not_bring_the_schedule_forward() -> None:
     assert due is not None and due - NOW >= dt.timedelta(minutes=9)
 
 
-def test_a_private_address_is_refused_without_sending(
+def test_a_private_address_is_not_sent_to_and_answered_as_an_unknown_host_is(
     httpserver: HTTPServer, settings: Any
 ) -> None:
     settings.ALLOW_PRIVATE_URLS = False
 
     result = attempt(httpserver.url_for("/hook"), generate_signing_secret())
+    unknown = attempt("http://no-such-host.invalid/hook", generate_signing_secret())
 
-    assert result.outcome is Outcome.REFUSED
+    assert result.outcome is unknown.outcome is Outcome.RETRY
     assert result.status_code is None
-    assert "is not allowed" in result.error
+    assert result.error == unknown.error.replace("no-such-host.invalid", "localhost").replace(
+        "/hook", f":{httpserver.port}/hook"
+    )
+    assert "the host cannot be reached from the service" in result.error
     assert httpserver.log == []
-    assert retry_due_at(result, 1, NOW, random.Random(1)) is None
+    assert retry_due_at(result, 1, NOW, random.Random(1)) is not None
 
 
 def test_the_response_excerpt_is_cut_at_2048_characters(httpserver: HTTPServer) -> None:
