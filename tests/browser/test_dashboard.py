@@ -104,7 +104,7 @@ def test_issue_a_key_and_revoke_it(acme: CreatedMerchant, page: Any, live_server
     assert api_get(live_server.url, key, "/v4.0/orders").status_code == 200
 
     page.get_by_role("button", name="Copy").click()
-    assert page.get_by_role("button", name="Copied").count() == 1
+    page.get_by_role("button", name="Copied").wait_for(timeout=5000)
     page.get_by_role("link", name="Revoke key shop-server").click()
     assert "This cannot be undone." in page.locator("main").inner_text()
     page.get_by_role("link", name="Keep it as it is").click()

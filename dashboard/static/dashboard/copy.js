@@ -5,7 +5,7 @@ document.addEventListener("click", function (event) {
   var text = document.getElementById(button.dataset.copy).textContent.trim();
   var done = function () { button.textContent = "Copied"; };
   if (navigator.clipboard && window.isSecureContext) {
-    navigator.clipboard.writeText(text).then(done, function () { select(text); });
+    navigator.clipboard.writeText(text).then(done, function () { select(text); done(); });
   } else {
     select(text);
     done();
