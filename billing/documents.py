@@ -80,8 +80,10 @@ def invoice_pdf(*, invoice: Invoice, charges: Sequence[Charge]) -> bytes:
     return document.pdf()
 
 
-def receipt_pdf(*, order: Order, payment: OrderPayment, refunds: Sequence[PaymentRefund]) -> bytes:
-    """What was paid for the order by card, and what was given back."""
+def receipt_pdf(
+    *, order: Order, payments: Sequence[OrderPayment], refunds: Sequence[PaymentRefund]
+) -> bytes:
+    """What was paid for the order by card (each payment), and what was given back."""
     document = _Document(f"Receipt for order {order.public_id}")
     merchant = order.environment.merchant
     document.line_of(f"From: {SERVICE}")
@@ -89,12 +91,15 @@ def receipt_pdf(*, order: Order, payment: OrderPayment, refunds: Sequence[Paymen
     if order.merchant_reference:
         document.line_of(f"Your reference: {order.merchant_reference}")
     document.ln(4)
-    document.line_of(
-        f"Paid by card on {payment.paid_at:%Y-%m-%d %H:%M} UTC: "
-        f"{_money(payment.amount, payment.currency)}",
-        bold=True,
-    )
-    document.line_of(f"Payment reference: {payment.reference}")
+    currency = payments[0].currency
+    paid = Decimal(0)
+    for payment in payments:
+        paid += payment.amount
+        document.line_of(
+            f"Paid by card on {payment.paid_at:%Y-%m-%d %H:%M} UTC: "
+            f"{_money(payment.amount, payment.currency)} ({payment.reference})",
+            bold=True,
+        )
     refunded = Decimal(0)
     for refund in refunds:
         if refund.sent_at is None:
@@ -105,5 +110,5 @@ def receipt_pdf(*, order: Order, payment: OrderPayment, refunds: Sequence[Paymen
             f"({refund.reference})"
         )
     document.ln(2)
-    document.line_of(f"Net paid: {_money(payment.amount - refunded, payment.currency)}", bold=True)
+    document.line_of(f"Net paid: {_money(paid - refunded, currency)}", bold=True)
     return document.pdf()

@@ -1,4 +1,4 @@
-"""Billing's reads: a merchant's invoices, an order's card payment and refunds."""
+"""Billing's reads: a merchant's invoices, an order's card payments and refunds."""
 
 from django.db.models import QuerySet
 
@@ -17,9 +17,10 @@ def merchant_invoice_get(*, merchant: Merchant, number: str) -> Invoice | None:
     )
 
 
-def order_payment_get(*, order: Order) -> tuple[OrderPayment | None, list[PaymentRefund]]:
-    """The order's card payment (None when it was not paid by card) and its refunds."""
-    payment = OrderPayment.objects.filter(order=order).first()
-    if payment is None:
-        return None, []
-    return payment, list(PaymentRefund.objects.filter(order=order).order_by("created", "id"))
+def order_payments_get(*, order: Order) -> tuple[list[OrderPayment], list[PaymentRefund]]:
+    """The order's card payments, oldest first (none when it was not paid by card: the first
+    pays its cost, a further one a raise after a change), and its refunds."""
+    payments = list(OrderPayment.objects.filter(order=order).order_by("paid_at", "id"))
+    if not payments:
+        return [], []
+    return payments, list(PaymentRefund.objects.filter(order=order).order_by("created", "id"))

@@ -21,7 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.documents import invoice_pdf, receipt_pdf
-from billing.selectors import merchant_invoice_get, merchant_invoices, order_payment_get
+from billing.selectors import merchant_invoice_get, merchant_invoices, order_payments_get
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, parse_id
 from dashboard import forms
@@ -436,7 +436,7 @@ def _order_page(
     issue = next((i for i in order.issues.all() if i.authorisation_url), None)
     price = order_payment_amount(order=order) if held else (None, "")
     events = environment_events(environment=order.environment, subject=order.public_id)
-    payment, refunds = order_payment_get(order=order)
+    payments, refunds = order_payments_get(order=order)
     return _page(
         request,
         "dashboard/order.html",
@@ -448,7 +448,7 @@ def _order_page(
             "money": order_money(order),
             "issues": [issue_in_words(i) for i in order.issues.all()],
             "timeline": order_timeline(order, events),
-            "payment": payment,
+            "payments": payments,
             "refunds": refunds,
             "progress": order_progress(order),
             "refresh": order_under_way(order) and form is None,
@@ -609,10 +609,10 @@ def _pdf(content: bytes, filename: str) -> HttpResponse:
 def order_receipt(request: HttpRequest, order_id: str) -> HttpResponse:
     """The receipt of an order paid by card (what was paid, what was refunded)."""
     order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
-    payment, refunds = order_payment_get(order=order)
-    if payment is None:
+    payments, refunds = order_payments_get(order=order)
+    if not payments:
         raise NotFound
-    content = receipt_pdf(order=order, payment=payment, refunds=refunds)
+    content = receipt_pdf(order=order, payments=payments, refunds=refunds)
     return _pdf(content, f"receipt-{order.public_id}.pdf")
 
 
