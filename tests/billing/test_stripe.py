@@ -30,10 +30,7 @@ WEBHOOK = "/payments/stripe/webhook"
 @pytest.fixture
 def stripe_server(settings: Any) -> Iterator[StripeServer]:
     server = StripeServer().start()
-    settings.PAYMENT_PROVIDER = "stripe"
-    settings.STRIPE_SECRET_KEY = server.secret_key
-    settings.STRIPE_WEBHOOK_SECRET = server.webhook_secret
-    settings.STRIPE_API_BASE = server.base_url
+    server.configure(settings)
     yield server
     server.stop()
 

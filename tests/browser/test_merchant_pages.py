@@ -111,10 +111,7 @@ def test_reset_the_password_from_the_mail(
 @pytest.fixture
 def stripe(live_server: Any, settings: Any) -> Iterator[StripeServer]:
     server = StripeServer(webhook_url=f"{live_server.url}/payments/stripe/webhook").start()
-    settings.PAYMENT_PROVIDER = "stripe"
-    settings.STRIPE_SECRET_KEY = server.secret_key
-    settings.STRIPE_WEBHOOK_SECRET = server.webhook_secret
-    settings.STRIPE_API_BASE = server.base_url
+    server.configure(settings)
     yield server
     server.stop()
 

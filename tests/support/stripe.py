@@ -100,6 +100,13 @@ class StripeServer:
             self._server.shutdown()
             self._server.server_close()
 
+    def configure(self, settings: Any) -> None:
+        """Point the service at this server (pytest-django's ``settings`` fixture)."""
+        settings.PAYMENT_PROVIDER = "stripe"
+        settings.STRIPE_SECRET_KEY = self.secret_key
+        settings.STRIPE_WEBHOOK_SECRET = self.webhook_secret
+        settings.STRIPE_API_BASE = self.base_url
+
     @property
     def base_url(self) -> str:
         assert self._server is not None
