@@ -201,7 +201,7 @@ class BulkJobAdmin(admin.ModelAdmin):
                 )
                 self._audit(request, "bulkResubmission.submit", job.source, f"job {job.id} queued")
                 return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
-            _, review = services.resubmission_review(source=source, lab=lab)
+            _, review = services.resubmission_review(source=source, lab=lab, shipping_method=method)
         except ValidationFailed as failed:
             return self._form(request, tool, failures=failed.failures, posted=posted)
         choices = {"lab": lab, "cancelOption": option, "shippingMethod": method}

@@ -116,6 +116,7 @@ def bulk_job_create(
         shipping_method=shipping_method,
         carrier_alias=carrier_alias,
         due_at=timezone.now(),
+        queued_rows=sum(1 for a in rows if a.queued),
     )
     BulkJobRow.objects.bulk_create(
         [

@@ -56,6 +56,9 @@ class BulkJob(models.Model):
     claimed_until = models.DateTimeField(null=True, blank=True)
     swept_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    queued_rows = models.PositiveIntegerField(
+        default=0, help_text="Rows queued for the worker at submit (the others were recorded)."
+    )
     write_back_error = models.TextField(
         blank=True,
         help_text="Why the last write-back to the sheet failed (the results are kept and "

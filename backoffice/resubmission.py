@@ -1,70 +1,95 @@
-"""Bulk resubmission, the rows' side: what a sheet's rows would do, and each row done by one
-call to the orders service that resubmits a shipment (``orders.resubmission``), which does the
-order's work (plan, cancel the original, record, submit, move the order on)."""
+"""Bulk resubmission, the rows' side: one assessment of a sheet's rows, shared by the review
+and the job (so the review promises exactly what submit queues), and each queued row done by
+one call to the orders service that resubmits a shipment (``orders.resubmission``), which does
+the order's work (plan, cancel the original, record, submit, move the order on)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
 from backoffice.rows import RowOutcome, SheetRow
+from backoffice.selectors import rows_shipments
+from common.ids import PREFIXES, format_id
 from orders.models import Shipment
-from orders.resubmission import shipment_resubmit, shipments_standing
+from orders.resubmission import (
+    ALREADY_SHIPPED,
+    ORDER_CANCELLED,
+    ResubmissionOffer,
+    shipment_resubmission_offer,
+    shipment_resubmit,
+    shipments_standing,
+)
+
+SKIPPED = "Skipped (Skip Row)."
+NO_LAB_ORDER = "No Lab Order Id: nothing to resubmit."
 
 
 @dataclass(frozen=True)
 class RowAssessment:
-    """What submit would do with a row: ``reason`` says why not when it is not resubmittable;
-    ``warning`` is a problem submit would meet (the chosen lab cannot make the products)."""
+    """What submit does with a row: queued for the worker (with the lab it would go to and its
+    cost, ``offer``), or recorded at once with ``status`` and ``reason`` as its message."""
 
     row: SheetRow
-    resubmittable: bool
-    reason: str = ""
-    warning: str = ""
     shipment: Shipment | None = None
+    reason: str = ""
+    status: str = RowStatus.PENDING
+    offer: ResubmissionOffer | None = None
 
     @property
     def queued(self) -> bool:
-        return self.resubmittable
-
-    @property
-    def status(self) -> str:
-        return RowStatus.SKIPPED
+        return not self.reason
 
 
-def rows_assess(*, rows: Sequence[SheetRow], lab: str = "") -> list[RowAssessment]:
-    """Each row's fate, read in a few queries whatever the number of rows."""
-    named = [r.lab_order_id for r in rows if r.lab_order_id is not None]
-    standings = shipments_standing(shipment_ids=named, lab=lab)
-    queued = set(
+def rows_assess(
+    *, rows: Sequence[SheetRow], lab: str = "", shipping_method: str = ""
+) -> list[RowAssessment]:
+    """Every data row's fate: the review shows it and the job is made of it. A few queries
+    for the rows, and one plan per resubmittable row (the plan the job then makes first)."""
+    found = rows_shipments([row for row in rows if not row.skip_row])
+    ids = [s.id for s in found.values() if isinstance(s, Shipment)]
+    standings = shipments_standing(shipment_ids=ids)
+    queued_in = dict(
         BulkJobRow.objects.filter(
-            lab_order_id__in=named,
-            status=RowStatus.PENDING,
-            job__kind=JobKind.RESUBMISSION,
+            lab_order_id__in=ids, status=RowStatus.PENDING, job__kind=JobKind.RESUBMISSION
         )
         .exclude(job__status=JobStatus.DONE)
-        .values_list("lab_order_id", flat=True)
+        .values_list("lab_order_id", "job_id")
     )
     answers = []
     for row in rows:
-        standing = standings.get(row.lab_order_id) if row.lab_order_id is not None else None
-        reason = ""
         if row.skip_row:
-            reason = "Skipped (Skip Row)."
-        elif not row.lab_order_text:
-            reason = "No Lab Order Id."
-        elif standing is None:
-            reason = f"No shipment '{row.lab_order_text}'."
-        elif row.new_lab_order_id is not None or standing.resubmitted:
-            reason = "Already resubmitted."
+            answers.append(RowAssessment(row, reason=SKIPPED, status=RowStatus.SKIPPED))
+            continue
+        if not row.lab_order_text:
+            answers.append(RowAssessment(row, reason=NO_LAB_ORDER, status=RowStatus.SKIPPED))
+            continue
+        shipment = found[row.row_index]
+        if isinstance(shipment, str):
+            answers.append(RowAssessment(row, reason=shipment, status=RowStatus.FAILED))
+            continue
+        standing = standings[shipment.id]
+        new_id = standing.resubmitted_as or row.new_lab_order_id
+        reason, status = "", RowStatus.SKIPPED
+        if new_id is not None:
+            reason = f"Already resubmitted as {format_id(PREFIXES['shipment'], new_id)}."
+        elif standing.order_cancelled:
+            reason, status = ORDER_CANCELLED, RowStatus.FAILED
         elif standing.shipped:
-            reason = "The shipment has been shipped."
-        elif row.lab_order_id in queued:
-            reason = "Already queued for resubmission."
-        warning = ""
-        if not reason and standing is not None and standing.missing:
-            warning = f"Lab {lab} cannot make {', '.join(standing.missing)}."
-        shipment = standing.shipment if standing is not None else None
-        answers.append(RowAssessment(row, not reason, reason, warning, shipment))
+            reason = ALREADY_SHIPPED
+        elif shipment.id in queued_in:
+            reason = f"Already queued for resubmission (job {queued_in[shipment.id]})."
+        if reason:
+            answers.append(RowAssessment(row, shipment, reason, status))
+            continue
+        offer = shipment_resubmission_offer(
+            shipment=standing.shipment,
+            labs=[lab] if lab else list(row.labs),
+            shipping_method=shipping_method,
+        )
+        if isinstance(offer, str):
+            answers.append(RowAssessment(row, shipment, offer, RowStatus.FAILED))
+        else:
+            answers.append(RowAssessment(row, shipment, offer=offer))
     return answers
 
 

@@ -17,6 +17,9 @@ from orders.models import CancelOption
 
 @dataclass(frozen=True)
 class Review:
+    """What submit would do with a sheet: ``sheet_row_count`` rows name a lab order (skipped
+    and unknown ones included); ``resubmittable`` are those it would queue."""
+
     is_ok: bool
     statement: str
     sheet_row_count: int
@@ -24,11 +27,7 @@ class Review:
 
     @property
     def resubmittable(self) -> list[RowAssessment]:
-        return [a for a in self.assessments if a.resubmittable]
-
-    @property
-    def warnings(self) -> list[str]:
-        return [f"Row {a.row.row_index}: {a.warning}" for a in self.assessments if a.warning]
+        return [a for a in self.assessments if a.queued]
 
 
 def lab_check(lab: str, field: str = "lab") -> str:
@@ -56,24 +55,20 @@ def sheet_rows(source: Source) -> tuple[Table, list[SheetRow]]:
     return table, rows_parse(table)
 
 
-def resubmission_review(*, source: Source, lab: str = "") -> tuple[Table, Review]:
-    """What submit would do, changing nothing."""
+def resubmission_review(
+    *, source: Source, lab: str = "", shipping_method: str = ""
+) -> tuple[Table, Review]:
+    """What submit would do, changing nothing: the very assessment submit makes its job of."""
     table, rows = sheet_rows(source)
-    assessments = rows_assess(rows=rows, lab=lab)
+    assessments = rows_assess(rows=rows, lab=lab, shipping_method=shipping_method)
     named = [a for a in assessments if a.row.lab_order_text]
-    ok = [a for a in assessments if a.resubmittable]
-    warnings = [a for a in ok if a.warning]
+    ok = [a for a in assessments if a.queued]
     if not ok:
         statement = "No row of the sheet can be resubmitted."
-        is_ok = False
-    elif warnings:
-        statement = "; ".join(f"Row {a.row.row_index}: {a.warning}" for a in warnings)
-        is_ok = False
     else:
         where = f"lab {lab}" if lab else "the cheapest allowed lab"
         statement = f"{len(ok)} of {len(named)} lab orders will be resubmitted to {where}."
-        is_ok = True
-    return table, Review(is_ok, statement, len(named), assessments)
+    return table, Review(bool(ok), statement, len(named), assessments)
 
 
 def resubmission_submit(
@@ -84,8 +79,10 @@ def resubmission_submit(
     cancel_option: str = CancelOption.CANCEL_ORIGINAL,
     shipping_method: str = "",
 ) -> BulkJob:
-    """Queue a job over the resubmittable rows; none is a failure on ``spreadsheetId``."""
-    table, review = resubmission_review(source=source, lab=lab)
+    """Queue a job over the sheet's data rows: the resubmittable ones for the worker, the
+    others recorded at once with why not (every row gets its Message). No resubmittable row
+    is a failure on ``spreadsheetId``, and no job."""
+    table, review = resubmission_review(source=source, lab=lab, shipping_method=shipping_method)
     if not review.resubmittable:
         raise ValidationFailed.single(
             SPREADSHEET_ID, "NothingToResubmit", f"{review.statement} Nothing was queued."
@@ -95,7 +92,7 @@ def resubmission_submit(
         user=user,
         source=source,
         table=table,
-        rows=review.resubmittable,
+        rows=review.assessments,
         lab=lab,
         cancel_option=cancel_option,
         shipping_method=shipping_method,

@@ -39,6 +39,7 @@ from orders.models import (
     OrderItem,
     PipelineStep,
     Shipment,
+    ShipmentResubmission,
     ShipmentStatus,
     Stage,
 )
@@ -291,6 +292,12 @@ def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
     items = list(order.items.order_by("position"))
     shipments = list(order.shipments.select_related("order__environment").order_by("id"))
     may_operate = request.user.has_perm(OPERATE_SHIPMENT)
+    resubmissions = {
+        r.new_shipment_id: r
+        for r in ShipmentResubmission.objects.filter(
+            new_shipment_id__in=[s.id for s in shipments], submitted_at__isnull=False
+        )
+    }
     events = CallbackEvent.objects.filter(subject=order.public_id).order_by("sequence", "id")
     return {
         "summary": {
@@ -303,7 +310,11 @@ def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
         "issues": list(order.issues.order_by("created", "id")),
         "items": [(item, file_url(item.thumbnail, base_url)) for item in items],
         "shipments": [
-            (shipment, shipment_operations(shipment) if may_operate else [])
+            (
+                shipment,
+                shipment_operations(shipment) if may_operate else [],
+                resubmissions.get(shipment.id),
+            )
             for shipment in shipments
         ],
         "charges": list(order.charges.order_by("created", "id")),
@@ -485,3 +496,37 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         for order_id, step in queryset.values_list("id", "pipeline_step"):
             order_enqueue_on_commit(order_id=order_id, step=step)
         self.message_user(request, f"{queryset.count()} order(s) queued for their due step.")
+
+
+@admin.register(ShipmentResubmission)
+class ShipmentResubmissionAdmin(NoAddOrDelete, admin.ModelAdmin):
+    """Every resubmission with the lab cost the service bore for it (never charged to the
+    merchant)."""
+
+    list_display = ("__str__", "lab_code", "shipping_method", "lab_cost", "created",
+                    "submitted_at")  # fmt: skip
+    list_filter = ("lab_code",)
+    search_fields = ("original__id", "new_shipment_id")
+    fields = ("original", "new_shipment_id", "lab_code", "lab_country_code", "shipping_method",
+              "carrier_name", "carrier_service", "lab_cost", "plan", "created",
+              "submitted_at")  # fmt: skip
+    readonly_fields = fields
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[ShipmentResubmission], search_term: str
+    ) -> tuple[QuerySet[ShipmentResubmission], bool]:
+        if not search_term.strip():
+            return queryset, False
+        number = _number(search_term.strip().lower().removeprefix("shp_"))
+        if number is None:
+            return queryset.none(), False
+        return queryset.filter(Q(original_id=number) | Q(new_shipment_id=number)), False
+
+    @admin.display(description="lab cost (the service's)")
+    def lab_cost(self, record: ShipmentResubmission) -> str:
+        if not record.plan:
+            return "-"
+        return f"{record.plan['total']} {record.plan['currency']}"

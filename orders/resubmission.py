@@ -12,10 +12,15 @@ run again:
 3. **record** the resubmission (``ShipmentResubmission``: the new shipment's id, lab and
    prices, at most one per original) before the lab is asked;
 4. **submit** the new lab order; once accepted, under the order's row lock, the new shipment
-   is written with the items moved to it, charges adjusted when the price changed, the
-   original's issues cleared, the shipment callback sent, and a Failed or Done order moved
-   back to Production by the state machine (``order_transition``) to follow its new lab
-   order.
+   is written with the items moved to it, the original's issues cleared, the shipment
+   callback sent, and a Failed or Done order moved back to Production by the state machine
+   (``order_transition``) to follow its new lab order to Shipped (a reprint of a Complete
+   order included).
+
+A resubmission never charges the merchant again: the new lab's cost is the service's,
+recorded in ``ShipmentResubmission.plan`` (shown to staff) and never written as a charge of
+the order. An order that is cancelled (by its merchant, or by staff cancelling its last
+shipment) is not resubmitted.
 
 A worker killed anywhere sends the same shipment id again, which a lab takes as the same
 submission.
@@ -27,9 +32,12 @@ Public functions:
   (every active lab when empty), by ``shipping_method`` (the shipment's own when empty). Never
   raises for a refusal: the answer says whether it was resubmitted, why not, and the new
   shipment's id. Calling it again for the same shipment answers "Already resubmitted as ...".
-- ``shipments_standing(*, shipment_ids, lab="") -> dict[int, ShipmentStanding]``: what stands
-  in the way of resubmitting each of the shipments (read in a few queries whatever their
-  number), for a review before any is resubmitted.
+- ``shipments_standing(*, shipment_ids) -> dict[int, ShipmentStanding]``: what stands in the
+  way of resubmitting each of the shipments (read in a few queries whatever their number),
+  for a review before any is resubmitted.
+- ``shipment_resubmission_offer(*, shipment, labs=(), shipping_method="")``: the lab a
+  resubmission would go to now and its cost (``ResubmissionOffer``), or why no allowed lab
+  can make it: the very plan ``shipment_resubmit`` makes first.
 """
 
 from collections.abc import Iterable, Sequence
@@ -42,8 +50,7 @@ from django.utils import timezone
 
 from common.ids import PREFIXES, format_id, new_id
 from labs.allocation import AllocationPlan, Infeasible, plan_basket
-from labs.models import Lab, LabProduct
-from orders.charges import refund_write, shipment_charged, shipment_charges_write
+from labs.models import Lab
 from orders.events import shipment_changed
 from orders.issues import SUBMISSION_FAILED
 from orders.lab_orders import lab_order
@@ -56,6 +63,7 @@ from orders.models import (
     Shipment,
     ShipmentResubmission,
     ShipmentStatus,
+    Stage,
 )
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket
@@ -68,6 +76,8 @@ from orders.shipments import (
 )
 
 RESUBMISSION_CANCEL = "cancel (resubmission)"
+ALREADY_SHIPPED = "Already shipped: the shipment has been shipped."
+ORDER_CANCELLED = "Order cancelled: a cancelled order is not resubmitted."
 
 
 @dataclass(frozen=True)
@@ -82,47 +92,69 @@ class Resubmission:
 @dataclass(frozen=True)
 class ShipmentStanding:
     """One shipment as a resubmission would find it: ``resubmitted`` (already, and recorded as
-    accepted), ``shipped``, and ``missing`` (its SKUs the chosen lab does not make)."""
+    accepted, as ``resubmitted_as``), ``shipped``, and ``order_cancelled``."""
 
     shipment: Shipment
     resubmitted: bool
     shipped: bool
-    missing: tuple[str, ...] = ()
+    order_cancelled: bool
+    resubmitted_as: int | None = None
 
 
-def shipments_standing(
-    *, shipment_ids: Iterable[int], lab: str = ""
-) -> dict[int, ShipmentStanding]:
-    """Each existing shipment of ``shipment_ids`` as a resubmission to ``lab`` (when given)
-    would find it; a shipment that does not exist has no entry. Four queries at most."""
+@dataclass(frozen=True)
+class ResubmissionOffer:
+    """Where a resubmission would go now: the cheapest allowed lab and what it costs (tax
+    included, in ``currency``), a cost the service bears."""
+
+    lab_code: str
+    currency: str
+    cost: Decimal
+
+
+def shipments_standing(*, shipment_ids: Iterable[int]) -> dict[int, ShipmentStanding]:
+    """Each existing shipment of ``shipment_ids`` as a resubmission would find it; a shipment
+    that does not exist has no entry. Three queries at most."""
     wanted = set(shipment_ids)
-    shipments = list(Shipment.objects.filter(id__in=wanted).prefetch_related("items"))
-    resubmitted = set(
+    shipments = list(
+        Shipment.objects.filter(id__in=wanted)
+        .select_related("order__environment")
+        .prefetch_related("items")
+    )
+    resubmitted = dict(
         ShipmentResubmission.objects.filter(
             original_id__in=wanted, submitted_at__isnull=False
-        ).values_list("original_id", flat=True)
+        ).values_list("original_id", "new_shipment_id")
     )
-    makes: set[str] = set()
-    if lab:
-        makes = {
-            sku.upper()
-            for sku in LabProduct.objects.filter(lab__code=lab, lab__is_active=True).values_list(
-                "product__sku", flat=True
-            )
-        }
     return {
         shipment.id: ShipmentStanding(
             shipment=shipment,
             resubmitted=shipment.id in resubmitted,
             shipped=shipment.status == ShipmentStatus.SHIPPED,
-            missing=tuple(
-                sorted({i.sku for i in shipment.items.all() if i.sku.upper() not in makes})
-            )
-            if lab
-            else (),
+            order_cancelled=shipment.order.stage == Stage.CANCELLED,
+            resubmitted_as=resubmitted.get(shipment.id),
         )
         for shipment in shipments
     }
+
+
+def _candidates(labs: Sequence[str]) -> list[str]:
+    return list(labs) or list(
+        Lab.objects.filter(is_active=True).order_by("code").values_list("code", flat=True)
+    )
+
+
+def shipment_resubmission_offer(
+    *, shipment: Shipment, labs: Sequence[str] = (), shipping_method: str = ""
+) -> ResubmissionOffer | str:
+    """The lab ``shipment_resubmit`` would send the shipment to now, with its cost; else the
+    sentence saying why no allowed lab can make it."""
+    plan, why = _cheapest_plan(
+        shipment=shipment, candidates=_candidates(labs), shipping_method=shipping_method
+    )
+    if plan is None:
+        return why
+    (planned,) = plan.shipments
+    return ResubmissionOffer(planned.lab_code, plan.currency, plan.total_cost)
 
 
 def shipment_resubmit(
@@ -144,12 +176,11 @@ def shipment_resubmit(
                 False, f"No shipment {format_id(PREFIXES['shipment'], shipment_id)}."
             )
         if shipment.status == ShipmentStatus.SHIPPED:
-            return Resubmission(False, "The shipment has been shipped.")
-        candidates = list(labs) or list(
-            Lab.objects.filter(is_active=True).order_by("code").values_list("code", flat=True)
-        )
+            return Resubmission(False, ALREADY_SHIPPED)
+        if shipment.order.stage == Stage.CANCELLED:
+            return Resubmission(False, ORDER_CANCELLED)
         plan, why = _cheapest_plan(
-            shipment=shipment, candidates=candidates, shipping_method=shipping_method
+            shipment=shipment, candidates=_candidates(labs), shipping_method=shipping_method
         )
         if plan is None:
             return Resubmission(False, why)
@@ -214,7 +245,8 @@ def _cheapest_plan(
             best = plan
     if best is None:
         labs = ", ".join(candidates) or "no lab"
-        return None, f"No allowed lab ({labs}) can make the shipment: {why or 'no offer'}."
+        why = why.rstrip(".") or "no offer"  # the engine's sentence keeps no full stop of its own
+        return None, f"No allowed lab ({labs}) can make the shipment: {why}."
     return best, ""
 
 
@@ -300,7 +332,6 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
             return Resubmission(
                 True, f"Already resubmitted as {new_public_id}.", locked.new_shipment_id
             )
-        charges_note = _charges_adjust(order, original, locked)
         new = Shipment.objects.create(
             id=locked.new_shipment_id,
             order=order,
@@ -314,17 +345,6 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
             address=original.address,
         )
         OrderItem.objects.filter(shipment=original).update(shipment=new)
-        if locked.plan and charges_note.startswith("Charges adjusted"):
-            shipment_charges_write(
-                order=order,
-                shipment=new,
-                currency=str(locked.plan["currency"]),
-                item_lines={
-                    int(key): (Decimal(cost), Decimal(tax))
-                    for key, (cost, tax) in locked.plan["items"].items()
-                },
-                shipping=(Decimal(locked.plan["shipping"][0]), Decimal(locked.plan["shipping"][1])),
-            )
         locked.submitted_at = now
         locked.save(update_fields=["submitted_at"])
         OrderIssue.objects.filter(
@@ -338,20 +358,16 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
             order.save(update_fields=["last_updated"])
         shipment_changed(order=order, shipment=new)
     message = " ".join(
-        [f"Resubmitted as {new_public_id} at {locked.lab_code}.", *notes, charges_note]
+        [f"Resubmitted as {new_public_id} at {locked.lab_code}.", *notes, _cost_note(locked)]
     )
     return Resubmission(True, message, locked.new_shipment_id)
 
 
-def _charges_adjust(order: Order, original: Shipment, record: ShipmentResubmission) -> str:
-    """Refund what the original was charged when the new plan costs something else (the new
-    charges follow once the items have moved); the sentence for the row's message."""
+def _cost_note(record: ShipmentResubmission) -> str:
+    """The row's sentence on money: the lab's cost is the service's, never the merchant's."""
     if not record.plan:
-        return "Charges unchanged."
-    before = shipment_charged(order=order, shipment=original)
-    after = Decimal(str(record.plan["total"]))
-    currency = record.plan["currency"]
-    if before == after:
-        return "Charges unchanged."
-    refund_write(order=order, shipments=[original])
-    return f"Charges adjusted: {before} → {after} {currency}."
+        return "No charge to the merchant."
+    return (
+        f"Lab cost {record.plan['total']} {record.plan['currency']} (the service's); "
+        "no charge to the merchant."
+    )

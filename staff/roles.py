@@ -19,6 +19,7 @@ OPERATOR_PERMISSIONS: tuple[str, ...] = (
     "orders.view_orderissue",
     "orders.act_on_order",
     "orders.operate_shipment",
+    "orders.view_shipmentresubmission",
     "merchants.view_merchant",
     "merchants.view_environment",
     "labs.view_lab",

@@ -32,10 +32,11 @@ def staff_api_key_revoke(*, staff_api_key: StaffApiKey) -> None:
 
 
 @transaction.atomic
-def staff_roles_sync(*, apps: Any = django_apps) -> dict[str, Any]:
+def staff_roles_sync(*, apps: Any = django_apps, strict: bool = True) -> dict[str, Any]:
     """Make the ``Operators`` and ``Administrators`` groups hold exactly their role's
     permissions (``staff.roles``); ``apps`` is a migration's historical registry when a
-    migration calls it. Returns the groups by name."""
+    migration calls it, where a permission of a model not made yet is left for a later
+    migration (``strict=False``). Returns the groups by name."""
     group_model = apps.get_model("auth", "Group")
     permission_model = apps.get_model("auth", "Permission")
     wanted = {name for names in ROLES.values() for name in names}
@@ -46,14 +47,27 @@ def staff_roles_sync(*, apps: Any = django_apps) -> dict[str, Any]:
         ).values_list("pk", "content_type__app_label", "codename")
     }
     missing = sorted(wanted - set(found))
-    if missing:
+    if missing and strict:
         raise LookupError(f"Permissions missing (migrate first): {', '.join(missing)}")
     groups = {}
     for name, permissions in ROLES.items():
         group, _ = group_model.objects.get_or_create(name=name)
-        group.permissions.set([found[permission] for permission in permissions])
+        group.permissions.set([found[p] for p in permissions if p in found])
         groups[name] = group
     return groups
+
+
+def staff_roles_migrate(apps: Any, schema_editor: Any) -> dict[str, Any]:
+    """``staff_roles_sync`` inside a migration (``RunPython``): the permissions Django makes
+    only after every migration has run are made first, for the groups to hold them; those of
+    models later migrations make are left to a later roles migration."""
+    from django.contrib.auth.management import create_permissions
+
+    for app_config in apps.get_app_configs():
+        app_config.models_module = True
+        create_permissions(app_config, verbosity=0, using=schema_editor.connection.alias, apps=apps)
+        app_config.models_module = None
+    return staff_roles_sync(apps=apps, strict=False)
 
 
 @transaction.atomic

@@ -175,7 +175,7 @@ class BulkResubmissionViewSet(MicroUiViewSet):
         return Response(
             {
                 "totalRowCount": len(rows),
-                "resubmittableRowCount": sum(1 for a in assessments if a.resubmittable),
+                "resubmittableRowCount": sum(1 for a in assessments if a.queued),
             }
         )
 
@@ -203,7 +203,9 @@ class BulkResubmissionViewSet(MicroUiViewSet):
     @_micro_ui_action("review", "Review", "bulkResubmission.review", "post")
     def review(self, request: Request) -> Response:
         given = _resubmission_input(request)
-        _, review = services.resubmission_review(source=given["source"], lab=given["lab"])
+        _, review = services.resubmission_review(
+            source=given["source"], lab=given["lab"], shipping_method=given["shipping_method"]
+        )
         return Response(
             {
                 "isOk": review.is_ok,
@@ -229,12 +231,14 @@ class BulkResubmissionViewSet(MicroUiViewSet):
     def submit(self, request: Request) -> Response:
         given = _resubmission_input(request)
         job = services.resubmission_submit(user=request.user, **given)
-        count = job.rows.count()
+        count = job.queued_rows
+        recorded = job.rows.count() - count
         return Response(
             {
                 "accepted": True,
                 "queuedRowCount": count,
-                "message": f"Job {job.id}: {count} row(s) queued for resubmission.",
+                "message": f"Job {job.id}: {count} row(s) queued for resubmission, "
+                f"{recorded} other row(s) answered with why not.",
             }
         )
 

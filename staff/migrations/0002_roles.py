@@ -3,24 +3,15 @@ staff user already there becomes an operator."""
 
 from typing import Any
 
-from django.contrib.auth.management import create_permissions
 from django.db import migrations
 
 
 def roles_create(apps: Any, schema_editor: Any) -> None:
-    from staff.services import staff_roles_sync
+    from staff.services import staff_roles_migrate
 
-    # Permissions are otherwise made after every migration has run; the groups need them now.
-    for app_config in apps.get_app_configs():
-        app_config.models_module = True
-        create_permissions(
-            app_config, verbosity=0, using=schema_editor.connection.alias, apps=apps
-        )
-        app_config.models_module = None
-    groups = staff_roles_sync(apps=apps)
+    groups = staff_roles_migrate(apps, schema_editor)
     user_model = apps.get_model("auth", "User")
-    operators = groups["Operators"]
-    operators.user_set.add(*user_model.objects.filter(is_staff=True))
+    groups["Operators"].user_set.add(*user_model.objects.filter(is_staff=True))
 
 
 class Migration(migrations.Migration):

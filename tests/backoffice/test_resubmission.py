@@ -3,6 +3,8 @@
 from typing import Any
 
 import pytest
+from django.db.models import Count
+from django.test import Client
 from rest_framework.test import APIClient
 
 from backoffice.models import BulkJob
@@ -15,7 +17,9 @@ from orders.models import (
     ShipmentResubmission,
     ShipmentStatus,
 )
+from orders.resubmission import ResubmissionOffer, shipment_resubmission_offer
 from staff.models import AuditEntry
+from staff.services import staff_user_save
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
 
@@ -122,6 +126,95 @@ def test_review_is_not_ok_when_nothing_can_be_resubmitted(
     assert answer["statement"] == "No row of the sheet can be resubmitted."
 
 
+def test_review_and_job_agree_on_a_sheet_mixing_every_kind_of_row(
+    sandbox_api: APIClient,
+    staff_api: APIClient,
+    sheets: SheetsServer,
+    eager_tasks: None,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    by_id, by_digits, by_reference, skipped, shipped, cancelled, nowhere, refused = shipments_of(
+        sandbox_api, 8
+    )
+    Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
+    Order.objects.filter(id=cancelled.order_id).update(stage="Cancelled")
+    Lab.objects.filter(code="us1").update(simulator_failure_share=1)
+    rows = [
+        [by_id.public_id],
+        [str(by_digits.id)],
+        [by_reference.lab_order_reference],
+        [skipped.public_id, "", "", "", "", "yes"],
+        ["", "", "", "", "gb1"],  # a data row naming no lab order
+        ["shp_999"],
+        ["\uff11\uff12\uff13"],  # full-width digits name no shipment
+        [skipped.public_id, "", "123"],  # already resubmitted, as the sheet says
+        [shipped.public_id],
+        [cancelled.public_id],
+        [nowhere.public_id, "", "", "", "zz9"],
+        [refused.public_id, "", "", "", "us1"],
+    ]
+    sheet_with(sheets, rows)
+    before = [row[0] for row in sheets.values(SHEET, TAB)[1:]]
+
+    review = staff_api.post(f"{BASE}/review", body(), format="json").json()
+    answer = submit(staff_api, django_capture_on_commit_callbacks)
+
+    assert review["numberOfLabOrders"] == answer["queuedRowCount"] == 4
+    assert review["sheetContainsNumberOfLabOrders"] == 11
+    assert review["isOk"] is True
+    messages = sheets.column(SHEET, TAB, "Message")
+    assert len(messages) == len(rows) and all(messages)
+    for index in range(3):
+        assert messages[index].startswith("Resubmitted as shp_"), messages[index]
+        assert messages[index].endswith("(the service's); no charge to the merchant.")
+    assert messages[3:10] == [
+        "Skipped (Skip Row).",
+        "No Lab Order Id: nothing to resubmit.",
+        "Unknown lab order 'shp_999'.",
+        "Unknown lab order '\uff11\uff12\uff13'.",
+        "Already resubmitted as shp_123.",
+        "Already shipped: the shipment has been shipped.",
+        "Order cancelled: a cancelled order is not resubmitted.",
+    ]
+    assert messages[10].startswith("No allowed lab (zz9) can make the shipment: ")
+    assert not messages[10].endswith("..")
+    assert messages[11] == "Original cancelled. Lab us1 refused: Simulated rejection by lab us1."
+    assert [row[0] for row in sheets.values(SHEET, TAB)[1:]] == before  # cells kept as given
+    new_ids = sheets.column(SHEET, TAB, "New Lab Order Id")
+    assert all(new_ids[:3]) and new_ids[3] == "" and new_ids[7] == "123"
+    assert all(sheets.column(SHEET, TAB, "Last Activity"))
+    job = BulkJob.objects.get()
+    assert job.rows.count() == len(rows)
+    assert dict(job.rows.values_list("status").annotate(n=Count("id"))) == {
+        "Succeeded": 3,
+        "Skipped": 4,
+        "Failed": 5,
+    }
+
+
+def test_the_admin_review_shows_each_rows_target_lab_and_lab_cost(
+    sandbox_api: APIClient, sheets: SheetsServer
+) -> None:
+    queued, shipped = shipments_of(sandbox_api, 2)
+    Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
+    sheet_with(sheets, [[queued.public_id], [shipped.public_id]])
+    admin = Client()
+    admin.force_login(staff_user_save(username="olga")[0])
+
+    html = admin.post(
+        "/admin/backoffice/bulkjob/resubmission/", {**body(), "lab": "gb2"}
+    ).content.decode()
+
+    offer = shipment_resubmission_offer(shipment=queued, labs=["gb2"])
+    assert isinstance(offer, ResubmissionOffer)
+    row = html[html.index(f"<td>{queued.public_id}</td>") :]
+    row = row[: row.index("</tr>")]
+    assert '<td class="target-lab">gb2</td>' in row
+    assert f'<td class="lab-cost">{offer.cost} {offer.currency}</td>' in row
+    left = html[html.index(f"<td>{shipped.public_id}</td>") :]
+    assert "Left as it is: Already shipped" in left[: left.index("</tr>")]
+
+
 def test_submit_resubmits_each_row_once_to_the_chosen_lab_and_writes_back(
     sandbox_api: APIClient,
     staff_api: APIClient,
@@ -151,7 +244,7 @@ def test_submit_resubmits_each_row_once_to_the_chosen_lab_and_writes_back(
         assert sheets.column(SHEET, TAB, "New Lab Order Id")[index] == str(new.id)
         message = sheets.column(SHEET, TAB, "Message")[index]
         assert message.startswith(f"Resubmitted as {new.public_id} at gb2. Original cancelled.")
-        assert "Charges" in message
+        assert message.endswith("no charge to the merchant.")
         assert sheets.column(SHEET, TAB, "Last Activity")[index].startswith("20")
     assert len([c for c in sheets.write_calls() if c[1].endswith("values:batchUpdate")]) == 1
 
@@ -166,7 +259,7 @@ def test_submit_resubmits_each_row_once_to_the_chosen_lab_and_writes_back(
     assert AuditEntry.objects.filter(operation="bulkResubmission.submit").count() == 2
 
 
-def test_charges_change_only_when_the_plans_cost_does(
+def test_a_resubmission_adds_no_charge_to_the_merchant(
     sandbox_api: APIClient,
     staff_api: APIClient,
     sheets: SheetsServer,
@@ -174,18 +267,29 @@ def test_charges_change_only_when_the_plans_cost_does(
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     same, dearer = shipments_of(sandbox_api, 2)
+    charged = {
+        s.order_id: list(s.order.charges.values_list("id", "charge_type", "total_cost"))
+        for s in (same, dearer)
+    }
     sheet_with(
         sheets, [[same.public_id, "", "", "", same.lab_code], [dearer.public_id, "", "", "", "us1"]]
     )
 
     submit(staff_api, django_capture_on_commit_callbacks, cancelOption="KeepOriginal")
 
-    messages = sheets.column(SHEET, TAB, "Message")
-    assert "Charges unchanged." in messages[0]
-    assert "Charges adjusted:" in messages[1]
-    assert not same.order.charges.filter(charge_type=ChargeType.REFUND).exists()
-    assert dearer.order.charges.filter(charge_type=ChargeType.REFUND).count() == 1
-    assert dearer.order.charges.filter(charge_type=ChargeType.ITEM).count() == 2
+    for shipment in (same, dearer):
+        after = list(shipment.order.charges.values_list("id", "charge_type", "total_cost"))
+        assert after == charged[shipment.order_id]
+        assert not shipment.order.charges.filter(charge_type=ChargeType.REFUND).exists()
+    for message, record in zip(
+        sheets.column(SHEET, TAB, "Message"),
+        ShipmentResubmission.objects.order_by("original__order_id"),
+        strict=True,
+    ):
+        assert message.endswith(
+            f"Lab cost {record.plan['total']} {record.plan['currency']} (the service's); "
+            "no charge to the merchant."
+        )
 
 
 def test_cancel_options_each_behave_as_documented(

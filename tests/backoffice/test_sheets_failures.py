@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils.html import escape
 from rest_framework.test import APIClient
 
 from backoffice import services
@@ -136,7 +137,7 @@ def test_a_job_whose_write_back_fails_keeps_its_results_and_says_so(
     staff = Client()
     staff.force_login(staff_user_save(username="olga")[0])
     page = staff.get(f"/admin/backoffice/bulkjob/{job.id}/progress/").content.decode()
-    assert "not yet written back to the sheet" in page and done.message in page
+    assert "not yet written back to the sheet" in page and escape(done.message) in page
 
     sheets.forbidden.clear()
     job.claimed_until = None

@@ -85,7 +85,7 @@ def test_bulk_resubmission_from_an_uploaded_file(
     page.set_input_files("#file", str(upload))
     page.click("#review")
 
-    assert "Left as it is: No shipment 'shp_1'." in page.inner_text("#review-rows")
+    assert "Left as it is: Unknown lab order 'shp_1'." in page.inner_text("#review-rows")
     page.click("#submit")
 
     rows = finish(page)
@@ -95,6 +95,7 @@ def test_bulk_resubmission_from_an_uploaded_file(
     text = Path(download.value.path()).read_text()
     assert text.splitlines()[0] == "Lab Order Id,Skip Row,Message,New Lab Order Id,Last Activity"
     assert text.count("Resubmitted as") == 3
+    assert text.splitlines()[4].startswith("shp_1,,Unknown lab order 'shp_1'.,,20")
 
 
 @pytest.fixture

@@ -14,7 +14,16 @@ from rest_framework.test import APIClient
 
 from labs.capabilities import CAPABILITIES
 from labs.models import Lab
-from orders.models import DetailState, Order, OrderIssue, OrderItem, PipelineStep, Shipment
+from orders.models import (
+    DetailState,
+    Order,
+    OrderIssue,
+    OrderItem,
+    PipelineStep,
+    Shipment,
+    ShipmentResubmission,
+)
+from orders.resubmission import shipment_resubmit
 from staff.models import AuditEntry
 from staff.services import staff_user_save
 from tests.support.orders import order_at_labs, order_via_api
@@ -263,3 +272,20 @@ def test_the_page_of_an_order_with_no_shipment_yet(
     html = page_of(operator, order)
 
     assert "No shipment yet" in html and "No charge." in html
+
+
+def test_a_resubmission_shows_the_lab_cost_the_service_bore(
+    operator: Client, shipment: Shipment
+) -> None:
+    done = shipment_resubmit(shipment_id=shipment.id, labs=["gb2"])
+    assert done.successful, done.message
+    record = ShipmentResubmission.objects.get(original=shipment)
+    cost = f"{record.plan['total']} {record.plan['currency']}"
+
+    html = page_of(operator, shipment.order)
+    listed = operator.get("/admin/orders/shipmentresubmission/").content.decode()
+
+    row = html[html.index(f'id="shipment-shp_{record.new_shipment_id}"') :]
+    row = row[: row.index("</tr>")]
+    assert f"of {shipment.public_id}; lab cost {cost} (the service's, not charged)" in row
+    assert cost in listed and f"shp_{record.new_shipment_id}" in listed

@@ -19,8 +19,15 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
-from orders.resubmission import Resubmission, shipment_resubmit, shipments_standing
-from tests.orders.factories import PREPARED, OrderFactory, ShipmentFactory
+from orders.resubmission import (
+    Resubmission,
+    ResubmissionOffer,
+    shipment_resubmission_offer,
+    shipment_resubmit,
+    shipments_standing,
+)
+from tests.orders.factories import PREPARED, OrderFactory, OrderItemFactory, ShipmentFactory
+from tests.support.pipeline import run_in_process
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
 
@@ -103,7 +110,7 @@ def test_a_shipped_or_unknown_shipment_is_not_resubmitted_and_nothing_is_written
     shipped = ShipmentFactory.create(order=OrderFactory.create(complete=True), shipped=True)
 
     assert shipment_resubmit(shipment_id=shipped.id) == Resubmission(
-        False, "The shipment has been shipped."
+        False, "Already shipped: the shipment has been shipped."
     )
     assert shipment_resubmit(shipment_id=999) == Resubmission(False, "No shipment shp_999.")
     assert not ShipmentResubmission.objects.exists()
@@ -147,15 +154,90 @@ def test_standing_reads_each_shipment_as_a_resubmission_would_find_it(
     open_one = _at_its_lab(producing=True)
     shipped = ShipmentFactory.create(order=OrderFactory.create(complete=True), shipped=True)
     resubmitted = _at_its_lab(producing=True)
-    assert shipment_resubmit(shipment_id=resubmitted.id, labs=["us1"]).successful
+    cancelled = _at_its_lab(cancelled=True)
+    done = shipment_resubmit(shipment_id=resubmitted.id, labs=["us1"])
+    assert done.successful
 
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(3):
         standing = shipments_standing(
-            shipment_ids=[open_one.id, shipped.id, resubmitted.id, 12345], lab="gb1"
+            shipment_ids=[open_one.id, shipped.id, resubmitted.id, cancelled.id, 12345]
         )
 
-    assert set(standing) == {open_one.id, shipped.id, resubmitted.id}
+    assert set(standing) == {open_one.id, shipped.id, resubmitted.id, cancelled.id}
     assert (standing[open_one.id].resubmitted, standing[open_one.id].shipped) == (False, False)
+    assert standing[open_one.id].order_cancelled is False
     assert standing[shipped.id].shipped is True
     assert standing[resubmitted.id].resubmitted is True
-    assert standing[open_one.id].missing == ()
+    assert standing[resubmitted.id].resubmitted_as == done.new_shipment_id
+    assert standing[cancelled.id].order_cancelled is True
+
+
+def test_a_resubmission_adds_no_charge_and_records_the_lab_cost_for_the_service() -> None:
+    original = _at_its_lab(producing=True)
+    charges_before = list(original.order.charges.values_list("id", flat=True))
+    offer = shipment_resubmission_offer(shipment=original, labs=["us1"])
+    assert isinstance(offer, ResubmissionOffer)
+
+    done = shipment_resubmit(shipment_id=original.id, labs=["us1"])
+
+    assert done.successful, done.message
+    assert list(original.order.charges.values_list("id", flat=True)) == charges_before
+    record = ShipmentResubmission.objects.get(original=original)
+    assert (record.lab_code, record.plan["total"], record.plan["currency"]) == (
+        offer.lab_code,
+        str(offer.cost),
+        offer.currency,
+    )
+    assert done.message.endswith(
+        f"Lab cost {offer.cost} {offer.currency} (the service's); no charge to the merchant."
+    )
+
+
+def test_an_order_that_is_cancelled_is_not_resubmitted_and_nothing_is_written() -> None:
+    original = _at_its_lab(cancelled=True)
+
+    done = shipment_resubmit(shipment_id=original.id, labs=["us1"])
+
+    assert done == Resubmission(False, "Order cancelled: a cancelled order is not resubmitted.")
+    assert not ShipmentResubmission.objects.exists()
+    assert Shipment.objects.filter(order=original.order).count() == 1
+
+
+def test_the_offer_is_the_plan_the_resubmission_makes_or_why_none() -> None:
+    original = _at_its_lab(producing=True)
+    Lab.objects.filter(code="us1").update(is_active=True)
+
+    offer = shipment_resubmission_offer(shipment=original, labs=["us1"])
+    nowhere = shipment_resubmission_offer(shipment=original, labs=["zz9"])
+
+    assert isinstance(offer, ResubmissionOffer) and offer.lab_code == "us1"
+    assert isinstance(nowhere, str)
+    assert nowhere.startswith("No allowed lab (zz9) can make the shipment: ")
+    assert nowhere.endswith(".") and not nowhere.endswith("..")
+    done = shipment_resubmit(shipment_id=original.id, labs=["us1"])
+    assert _new_shipment(done).lab_code == offer.lab_code
+
+
+def test_a_reprint_of_a_complete_order_is_followed_to_shipped(settings: Any) -> None:
+    settings.LAB_SIMULATOR_SECONDS = 0.2
+    order = OrderFactory.create(complete=True)
+    first = order.items.get()
+    second = OrderItemFactory.create(order=order)
+    ShipmentFactory.create(order=order, shipped=True, items=[first])
+    lost = ShipmentFactory.create(
+        order=order, submitted=True, status=ShipmentStatus.CANCELLED, items=[second]
+    )
+
+    done = shipment_resubmit(
+        shipment_id=lost.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+    )
+
+    assert done.successful, done.message
+    assert Order.objects.get(id=order.id).pipeline_step == PipelineStep.PRODUCTION
+    finished = run_in_process(order.public_id)
+    reprint = _new_shipment(done)
+    assert (reprint.status, reprint.lab_code) == (ShipmentStatus.SHIPPED, "us1")
+    assert reprint.tracking_number and reprint.dispatch_date is not None
+    assert (finished.stage, finished.pipeline_step) == (Stage.COMPLETE, PipelineStep.DONE)
+    second.refresh_from_db()
+    assert second.shipment_id == reprint.id

@@ -91,6 +91,7 @@ OPERATOR_PAGES = [
     "/admin/staff/auditentry/",
     "/admin/backoffice/bulkjob/",
     "/admin/backoffice/bulkjob/resubmission/",
+    "/admin/orders/shipmentresubmission/",
 ]
 ADMINISTRATOR_ONLY_PAGES = [
     "/admin/staff/staffapikey/",
