@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse
 
 from api.envelope import error_response
 from api.exceptions import RequestTimedOut
+from common.http import outbound_budget
 
 # A timer that fires up to this early still counts as on time (clocks differ in rounding).
 _SLACK_SECONDS = 0.001
@@ -45,6 +46,20 @@ def _on_timer(signum: int, frame: FrameType | None) -> None:
         raise RequestTimedOut()
     signal.setitimer(signal.ITIMER_REAL, remaining)
     _Deadline.timer_fires_at = ends_by
+
+
+class OutboundBudgetMiddleware:
+    """The calls a request makes through the guarded client (a lab's, for staff operations and
+    order actions) share ``LAB_CALLS_BUDGET_SECONDS`` in all, well inside the request's own
+    deadline: a site that hangs makes the request answer that the lab could not be reached,
+    never time out."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with outbound_budget(float(settings.LAB_CALLS_BUDGET_SECONDS)):
+            return self.get_response(request)
 
 
 class RequestDeadlineMiddleware:

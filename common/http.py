@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from http.cookiejar import DefaultCookiePolicy
 from pathlib import Path
@@ -72,6 +73,38 @@ class OutboundError(Exception):
         super().__init__(message)
         self.retryable = retryable
         self.status_code = status_code
+
+
+# When the requests of the current budget must have ended (monotonic), or None: no budget.
+_budget_ends: ContextVar[float | None] = ContextVar("outbound_budget_ends", default=None)
+
+
+@contextmanager
+def outbound_budget(seconds: float) -> Iterator[None]:
+    """Every request sent through this client inside the block shares ``seconds`` in all: each
+    one's timeout is cut to what is left, and one with nothing left is not sent (``OutboundError``,
+    retryable). A web request's lab calls run under one (``api.timeouts``), so a site that hangs
+    costs the request at most that long, well inside its own deadline."""
+    token = _budget_ends.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _budget_ends.reset(token)
+
+
+def _within_budget(timeout: float, url: str) -> float:
+    """``timeout`` cut to what is left of the current budget; raises when nothing is."""
+    ends = _budget_ends.get()
+    if ends is None:
+        return timeout
+    left = ends - time.monotonic()
+    if left <= 0:
+        raise OutboundError(
+            f"No time was left to request {_redact(url)}: the earlier calls of this request "
+            "used all the time allowed for them.",
+            retryable=True,
+        )
+    return min(timeout, left)
 
 
 @dataclass(frozen=True)
@@ -175,6 +208,7 @@ def send_json_bytes(
     """Send ``method`` with the exact ``body`` bytes (JSON, or none) and return the response,
     whatever its status, as ``post_json_bytes`` does (at most ``max_response_bytes`` read)."""
     _check_url(url)
+    timeout = _within_budget(timeout, url)
     deadline = time.monotonic() + timeout
     send_headers = {"Content-Type": "application/json", **headers} if body is not None else headers
     response = _send(
@@ -224,6 +258,7 @@ def download_to_file(
     hand, at most ``max_redirects``, and each target passes the same scheme and address checks
     before any request is sent to it. On any failure ``destination`` does not exist afterwards.
     """
+    deadline_seconds = _within_budget(deadline_seconds, url)
     own_session = session is None
     http = guarded_session() if session is None else session
     deadline = time.monotonic() + deadline_seconds

@@ -56,6 +56,7 @@ MIDDLEWARE = [
     "api.trace.TraceParentMiddleware",
     "api.versions.RequestVersionsMiddleware",
     "api.timeouts.RequestDeadlineMiddleware",
+    "api.timeouts.OutboundBudgetMiddleware",
     "api.routing.CaseInsensitiveApiPathMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -189,6 +190,9 @@ ALLOW_PRIVATE_URLS = env.bool("ALLOW_PRIVATE_URLS", default=False)
 # `make run`'s demo photo at /demo/photo.jpg (on in config.settings.local only).
 DEMO_IMAGE_ENABLED = False
 REQUEST_TIMEOUT_SECONDS = env.float("REQUEST_TIMEOUT_SECONDS", default=60.0)
+# All the lab calls one web request makes (staff shipment operations, order actions) share
+# this many seconds; then the answer is that the lab could not be reached.
+LAB_CALLS_BUDGET_SECONDS = env.float("LAB_CALLS_BUDGET_SECONDS", default=20.0)
 API_RATE_LIMIT = env.str("API_RATE_LIMIT", default="1200/min")
 WRONG_KEY_RATE_LIMIT = env.str("WRONG_KEY_RATE_LIMIT", default="60/min")
 

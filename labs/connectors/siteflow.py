@@ -50,6 +50,7 @@ class SiteflowSettings:
 class _Answer:
     status: int
     body: Any
+    garbled: bool = False  # a body came that is not JSON
 
     @property
     def ok(self) -> bool:
@@ -163,7 +164,7 @@ class SiteflowConnector(LabConnector):
         try:
             parsed = json.loads(response.content) if response.content else None
         except ValueError:
-            parsed = None
+            return _Answer(response.status_code, None, garbled=True)
         return _Answer(response.status_code, parsed)
 
     def _operation(
@@ -179,8 +180,14 @@ class SiteflowConnector(LabConnector):
         path = f"/order/{quote(order.reference, safe='')}{suffix}"
         try:
             answer = self._request("PUT", path, body)
-        except (OutboundError, OutboundRefused) as exc:
+        except OutboundError as exc:
+            message = f"The lab could not be reached: {exc}"
+            return LabResult(False, reference=order.reference, message=message)
+        except OutboundRefused as exc:
             return LabResult(False, reference=order.reference, message=str(exc))
+        if answer.ok and answer.garbled:  # not Site Flow's answer: not taken as done
+            message = f"Site Flow answered HTTP {answer.status} with a body that is not JSON."
+            return LabResult(False, reference=order.reference, message=message)
         if answer.ok:
             return LabResult(True, reference=order.reference)
         return LabResult(False, reference=order.reference, message=answer.error_message())

@@ -253,7 +253,7 @@ def test_an_unreachable_site_is_a_retryable_submission_failure_and_no_exception(
     assert (result.successful, result.retryable) == (False, True)
     assert result.message.startswith("Could not connect to '127.0.0.1'")
     assert refused.successful is False
-    assert refused.message.startswith("Could not connect to '127.0.0.1'")
+    assert refused.message.startswith("The lab could not be reached: Could not connect to '127.0")
 
 
 def test_a_loopback_site_is_refused_by_the_address_guard_unless_allowed(
