@@ -5,19 +5,12 @@ import io
 
 import openpyxl
 import pytest
-from django.test import Client
 
 from backoffice.rows import RESUBMISSION_COLUMNS, SHIPPING_COLUMNS
-from staff.services import staff_user_save
+from tests.support.staff import staff_client
 
 pytestmark = pytest.mark.django_db
 TOOLS = "/admin/backoffice/bulkjob"
-
-
-def signed_in(*, administrator: bool) -> Client:
-    client = Client()
-    client.force_login(staff_user_save(username="ada", administrator=administrator)[0])
-    return client
 
 
 @pytest.mark.parametrize(("kind", "columns"), [("resubmission", RESUBMISSION_COLUMNS),
@@ -25,7 +18,7 @@ def signed_in(*, administrator: bool) -> Client:
 def test_each_form_explains_its_columns_and_links_both_templates(
     kind: str, columns: tuple[tuple[str, str], ...]
 ) -> None:
-    html = signed_in(administrator=True).get(f"{TOOLS}/{kind}/").content.decode()
+    html = staff_client("ada", administrator=True).get(f"{TOOLS}/{kind}/").content.decode()
 
     explained = html[html.index('id="columns"') :]
     for title, meaning in columns:
@@ -36,7 +29,7 @@ def test_each_form_explains_its_columns_and_links_both_templates(
 
 
 def test_the_templates_hold_the_tools_column_titles() -> None:
-    client = signed_in(administrator=True)
+    client = staff_client("ada", administrator=True)
     titles = [title for title, _ in RESUBMISSION_COLUMNS]
 
     as_csv = client.get(f"{TOOLS}/template/resubmission.csv")
@@ -52,7 +45,7 @@ def test_the_templates_hold_the_tools_column_titles() -> None:
 
 
 def test_an_operator_gets_the_resubmission_template_only() -> None:
-    client = signed_in(administrator=False)
+    client = staff_client("olga")
 
     assert client.get(f"{TOOLS}/template/resubmission.csv").status_code == 200
     refused = client.get(f"{TOOLS}/template/shipping.xlsx")

@@ -4,7 +4,6 @@ from typing import Any
 
 import pytest
 from django.db.models import Count
-from django.test import Client
 from rest_framework.test import APIClient
 
 from backoffice.models import BulkJob
@@ -19,9 +18,9 @@ from orders.models import (
 )
 from orders.resubmission import ResubmissionOffer, shipment_resubmission_offer
 from staff.models import AuditEntry
-from staff.services import staff_user_save
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
+from tests.support.staff import staff_client
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
@@ -198,8 +197,7 @@ def test_the_admin_review_shows_each_rows_target_lab_and_lab_cost(
     queued, shipped = shipments_of(sandbox_api, 2)
     Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
     sheet_with(sheets, [[queued.public_id], [shipped.public_id]])
-    admin = Client()
-    admin.force_login(staff_user_save(username="olga")[0])
+    admin = staff_client("olga")
 
     html = admin.post(
         "/admin/backoffice/bulkjob/resubmission/", {**body(), "lab": "gb2"}

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.test import Client
 from django.utils.html import escape
 from rest_framework.test import APIClient
 
@@ -15,9 +14,9 @@ from backoffice import services
 from backoffice.jobs import Source, bulk_job_run
 from backoffice.models import BulkJob, JobStatus, RowStatus
 from orders.models import Shipment
-from staff.services import staff_user_save
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer, TokenServer, service_account_file
+from tests.support.staff import staff_client
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 SHEET, TAB = "sheet-sa", "Rows"
@@ -99,9 +98,7 @@ def test_the_admin_tool_shows_a_refused_sign_in_on_its_form(
     signed_in_by_service_account: SheetsServer, token_endpoint: TokenServer
 ) -> None:
     token_endpoint.failure = REVOKED
-    operator, _ = staff_user_save(username="olga")
-    client = Client()
-    client.force_login(operator)
+    client = staff_client("olga")
 
     response = client.post(
         "/admin/backoffice/bulkjob/resubmission/",
@@ -134,8 +131,7 @@ def test_a_job_whose_write_back_fails_keeps_its_results_and_says_so(
     done = job.rows.get(row_index=2)
     assert done.status == RowStatus.SUCCEEDED and done.message.startswith("Resubmitted as")
     assert not done.written_back
-    staff = Client()
-    staff.force_login(staff_user_save(username="olga")[0])
+    staff = staff_client("olga")
     page = staff.get(f"/admin/backoffice/bulkjob/{job.id}/progress/").content.decode()
     assert "not yet written back to the sheet" in page and escape(done.message) in page
 

@@ -11,12 +11,11 @@ from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
 from backoffice.models import BulkJob
-from labs.models import Lab
 from orders.models import Shipment, ShipmentStatus
 from staff.models import ADMINISTRATORS_GROUP, AuditEntry
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
-from tests.support.siteflow import SiteflowServer, SiteOrder
+from tests.support.siteflow import SiteflowServer, SiteOrder, lab_at_site
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
@@ -35,13 +34,7 @@ def site(settings: Any) -> Iterator[SiteflowServer]:
     settings.ALLOW_PRIVATE_URLS = True
     server = SiteflowServer(token="tok-gb1", secret="secret-gb1-site")
     server.start()
-    Lab.objects.filter(code="gb1").update(
-        connector="siteflow",
-        siteflow_base_url=server.base_url,
-        siteflow_token=server.token,
-        siteflow_secret=server.secret,
-        siteflow_destination="acme",
-    )
+    lab_at_site(server)
     yield server
     server.stop()
 

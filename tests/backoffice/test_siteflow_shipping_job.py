@@ -14,14 +14,13 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from backoffice.models import BulkJob, BulkJobRow, JobStatus, RowStatus
-from labs.models import Lab
 from merchants.models import EnvironmentKind
 from merchants.services import CreatedMerchant
 from orders.models import Shipment
 from staff.models import ADMINISTRATORS_GROUP
 from tests.orders.factories import ShipmentFactory
 from tests.support.sheets import SheetsServer
-from tests.support.siteflow import SiteflowServer, SiteOrder
+from tests.support.siteflow import SiteflowServer, SiteOrder, lab_at_site
 from tests.support.worker import Worker, needs_worker, purge_queues, start_worker, wait_for
 
 pytestmark = [
@@ -36,25 +35,11 @@ BOUND = 2.0
 
 
 @pytest.fixture
-def sheets() -> Iterator[SheetsServer]:
-    server = SheetsServer()
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def site() -> Iterator[SiteflowServer]:
     server = SiteflowServer(token="tok-gb1", secret="secret-gb1-site")
     server.delay_seconds = SITE_DELAY
     server.start()
-    Lab.objects.filter(code="gb1").update(
-        connector="siteflow",
-        siteflow_base_url=server.base_url,
-        siteflow_token=server.token,
-        siteflow_secret=server.secret,
-        siteflow_destination="acme",
-    )
+    lab_at_site(server)
     yield server
     server.stop()
 
@@ -85,8 +70,6 @@ def test_two_hundred_rows_against_a_slow_site_finish_as_a_job_written_back(
     staff_api: APIClient,
     settings: Any,
 ) -> None:
-    settings.SHEETS_API_URL = sheets.api_url
-    settings.SHEETS_ACCESS_TOKEN = sheets.token
     settings.SITEFLOW_SHIPPING_WAIT_SECONDS = BOUND
     staff_user.groups.add(Group.objects.get_or_create(name=ADMINISTRATORS_GROUP)[0])
     live = merchant.merchant.environments.get(kind=EnvironmentKind.LIVE)

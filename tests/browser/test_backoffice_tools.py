@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from labs.models import Lab
 from orders.models import Shipment
 from staff.services import staff_user_save
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
-from tests.support.siteflow import SiteflowServer, SiteOrder
+from tests.support.siteflow import SiteflowServer, SiteOrder, lab_at_site
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_tasks")]
 PASSWORD = "correct-horse-battery"
@@ -111,13 +110,7 @@ def test_site_flow_shipping_update(
     site = SiteflowServer(token="tok-gb1", secret="secret-gb1-site")
     site.start()
     try:
-        Lab.objects.filter(code="gb1").update(
-            connector="siteflow",
-            siteflow_base_url=site.base_url,
-            siteflow_token=site.token,
-            siteflow_secret=site.secret,
-            siteflow_destination="acme",
-        )
+        lab_at_site(site)
         shipments = live_shipments
         for number, shipment in enumerate(shipments):
             site.orders[shipment.public_id] = SiteOrder(id=f"sf{number}", submitted={})

@@ -25,22 +25,16 @@ from orders.models import (
 )
 from orders.resubmission import shipment_resubmit
 from staff.models import AuditEntry
-from staff.services import staff_user_save
 from tests.support.orders import order_at_labs, order_via_api
+from tests.support.staff import signed_in, staff_client
 from tests.webhooks.factories import CallbackEventFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
 
 
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def operator() -> Client:
-    return signed_in(staff_user_save(username="olga")[0])
+    return staff_client("olga")
 
 
 @pytest.fixture

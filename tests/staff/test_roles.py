@@ -16,6 +16,7 @@ from staff.models import ADMINISTRATORS_GROUP
 from staff.roles import ADMINISTRATOR_PERMISSIONS, OPERATOR_PERMISSIONS, OPERATORS_GROUP
 from staff.services import staff_user_save
 from tests.labs.factories import LabFactory
+from tests.support.staff import signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -27,12 +28,6 @@ def held(group: str) -> set[str]:
             "content_type__app_label", "codename"
         )
     }
-
-
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

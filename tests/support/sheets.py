@@ -49,18 +49,10 @@ def split_range(text: str) -> tuple[str, str]:
     return title, cells
 
 
-class SheetsServer:
-    def __init__(self, *, token: str = "sheets-test-token") -> None:
-        self.token = token
-        # spreadsheet id -> worksheet title -> rows of cell texts
-        self.spreadsheets: dict[str, dict[str, list[list[str]]]] = {}
-        self.forbidden: set[str] = set()
-        self.quota_exceeded = False
-        self.calls: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-        self._server: BaseWSGIServer | None = None
+class LoopbackServer:
+    """A WSGI app (``_wsgi``) served on a free loopback port in a thread of the test."""
 
-    # --- running ----------------------------------------------------------------------------
+    _server: BaseWSGIServer | None = None
 
     def start(self) -> None:
         self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True)
@@ -72,10 +64,28 @@ class SheetsServer:
             self._server.server_close()
 
     @property
+    def origin(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
+        raise NotImplementedError
+
+
+class SheetsServer(LoopbackServer):
+    def __init__(self, *, token: str = "sheets-test-token") -> None:
+        self.token = token
+        # spreadsheet id -> worksheet title -> rows of cell texts
+        self.spreadsheets: dict[str, dict[str, list[list[str]]]] = {}
+        self.forbidden: set[str] = set()
+        self.quota_exceeded = False
+        self.calls: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    @property
     def api_url(self) -> str:
         """What ``SHEETS_API_URL`` is set to."""
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_port}{PREFIX}"
+        return f"{self.origin}{PREFIX}"
 
     # --- what tests do ----------------------------------------------------------------------
 
@@ -199,7 +209,7 @@ def _error(status: int, message: str, reason: str) -> Response:
     return _json(status, {"error": {"code": status, "message": message, "status": reason}})
 
 
-class TokenServer:
+class TokenServer(LoopbackServer):
     """A local OAuth 2.0 token endpoint, as a service account's ``token_uri`` names it: it
     answers the signed JWT grant gspread's sign-in posts with an access token, or, when told
     to fail, with Google's error body and status (a revoked key is 400 ``invalid_grant``)."""
@@ -208,21 +218,10 @@ class TokenServer:
         self.access_token = access_token
         self.failure: tuple[int, dict[str, str]] | None = None
         self.grants: list[str] = []
-        self._server: BaseWSGIServer | None = None
-
-    def start(self) -> None:
-        self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
 
     @property
     def token_uri(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_port}/token"
+        return f"{self.origin}/token"
 
     def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)

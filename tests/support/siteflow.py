@@ -232,3 +232,16 @@ def _json(status: int, body: Any) -> Response:
 
 def _error(status: int, message: str) -> Response:
     return _json(status, {"error": {"message": message}})
+
+
+def lab_at_site(server: "SiteflowServer", code: str = "gb1") -> None:
+    """Make lab ``code`` a Site Flow lab served by ``server`` (its Live shipments go there)."""
+    from labs.models import Lab
+
+    Lab.objects.filter(code=code).update(
+        connector="siteflow",
+        siteflow_base_url=server.base_url,
+        siteflow_token=server.token,
+        siteflow_secret=server.secret,
+        siteflow_destination="acme",
+    )
