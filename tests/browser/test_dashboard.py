@@ -69,7 +69,7 @@ def test_sign_up_read_the_mail_verify_and_the_keys_work(page: Any, live_server: 
     page.get_by_label("Password").fill("short")
     page.get_by_role("button", name="Sign up").click()
     assert page.locator("#id_password_error").inner_text() == (
-        "This password is too short. It must contain at least 8 characters."
+        "This password is too short. It must contain at least 10 characters."
     )
     page.get_by_label("Password").fill("a-long-passphrase-9")
     screenshot(page, "signup")
