@@ -18,8 +18,11 @@ APT_CHROMIUM := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-i
 # The production topology's proxy (deploy/): Debian's nginx, and envsubst to render its config.
 APT_NGINX := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends nginx gettext-base
 HAVE_NGINX := (command -v nginx || test -x /usr/sbin/nginx) >/dev/null 2>&1 && command -v envsubst >/dev/null 2>&1
+# The connection pooler the API and pipeline tests also run behind (transaction mode).
+APT_PGBOUNCER := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends pgbouncer
+HAVE_PGBOUNCER := (command -v pgbouncer || test -x /usr/sbin/pgbouncer) >/dev/null 2>&1
 
-.PHONY: install browser nginx run test lint typecheck imports audit lock bench clean
+.PHONY: install browser nginx pgbouncer run test lint typecheck imports audit lock bench clean
 
 # Each step says what it does; pip shows its own progress (a line a package, its download bars).
 $(PY):
@@ -45,6 +48,9 @@ browser:
 
 nginx:
 	@$(HAVE_NGINX) || $(APT_NGINX) || ($(SUDO) apt-get update && $(APT_NGINX))
+
+pgbouncer:
+	@$(HAVE_PGBOUNCER) || $(APT_PGBOUNCER) || ($(SUDO) apt-get update && $(APT_PGBOUNCER))
 
 # The locks: dev.lock (everything `make install` puts in .venv) and production.lock (the
 # service and the deploy/ runner only, at the same versions), with every file's hash.
@@ -92,9 +98,16 @@ typecheck: install
 imports: install
 	$(VENV)/bin/lint-imports
 
-test: install browser nginx lint typecheck imports
+# Then the API and pipeline tests once more through PgBouncer in transaction mode, started on
+# a free port in front of the same server, with DATABASE_PREPARED_STATEMENTS=0.
+POOLED_TESTS := tests/api tests/orders/test_api_create.py tests/orders/test_api_read.py \
+	tests/orders/test_api_actions.py tests/orders/test_pipeline.py \
+	tests/orders/test_pipeline_queues.py tests/orders/test_pipeline_embedded.py
+test: install browser nginx pgbouncer lint typecheck imports
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(VENV)/bin/pytest -q
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
+		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_TESTS)
 
 clean:
 	rm -rf var .mypy_cache .ruff_cache

@@ -48,3 +48,26 @@ def _database_connections_checked(task: Any = None, **_kwargs: object) -> None:
     if task is not None and getattr(task.request, "is_eager", False):
         return
     close_old_connections()
+
+
+@signals.task_prerun.connect
+def _task_timer_started(task: Any = None, **_kwargs: object) -> None:
+    import time
+
+    if task is not None:
+        task.request.metrics_started = time.perf_counter()
+
+
+@signals.task_postrun.connect
+def _task_measured(task: Any = None, state: str | None = None, **_kwargs: object) -> None:
+    """Each run's duration and outcome (Prometheus, ``common.metrics``)."""
+    import time
+
+    from common.metrics import TASK_DURATION, TASK_RUNS
+
+    started = getattr(task.request, "metrics_started", None) if task is not None else None
+    if started is None:
+        return
+    outcome = {"SUCCESS": "succeeded", "RETRY": "retried"}.get(state or "", "failed")
+    TASK_DURATION.labels(task.name).observe(time.perf_counter() - started)
+    TASK_RUNS.labels(task.name, outcome).inc()

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from api.demo import demo_photo
 from api.health import HealthView
 from api.media import media
+from api.metrics import metrics
 from api.views import endpoint_does_not_exist
 from dashboard.views import index
 
@@ -42,6 +43,7 @@ urlpatterns = [
     path("healthz", HealthView.as_view(), name="healthz"),
     # Print files and thumbnails on the local default storage (django-storages serves its own).
     re_path(r"^media/(?P<path>.+)$", media),
+    path("metrics", metrics),
     path("demo/photo.jpg", demo_photo, name="demo-photo"),
     path("admin/", admin.site.urls),
     path("dashboard", RedirectView.as_view(url="/dashboard/")),

@@ -53,6 +53,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Counts and times every request by route (Prometheus, GET /metrics).
+    "api.metrics.RequestMetricsMiddleware",
     "api.trace.TraceParentMiddleware",
     "api.versions.RequestVersionsMiddleware",
     "api.timeouts.RequestDeadlineMiddleware",
@@ -99,9 +101,12 @@ if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db("DATABASE_URL")}
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
-        "DATABASE_PREPARED_STATEMENTS", default=True
-    ):
+    # Off behind a pooler in transaction mode (PgBouncer): each transaction may run on another
+    # server connection, so nothing may outlive one: no prepared statements, no server-side
+    # cursors (QuerySet.iterator() outside a transaction).
+    _prepared_statements = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = not _prepared_statements
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and _prepared_statements:
         # Values sent apart from the statement (server-side binding), and a statement run a
         # second time on a connection prepared (psycopg's threshold: runs before preparing):
         # PostgreSQL parses and plans it once per connection, not on every run (a worker's
@@ -289,6 +294,12 @@ CELERY_BEAT_SCHEDULE["images-purge-expired"] = {
     "task": "orders.tasks.images_purge_expired_task",
     "schedule": 3600.0,
 }
+
+# --- Metrics --------------------------------------------------------------------------------
+# GET /metrics (Prometheus) answers staff signed in to the admin and these client networks.
+# PROMETHEUS_MULTIPROC_DIR (read by prometheus-client itself, set before the processes start)
+# makes a scrape sum every process of the machine (docs/deployment.md).
+METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])
 
 # --- Webhooks (callbacks to merchants) ------------------------------------------------------
 CALLBACK_TIMEOUT_SECONDS = env.float("CALLBACK_TIMEOUT_SECONDS", default=10.0)

@@ -1,0 +1,58 @@
+"""Requests counted and timed by route, and the scrape endpoint ``GET /metrics``.
+
+The endpoint answers a staff user signed in to the admin, or a client whose address is in
+``METRICS_ALLOWED_NETWORKS`` (loopback by default: a Prometheus on the same machine or behind
+the proxy's own network); anyone else gets the JSON 404, as for an unknown path.
+"""
+
+import ipaddress
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from api.envelope import error_response
+from common.metrics import CONTENT_TYPE, HTTP_LATENCY, HTTP_REQUESTS, metrics_text
+
+
+class RequestMetricsMiddleware:
+    """Counts and times every request under its route pattern (``v4.0/orders/<str:order_id>``:
+    never the path itself, so ids do not make new series); unmatched paths count as
+    ``unmatched``."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        route = match.route if match is not None and match.route else "unmatched"
+        method = request.method if request.method in _METHODS else "other"
+        HTTP_LATENCY.labels(route, method).observe(time.perf_counter() - started)
+        HTTP_REQUESTS.labels(route, method, str(response.status_code)).inc()
+        return response
+
+
+_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+
+
+def _allowed(request: HttpRequest) -> bool:
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated and user.is_staff:
+        return True
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    return any(
+        address in ipaddress.ip_network(network, strict=False)
+        for network in settings.METRICS_ALLOWED_NETWORKS
+    )
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not _allowed(request):
+        return error_response("EndpointDoesNotExist", 404, {"path": request.path})
+    return HttpResponse(metrics_text(), content_type=CONTENT_TYPE)
