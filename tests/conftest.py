@@ -125,3 +125,21 @@ def order_state_written_by_the_state_machine(request: pytest.FixtureRequest) -> 
         yield
     if request.node.get_closest_marker("order_state_written_elsewhere") is None:
         assert not watch.refused, f"order state written outside the state machine: {watch.refused}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pooled_test_database_released(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Behind PgBouncer (``python -m tests.support.pgbouncer``) its server connections to the
+    test database would outlive the tests and keep it from being dropped: released first."""
+    import os
+
+    from tests.support.pgbouncer import POOLER_ADMIN_URL, pooled_database_released
+
+    if not os.environ.get(POOLER_ADMIN_URL):
+        yield
+        return
+    request.getfixturevalue("django_db_setup")
+    yield
+    from django.db import connection
+
+    pooled_database_released(connection.settings_dict["NAME"])

@@ -21,6 +21,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+# Set for the wrapped command: PgBouncer's admin console (tests/conftest.py closes its server
+# connections to the test database at the end, so that the database can be dropped).
+POOLER_ADMIN_URL = "PGBOUNCER_ADMIN_URL"
+
+
+def pooled_database_released(name: str) -> None:
+    """Drop PgBouncer's connections to the database ``name`` (its admin console's ``KILL``)."""
+    import psycopg
+
+    admin = os.environ.get(POOLER_ADMIN_URL)
+    if admin:
+        with psycopg.connect(admin, autocommit=True, prepare_threshold=None) as console:
+            console.execute(f"KILL {name}")
+
+
 # No Django here: run as a module, this starts before any settings are read.
 
 
@@ -97,7 +112,13 @@ def main(command: list[str]) -> int:
     if not url.startswith(("postgres://", "postgresql://")):
         raise SystemExit("DATABASE_URL must name a PostgreSQL server to put PgBouncer in front of")
     with pgbouncer_in_front_of(url) as pooled:
-        env = {**os.environ, "DATABASE_URL": pooled, "DATABASE_PREPARED_STATEMENTS": "0"}
+        admin = urlunsplit(urlsplit(pooled)._replace(path="/pgbouncer"))
+        env = {
+            **os.environ,
+            "DATABASE_URL": pooled,
+            "DATABASE_PREPARED_STATEMENTS": "0",
+            POOLER_ADMIN_URL: admin,
+        }
         print(f"through PgBouncer (transaction mode) at {urlsplit(pooled).netloc.split('@')[-1]}")
         return subprocess.call(command, env=env)
 
