@@ -3,27 +3,25 @@ messages waiting per queue, failed callback deliveries and lab submission failur
 the database and the broker, so every web process answers the same whatever runs where."""
 
 from collections.abc import Iterable
+from typing import Any
 
 from celery import current_app
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from orders.issues import SUBMISSION_FAILED
-from orders.models import Order, OrderIssue, PipelineStep
+from orders.models import Order, OrderIssue
+from orders.pipeline.claims import ACTIVE_STEPS
 from webhooks.models import CallbackAttempt
 
-# Steps an order waits in or moves through; the ended ones (Done, Failed, Cancelled) only grow.
-IN_FLIGHT = [
-    PipelineStep.HELD,
-    PipelineStep.AWAITING_PAYMENT,
-    PipelineStep.DOWNLOAD,
-    PipelineStep.ALLOCATE,
-    PipelineStep.PREPARE,
-    PipelineStep.SUBMIT,
-    PipelineStep.PRODUCTION,
-]
 FAILED_CALLBACK_OUTCOMES = ["Retry", "RetryAfter", "Refused", "Gone"]
+
+
+def _counts(rows: QuerySet[Any], field: str) -> dict[str, int]:
+    """How many of ``rows`` have each value of ``field`` (one GROUP BY)."""
+    grouped = rows.values_list(field).annotate(n=Count("id")).values_list(field, "n")
+    return {value: n for value, n in grouped}
 
 
 def queue_depths() -> dict[str, int]:
@@ -39,15 +37,12 @@ def queue_depths() -> dict[str, int]:
 
 def pipeline_figures() -> Iterable[Metric]:
     steps = GaugeMetricFamily(
-        "printapi_orders_in_step", "Orders now at each pipeline step (in flight).", labels=["step"]
+        "printapi_orders_in_step",
+        "Orders now at each pipeline step not yet ended (Held to Production).",
+        labels=["step"],
     )
-    counted = dict(
-        Order.objects.filter(pipeline_step__in=IN_FLIGHT)
-        .values_list("pipeline_step")
-        .annotate(n=Count("id"))
-        .values_list("pipeline_step", "n")
-    )
-    for step in IN_FLIGHT:
+    counted = _counts(Order.objects.filter(pipeline_step__in=ACTIVE_STEPS), "pipeline_step")
+    for step in ACTIVE_STEPS:
         steps.add_metric([step.value], counted.get(step, 0))
     yield steps
 
@@ -63,11 +58,8 @@ def pipeline_figures() -> Iterable[Metric]:
         "Callback delivery attempts that did not deliver, by outcome.",
         labels=["outcome"],
     )
-    failed = dict(
-        CallbackAttempt.objects.filter(outcome__in=FAILED_CALLBACK_OUTCOMES)
-        .values_list("outcome")
-        .annotate(n=Count("id"))
-        .values_list("outcome", "n")
+    failed = _counts(
+        CallbackAttempt.objects.filter(outcome__in=FAILED_CALLBACK_OUTCOMES), "outcome"
     )
     for outcome in FAILED_CALLBACK_OUTCOMES:
         callbacks.add_metric([outcome], failed.get(outcome, 0))
