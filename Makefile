@@ -98,16 +98,17 @@ typecheck: install
 imports: install
 	$(VENV)/bin/lint-imports
 
-# Then the API and pipeline tests once more through PgBouncer in transaction mode, started on
-# a free port in front of the same server, with DATABASE_PREPARED_STATEMENTS=0.
-POOLED_TESTS := tests/api tests/orders/test_api_create.py tests/orders/test_api_read.py \
-	tests/orders/test_api_actions.py tests/orders/test_pipeline.py \
-	tests/orders/test_pipeline_queues.py tests/orders/test_pipeline_embedded.py
+# Then the API and the pipeline tests once more, each through PgBouncer in transaction mode
+# started on a free port in front of the same server, with DATABASE_PREPARED_STATEMENTS=0.
+POOLED_API_TESTS := tests/api tests/orders/test_api_create.py tests/orders/test_api_read.py \
+	tests/orders/test_api_actions.py
 test: install browser nginx pgbouncer lint typecheck imports
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(VENV)/bin/pytest -q
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_TESTS)
+		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_API_TESTS)
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
+		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q tests/orders/test_pipeline.py
 
 clean:
 	rm -rf var .mypy_cache .ruff_cache
