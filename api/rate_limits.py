@@ -26,6 +26,8 @@ import os
 import time
 from typing import Any
 
+import redis
+from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from redis.commands.core import Script
@@ -57,22 +59,31 @@ return {0, tonumber(oldest[2]) + window - now}
 """
 
 
-def _window_script(cache: RedisCache) -> Script:
-    """The script bound to a client of the cache's own connection pool (Django's Redis cache
-    has no public API for it), made once per cache connection: building a client per request
-    cost as much as the round trip."""
-    backend = cache._cache
-    script: Script | None = getattr(backend, "_window_script", None)
+# The script bound to a Redis client of this process, by the cache's location.
+_window_scripts: dict[str, Script] = {}
+
+
+def _window_script(location: str) -> Script:
+    """The script on a client of this process for the cache's Redis (its first server, where
+    the cache writes), made once per location: building a client per request cost as much as
+    the round trip. (Django's Redis cache offers no public access to its own client.)"""
+    script = _window_scripts.get(location)
     if script is None:
-        script = backend.get_client(None, write=True).register_script(SLIDING_WINDOW_SCRIPT)
-        setattr(backend, "_window_script", script)  # noqa: B010 (not an attribute Django declares)
+        client = redis.Redis.from_url(location)
+        script = _window_scripts[location] = client.register_script(SLIDING_WINDOW_SCRIPT)
     return script
+
+
+def _cache_location(alias: str = "default") -> str:
+    location = settings.CACHES[alias]["LOCATION"]
+    servers = location.split(",") if isinstance(location, str) else list(location)
+    return str(servers[0]).strip()
 
 
 def redis_count_request(cache: RedisCache, key: str, limit: int, seconds: int) -> float | None:
     """Count one request under ``key`` if fewer than ``limit`` were counted in the last
     ``seconds``: ``None`` when counted, else the seconds until the oldest leaves the window."""
-    counted, wait_ms = _window_script(cache)(
+    counted, wait_ms = _window_script(_cache_location())(
         keys=[cache.make_and_validate_key(f"{key}:window")],
         args=[limit, seconds * 1000, os.urandom(8).hex()],
     )

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -51,14 +52,12 @@ def canonical_api_path(path: str, urlconf: str) -> str:
 
 
 def _canonical_query(query: QueryDict) -> "_ImmutableQueryDict":
-    """Lower-case parameter names, with the bracket form ``orderIds[]`` folded into ``orderids``."""
-    result = QueryDict(mutable=True)
-    for key, values in query.lists():
-        name = key.lower().removesuffix("[]")
-        for value in values:
-            result.appendlist(name, value)
-    result._mutable = False
-    return result  # type: ignore[return-value]
+    """Lower-case parameter names, with the bracket form ``orderIds[]`` folded into ``orderids``
+    (immutable, as Django gives ``request.GET``)."""
+    pairs = [
+        (key.lower().removesuffix("[]"), value) for key, values in query.lists() for value in values
+    ]
+    return QueryDict(urlencode(pairs), encoding=query.encoding)  # type: ignore[return-value]
 
 
 def _nul_failures(request: HttpRequest) -> dict[str, list[dict[str, str]]]:

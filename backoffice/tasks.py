@@ -1,4 +1,4 @@
-"""Celery tasks: doorbells that carry job ids; the state lives in the job and row rows."""
+"""Celery tasks: task messages that carry job ids; the state lives in the job and row rows."""
 
 from celery import shared_task
 

@@ -16,9 +16,9 @@ queues of the Redis database given. An asset server in its own process serves on
    processes (by default one more than the CPUs, as ``deploy/`` runs it; with beat) and a
    thread-pool worker for ``downloads``, ``callbacks`` and ``sweeps`` (``--one-worker``: one
    prefork worker for every queue), and the lab simulator at ``LAB_SIMULATOR_SECONDS=0``; the
-   orders are created through the API with their doorbells held back in this process and
-   marked as rung for, so no sweep takes them early (the API's own cost is ``bench_api``'s),
-   then the clock starts, the doorbells are rung at once and it runs until every one is
+   orders are created through the API with their task messages held back in this process and
+   marked as queued, so no sweep takes them early (the API's own cost is ``bench_api``'s),
+   then the clock starts, the task messages are queued at once and it runs until every one is
    ``Complete`` (download and format check, no md5 as the orders give no ``md5Hash``;
    allocation, charges, print file and thumbnail, submission, production, shipping, callback
    events). A run's worth of orders goes through first, unmeasured, so every worker process
@@ -211,9 +211,9 @@ def order_post(client: Any, asset_url: str, reference: str) -> int:
 
 
 @contextlib.contextmanager
-def doorbells_held() -> Iterator[list[tuple[int, str]]]:
-    """Within: the orders this process creates are not rung for when they commit; their
-    (order id, step) are collected instead, for the caller to ring (``order_enqueue``)."""
+def task_messages_held() -> Iterator[list[tuple[int, str]]]:
+    """Within: the orders this process creates are not queued when they commit; their
+    (order id, step) are collected instead, for the caller to queue (``order_enqueue``)."""
     from django.db import transaction
     from django.utils import timezone
 
@@ -221,11 +221,11 @@ def doorbells_held() -> Iterator[list[tuple[int, str]]]:
     from orders.pipeline import scheduling
 
     held: list[tuple[int, str]] = []
-    ring = scheduling.order_enqueue_on_commit
+    queue = scheduling.order_enqueue_on_commit
 
     def hold(*, order_id: int, step: str) -> None:
-        # Marked as rung for in the order's own transaction, as the service marks what it
-        # rings for: the sweeper does not queue it before the clock starts.
+        # Marked as queued in the order's own transaction, as the service marks what it
+        # queues: the sweeper does not queue it before the clock starts.
         Order.objects.filter(id=order_id).update(swept_at=timezone.now())
         transaction.on_commit(lambda: held.append((order_id, step)))
 
@@ -233,7 +233,7 @@ def doorbells_held() -> Iterator[list[tuple[int, str]]]:
     try:
         yield held
     finally:
-        scheduling.order_enqueue_on_commit = ring
+        scheduling.order_enqueue_on_commit = queue
 
 
 def rendering_process_start(media: str) -> None:
@@ -558,9 +558,9 @@ def main() -> None:
         # PostgreSQL's first custom plans) as a long-running deployment's have.
         wait([order(-n - 1) for n in range(max(options.orders, 4 * options.concurrency))])
         for repeat in range(options.repeat):
-            # The orders are posted before the clock starts, their doorbells rung when it does.
+            # The orders are posted before the clock starts, their tasks queued when it does.
             posting = time.process_time()
-            with doorbells_held() as held:
+            with task_messages_held() as held:
                 ids = [order(repeat * options.orders + n) for n in range(options.orders)]
             posts.append(time.process_time() - posting)
             meter.start()

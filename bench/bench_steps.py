@@ -104,7 +104,7 @@ def main() -> None:
     from orders.models import Order, PipelineStep
     from orders.pipeline.state_machine import order_advance
 
-    # The orders' doorbells and callback deliveries are not for any worker: no queue keeps them.
+    # The orders' task messages and callback deliveries are not for any worker: no queue keeps them.
     client, broker = service_ready(redis_url, "Steps")
     wanted = {step for step in options.profile.split(",") if step}
     measured: dict[str, list[tuple[float, float, int, float]]] = {}

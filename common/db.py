@@ -1,5 +1,6 @@
 """Statements for the hot paths, where building them through the ORM costs more than running
-them.
+them, and every difference between the databases the service runs on (PostgreSQL, SQLite),
+behind functions named for what they answer: no other module asks which database it has.
 
 ``rows_together``: several reads sent together, one round trip on PostgreSQL. With prepared
 statements on (``DATABASE_PREPARED_STATEMENTS``, server-side binding) they go through psycopg's
@@ -7,8 +8,13 @@ pipeline mode, each prepared as any other statement; without, as one query of st
 joined by semicolons. Django counts and logs them as one query either way.
 
 ``rows_update``: a conditional UPDATE of plain values, its SQL built once per process.
+
+``ids_condition``, ``update_returning_joined``, ``locks_without_key_update`` and
+``insert_returning``: what the database can take, for the statements written by hand elsewhere
+(``common.joined``, the order reads and the pipeline's claims, the lab simulator).
 """
 
+import functools
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, nullcontext
 from typing import Any
@@ -28,12 +34,40 @@ def _rows(cursor: Any) -> list[Any]:
     return list(cursor.fetchall()) if result is not None and result.nfields else []
 
 
+def _postgresql() -> bool:
+    return connection.vendor == "postgresql"
+
+
 def server_side_binding() -> bool:
     """Whether values go apart from the statements (PostgreSQL with prepared statements)."""
-    return (
-        connection.vendor == "postgresql"
-        and connection.settings_dict["OPTIONS"].get("server_side_binding") is True
-    )
+    return _postgresql() and connection.settings_dict["OPTIONS"].get("server_side_binding") is True
+
+
+def update_returning_joined() -> bool:
+    """Whether one statement can update rows and read them joined with other tables (a
+    data-modifying ``WITH ... UPDATE ... RETURNING``: PostgreSQL)."""
+    return _postgresql()
+
+
+def locks_without_key_update() -> bool:
+    """Whether a row can be locked without blocking inserts that refer to it (``FOR NO KEY
+    UPDATE``: PostgreSQL; elsewhere a write locks the whole database anyway)."""
+    return _postgresql()
+
+
+def insert_returning() -> bool:
+    """Whether an INSERT can return the columns of the row it wrote (or left)."""
+    return bool(connection.features.can_return_columns_from_insert)
+
+
+def ids_condition(ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """The condition "is one of ``ids``" to write after a column, and its parameters: one
+    array parameter on PostgreSQL (``= ANY(%s)``: the driver rewrites a query's placeholders on
+    every execution, which for a page of 100 orders, 400 ``IN`` placeholders, cost as much CPU
+    as everything else in the request), else ``IN (%s, ...)``."""
+    if _postgresql():
+        return "= ANY(%s)", [list(ids)]
+    return f"IN ({', '.join(['%s'] * len(ids))})", list(ids)
 
 
 def rows_together(statements: Sequence[Statement]) -> list[list[Any]]:
@@ -44,7 +78,7 @@ def rows_together(statements: Sequence[Statement]) -> list[list[Any]]:
     an UPDATE that waited for a row lock see what the lock's holder committed, as they would
     sent one by one."""
     with connection.cursor() as cursor:
-        if connection.vendor != "postgresql" or len(statements) < 2:
+        if not _postgresql() or len(statements) < 2:
             results = []
             for sql, params in statements:
                 cursor.execute(sql, params)
@@ -69,10 +103,14 @@ def rows_together(statements: Sequence[Statement]) -> list[list[Any]]:
                         each.execute(statement, statement_params)
                 return [_rows(each) for each in opened]
 
-        # Logged as one query where Django logs queries (DEBUG, the tests' query counts).
+        # Through the connection's execute wrappers, as Django's own execute goes, and logged
+        # as one query where Django logs queries (DEBUG, the tests' query counts).
+        executor: Any = pipelined
+        for wrapper in reversed(connection.execute_wrappers):
+            executor = functools.partial(wrapper, executor)
         debug = getattr(cursor, "debug_sql", None)
         with debug(sql, params) if debug else nullcontext():
-            return cursor._execute_with_wrappers(sql, params, many=False, executor=pipelined)
+            return executor(sql, params, False, {"connection": connection, "cursor": cursor})  # type: ignore[no-any-return]
 
 
 # ``rows_update``'s statements and the fields of their values, by their shape: (model,

@@ -37,7 +37,7 @@ def sweep_batch_mark_values(
     queryset: QuerySet[Any], *, due_field: str, batch: int, fields: tuple[str, ...]
 ) -> list[tuple[Any, ...]]:
     """``fields`` (``id`` first) of up to ``batch`` due rows to queue, earliest first, marked
-    as swept: what a doorbell needs besides the id (the queue may depend on it)."""
+    as swept: what a task message needs besides the id (the queue may depend on it)."""
     rows = list(
         queryset.filter(unswept_since_due(due_field))
         .order_by(due_field)

@@ -17,6 +17,6 @@ def task_enqueue_on_commit(name: str, *args: object) -> None:
 
 def task_enqueue(name: str, *args: object, countdown: float = 0.0) -> None:
     """Queue the task registered as ``name`` now (``countdown`` seconds from now), routed by
-    ``CELERY_TASK_ROUTES``: for tasks that ring for more work (a follow-up, a sweep), whose
+    ``CELERY_TASK_ROUTES``: for tasks that queue more work (a follow-up, a sweep), whose
     changes have committed already."""
     signature(name, args=args).apply_async(countdown=countdown if countdown > 0 else None)

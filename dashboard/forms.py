@@ -18,10 +18,10 @@ from common.shipping import ShippingMethod
 from labs.selectors import countries_shipped_to, currencies_supported
 from merchants.models import PauseMode
 from orders.inputs import (
-    CaseInsensitiveChoiceField,
     ItemInput,
     MetadataField,
     RecipientInput,
+    ShippingMethodField,
 )
 from orders.models import Order, OrderItem
 
@@ -142,7 +142,7 @@ class CopiesInput(ItemInput):
 class HeldOrderInput(StrictSerializer):
     """The editable part of an order, shaped and checked as in ``POST /v4.0/orders``."""
 
-    shippingMethod = CaseInsensitiveChoiceField(choices=ShippingMethod.values)
+    shippingMethod = ShippingMethodField()
     recipient = RecipientInput()
     items = CopiesInput(many=True)
     metadata = MetadataField()

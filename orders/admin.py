@@ -2,9 +2,10 @@
 
 Orders are read-only here: their rows belong to the API and the pipeline, and a form saving a
 whole order row could overwrite a step that committed meanwhile. Staff act through services:
-``order_submit_now`` submits held orders, ``order_enqueue_on_commit`` rings the pipeline, and
-the order page's shipment operations (hold, unhold, cancel, change address or method) are the
-staff shipment services of ``orders.shipments``, each confirmed on its own page and audited.
+``order_submit_now`` submits held orders, ``order_enqueue_on_commit`` queues an order's due
+step, and the order page's shipment operations (hold, unhold, cancel, change address or
+method) are the staff shipment services of ``orders.shipments``, each confirmed on its own
+page and audited.
 
 The order page puts what an operator works from first (summary, items with thumbnails,
 shipments with their lab orders and actions, charges, issues, callback events); every field
@@ -339,7 +340,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     )
     change_form_template = "admin/orders/order/change_form.html"
     date_hierarchy = "created"
-    actions = ["submit_held_orders_now", "ring_pipeline"]
+    actions = ["submit_held_orders_now", "queue_due_step"]
     inlines = [OrderItemInline, ShipmentInline, ChargeInline, OrderIssueInline]
     fieldsets = (
         ("Order", {"classes": ["collapse"],
@@ -491,8 +492,8 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             )
 
     @admin.action(description="Run the due pipeline step now", permissions=["act"])
-    def ring_pipeline(self, request: HttpRequest, queryset: QuerySet[Order]) -> None:
-        """A doorbell only: the step runs if the order is due and not owned by a worker."""
+    def queue_due_step(self, request: HttpRequest, queryset: QuerySet[Order]) -> None:
+        """A queued task only: the step runs if the order is due and not owned by a worker."""
         for order_id, step in queryset.values_list("id", "pipeline_step"):
             order_enqueue_on_commit(order_id=order_id, step=step)
         self.message_user(request, f"{queryset.count()} order(s) queued for their due step.")

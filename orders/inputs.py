@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from api.serializers import JsonIntegerField, StrictSerializer
 from common.countries import is_country_code
+from common.shipping import shipping_method_parse
 from orders.models import ShippingMethod, Sizing
 
 METADATA_MAX_CHARACTERS = 2000
@@ -43,6 +44,20 @@ class CaseInsensitiveChoiceField(serializers.ChoiceField):
                 if str(choice).lower() == data.strip().lower():
                     return choice
         self.fail("invalid_choice", input=data)
+
+
+class ShippingMethodField(serializers.ChoiceField):
+    """A shipping method in any letter case (``common.shipping.shipping_method_parse``),
+    returned in its canonical spelling."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=ShippingMethod.values, **kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        method = shipping_method_parse(data)
+        if method is None:
+            self.fail("invalid_choice", input=data)
+        return method
 
 
 class HttpUrlField(serializers.URLField):
@@ -171,7 +186,7 @@ class OrderCreateInput(StrictSerializer):
         max_length=200, required=False, allow_blank=True, allow_null=True
     )
     idempotencyKey = serializers.CharField(max_length=200, required=False, allow_null=True)
-    shippingMethod = CaseInsensitiveChoiceField(choices=ShippingMethod.values)
+    shippingMethod = ShippingMethodField()
     recipient = RecipientInput()
     items = ItemInput(many=True, allow_empty=False, max_length=500)  # type: ignore[call-arg]
     packingSlip = PackingSlipInput(required=False, allow_null=True)
@@ -180,7 +195,7 @@ class OrderCreateInput(StrictSerializer):
 
 
 class ShippingMethodInput(StrictSerializer):
-    shippingMethod = CaseInsensitiveChoiceField(choices=ShippingMethod.values)
+    shippingMethod = ShippingMethodField()
 
 
 class MetadataInput(StrictSerializer):

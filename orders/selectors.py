@@ -3,22 +3,19 @@
 One read writes: an order's callback event numbers itself with the order row's counter,
 incremented in the same round trip (``order_with_parts_numbered_get``)."""
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Model, Prefetch, QuerySet
-from django.db.models.base import ModelState
-from django.db.models.signals import post_init, pre_init
+from django.db import connection
+from django.db.models import Prefetch, QuerySet
 
-from common.db import rows_together
+from common.db import rows_together, update_returning_joined
 from common.errors import EntityNotFound
+from common.joined import JoinedRead, TableColumns
 from labs.models import Lab
-from merchants.models import Environment, Merchant
+from merchants.models import Environment
 from orders.models import (
     Asset,
     Charge,
@@ -56,128 +53,6 @@ def orders_with_parts(queryset: QuerySet[Order]) -> QuerySet[Order]:
     )
 
 
-_Converter = Callable[[Any, Any, Any], Any]
-
-
-class TableColumns:
-    """Every column of ``model`` under the table alias ``alias`` in a SELECT, and how a row's
-    slice becomes a model instance with the ORM's own value converters (prepared once per
-    process, on first use, for the connection's database)."""
-
-    def __init__(self, model: type[Model], alias: str) -> None:
-        self.model = model
-        self.alias = alias
-        self.fields = model._meta.concrete_fields
-        self.attnames = [field.attname for field in self.fields]
-        self._converters: list[tuple[int, list[_Converter], Any]] | None = None
-
-    def sql(self) -> str:
-        quote = connection.ops.quote_name
-        return ", ".join(f"{self.alias}.{quote(str(field.column))}" for field in self.fields)
-
-    def converters(self) -> list[tuple[int, list[_Converter], Any]]:
-        if self._converters is None:
-            found = []
-            for index, field in enumerate(self.fields):
-                expression = field.get_col(self.alias)
-                functions = connection.ops.get_db_converters(
-                    expression
-                ) + expression.get_db_converters(connection)
-                if functions:
-                    found.append((index, functions, expression))
-            self._converters = found
-        return self._converters
-
-    def instance(self, row: Sequence[Any], start: int, db: BaseDatabaseWrapper) -> Any:
-        """The instance in ``row`` from column ``start``; None for a LEFT JOIN's missing row."""
-        values = list(row[start : start + len(self.fields)])
-        if values[0] is None:
-            return None
-        for index, functions, expression in self.converters():
-            value = values[index]
-            for function in functions:
-                value = function(value, expression, db)
-            values[index] = value
-        return self.built(values, db.alias)
-
-    def built(self, values: Sequence[Any], db: str) -> Any:
-        """The instance of converted ``values`` (every concrete field, in order), as
-        ``Model.from_db`` builds it but without running ``__init__`` field by field (these
-        models have no ``pre_init``/``post_init`` receivers; with one, ``from_db`` it is)."""
-        model = self.model
-        if pre_init.has_listeners(model) or post_init.has_listeners(model):
-            return model.from_db(db, self.attnames, values)
-        instance = model.__new__(model)
-        instance.__dict__.update(zip(self.attnames, values, strict=True))
-        state = instance._state = ModelState()
-        state.adding = False
-        state.db = db
-        return instance
-
-
-class JoinedRead:
-    """A SELECT of whole rows of a few tables joined (``{columns}``, and ``{in_ids}`` after the
-    id column in ``sql``), written once per process: reads without building querysets, whose
-    compilation cost most of a ``GET``. Each result row gives one instance per table (None
-    where a LEFT JOIN found nothing). Run by ``_reads_together``; the pipeline's claims
-    (``orders.pipeline.claims``) are ones too, an UPDATE's returned row joined. Without tables,
-    a statement of the pipeline's with its table names written in (``orders.pipeline.fairness``).
-
-    The ids are one array parameter on PostgreSQL (``= ANY(%s)``): the driver rewrites a
-    query's placeholders on every execution, which for a page of 100 orders (four SELECTs,
-    400 ``IN`` placeholders) cost as much CPU as everything else in the request."""
-
-    def __init__(self, sql: str, *tables: TableColumns) -> None:
-        self.template = sql
-        self.tables = tables
-        self._sql: str | None = None
-        self._lock = threading.Lock()
-
-    def sql(self) -> str:
-        """The statement with its columns and tables written in (``{in_ids}`` left in)."""
-        if self._sql is None:
-            with self._lock:
-                quote = connection.ops.quote_name
-                self._sql = self.template.format(
-                    columns=", ".join(table.sql() for table in self.tables),
-                    in_ids="{in_ids}",
-                    **{
-                        str(model._meta.model_name): quote(model._meta.db_table)
-                        for model in _MODELS
-                    },
-                )
-        return self._sql
-
-    def statement(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
-        """The SELECT of the rows of ``ids`` and its parameters."""
-        if connection.vendor == "postgresql":
-            return self.sql().format(in_ids="= ANY(%s)"), [list(ids)]
-        return self.sql().format(in_ids=f"IN ({', '.join(['%s'] * len(ids))})"), list(ids)
-
-    def instances(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
-        """One tuple of instances per row, one instance per table."""
-        db = connections[DEFAULT_DB_ALIAS]
-        starts = []
-        start = 0
-        for table in self.tables:
-            starts.append(start)
-            start += len(table.fields)
-        # A parent repeated on consecutive rows (an item with several assets) is one instance.
-        previous: list[Any] = [None] * len(self.tables)
-        found = []
-        for row in rows:
-            instances = []
-            for position, (table, at) in enumerate(zip(self.tables, starts, strict=True)):
-                last = previous[position]
-                if last is not None and row[at] == last.pk:
-                    instances.append(last)
-                    continue
-                previous[position] = instance = table.instance(row, at, db)
-                instances.append(instance)
-            found.append(tuple(instances))
-        return found
-
-
 def _reads_together(
     statements: Sequence[tuple[str, list[Any]]], *, write_first: tuple[str, list[Any]] | None = None
 ) -> list[list[Any]]:
@@ -188,11 +63,6 @@ def _reads_together(
     return rows_together([write_first, *statements])[1:]
 
 
-# The tables a statement's template may name, as ``{<model name>}``.
-_MODELS = (
-    Order, OrderItem, Asset, Shipment, Charge, ChargeItem, OrderIssue, OrderFile, Lab,
-    Environment, Merchant,
-)  # fmt: skip
 _ORDER_COLUMNS = TableColumns(Order, "o")
 # An order with its items and their assets; items with their assets; charges with their lines.
 _ORDER_ITEMS_ASSETS = JoinedRead(
@@ -232,6 +102,7 @@ _SHIPMENT_LABS = JoinedRead(
     "SELECT {columns} FROM {lab} l WHERE l.code IN "
     "(SELECT s.lab_code FROM {shipment} s WHERE s.order_id {in_ids})",
     TableColumns(Lab, "l"),
+    models=[Shipment],
 )
 
 
@@ -296,11 +167,9 @@ def order_with_parts_numbered_get(
     ``callback_sequence`` is incremented in place first, so the order read shows the event's
     number (``orders.events.order_event_create``, inside the event's transaction).
 
-    The one write among these reads: the increment is sent first in the same round trip as
-    the SELECTs on PostgreSQL (one statement before them elsewhere). It locks the order row
-    until the transaction ends, so concurrent events of one order take their numbers in the
-    order of their commits; the SELECTs after it run once the lock is ours, and see what the
-    previous holder committed."""
+    The one write among these reads. The increment locks the order row until the transaction
+    ends, so concurrent events of one order take their numbers in the order of their commits;
+    the reads after it run once the lock is ours, and see what the previous holder committed."""
     return _order_with_parts(environment, order_id, write_first=_sequence_increment(order_id))
 
 
@@ -314,10 +183,10 @@ _ORDER_NUMBERED = JoinedRead(
 
 def order_numbered_get(*, environment: Environment, order: Order) -> Order:
     """The order row alone, as ``order_with_parts_numbered_get`` reads it after the same
-    increment (one statement on PostgreSQL, two elsewhere): for a further event of ``order`` in the
-    transaction of an earlier one, whose parts it reuses (``orders.events.PartsKept``)."""
+    increment: for a further event of ``order`` in the transaction of an earlier one, whose
+    parts it reuses (``orders.events.PartsKept``)."""
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if update_returning_joined():
             cursor.execute(*_ORDER_NUMBERED.statement([order.id]))
             rows = _ORDER_NUMBERED.instances(cursor.fetchall())
         else:  # the increment, then the row

@@ -1,7 +1,7 @@
-"""Celery tasks: doorbells that carry ids; the state lives in the rows.
+"""Celery tasks: task messages that carry ids; the state lives in the rows.
 
 Where each goes (``CELERY_TASK_ROUTES``): ``order_advance_task`` to the queue of the step it
-rings for (``orders.pipeline.routing``: ``downloads`` for the Download step, ``images`` for
+queues (``orders.pipeline.routing``: ``downloads`` for the Download step, ``images`` for
 every other); the sweeper to ``sweeps`` (it must run on time, behind no long work); the
 purge to ``images``, the default queue.
 """
@@ -26,7 +26,7 @@ SWEEP_BATCH = 500
 @shared_task(name="orders.tasks.order_advance_task", ignore_result=True)
 def order_advance_task(order_id: int, step: str | None = None) -> None:
     """Run the order's due step (if it is still ``step``), and its next steps while they are
-    due at once on the same queue; ring for a next one on another queue or due soon.
+    due at once on the same queue; queue a next one on another queue or due soon.
 
     No Celery retries: a step that fails leaves the order due later in its row (and a failure
     here, say the database being away, leaves it due as it was), and the sweeper queues it.

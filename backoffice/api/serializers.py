@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from api.serializers import StrictSerializer
-from common.shipping import ShippingMethod
+from common.shipping import ShippingMethod, shipping_method_parse
 
 
 class LabOption(serializers.Serializer):
@@ -76,9 +76,9 @@ class SiteflowShippingUpdateRequest(StrictSerializer):
     carrierAlias = serializers.CharField(max_length=100)
 
     def validate_shippingSpeed(self, value: str) -> str:
-        for method in ShippingMethod.values:
-            if method.lower() == value.strip().lower():
-                return str(method)
+        method = shipping_method_parse(value)
+        if method is not None:
+            return method
         raise serializers.ValidationError(
             f"Must be one of {', '.join(ShippingMethod.values)}.", code="invalid"
         )

@@ -22,8 +22,7 @@ from backoffice.models import RowStatus
 from backoffice.resubmission import rows_assess
 from backoffice.rows import SheetRow
 from common.errors import ValidationFailed
-from common.shipping import ShippingMethod
-from labs.allocation import canonical_method
+from common.shipping import ShippingMethod, shipping_method_parse
 from labs.models import Lab
 from orders.models import CancelOption
 
@@ -63,7 +62,7 @@ def _query_source(request: Request) -> Source:
 def _method(value: str, field: str) -> str:
     if not value:
         return ""
-    method = canonical_method(value)
+    method = shipping_method_parse(value)
     if method is None:
         choices = ", ".join(ShippingMethod.values)
         raise ValidationFailed.single(field, "Invalid", f"Must be one of {choices}.")

@@ -266,7 +266,7 @@ DOWNLOADS_PER_MERCHANT = env.int("DOWNLOADS_PER_MERCHANT", default=4)
 if DOWNLOADS_PER_MERCHANT < 1:
     raise ImproperlyConfigured("DOWNLOADS_PER_MERCHANT must be 1 or more.")
 DOWNLOAD_DEFER_SECONDS = env.float("DOWNLOAD_DEFER_SECONDS", default=30.0)
-# An order's doorbell goes to the queue of the step it rings for (orders/pipeline/routing.py).
+# An order's task message goes to the queue of the step it names (orders/pipeline/routing.py).
 CELERY_TASK_ROUTES.append("orders.pipeline.routing.pipeline_task_route")
 # The sweepers are a few queries each and must run on time whatever the backlog (they rescue
 # lost work): their own queue, with the callbacks' sweeper.

@@ -11,7 +11,6 @@ Public interface (keyword-only)::
     plan_all_methods(*, items, country_code, currency) -> dict[method, AllocationPlan]
     methods_available(*, items, country_code) -> list[str]
     plan_at_lab(*, items, lab_code, country_code, shipping_method, currency) -> AllocationPlan
-    canonical_method(method) -> str | None
 
 ``items`` is a sequence of ``BasketItem(key, sku, attributes, copies, pages=None)``. They raise
 ``Infeasible`` (``failures_by_item_key``: item key → ``[ItemFailure(code, description)]``) and
@@ -42,7 +41,6 @@ from ``totalCost`` so that a quote's ``costSummary`` and the order's charges mat
 """
 
 from labs.allocation.engine import METHODS as METHODS
-from labs.allocation.engine import canonical_method as canonical_method
 from labs.allocation.engine import methods_available as methods_available
 from labs.allocation.engine import plan_all_methods as plan_all_methods
 from labs.allocation.engine import plan_at_lab as plan_at_lab

@@ -5,6 +5,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from common.money import convert, tax_of, to_cents
+from common.shipping import shipping_method_parse
 from labs.allocation.optimiser import cheapest_assignment
 from labs.allocation.types import (
     AllocationPlan,
@@ -311,11 +312,6 @@ def _pages(prepared: _PreparedItem) -> int | None:
     )
 
 
-def canonical_method(method: str) -> str | None:
-    """The method's canonical spelling (``standardplus`` → ``StandardPlus``), or None."""
-    return next((m for m in METHODS if m.lower() == method.strip().lower()), None)
-
-
 def plan_basket(
     *,
     items: Sequence[BasketItem],
@@ -335,7 +331,7 @@ def plan_basket(
     price against (a caller that validated the basket against one passes it, so one request
     reads one version); by default the current one.
     """
-    method = canonical_method(shipping_method)
+    method = shipping_method_parse(shipping_method)
     if method is None:
         raise ValueError(f"Unknown shipping method '{shipping_method}'.")
     _check_basket(items)
@@ -397,7 +393,7 @@ def plan_at_lab(
     another method): priced as ``plan_basket`` prices, but at ``lab_code`` only and whatever
     its stock now. Raises ``Infeasible`` when that lab cannot deliver them so
     (``MethodNotOffered``, ``NotShippedToCountry``), and as ``plan_basket`` otherwise."""
-    method = canonical_method(shipping_method)
+    method = shipping_method_parse(shipping_method)
     if method is None:
         raise ValueError(f"Unknown shipping method '{shipping_method}'.")
     _check_basket(items)

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from common.db import insert_returning
 from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
 from labs.models import SimulatedLabOrder
 
@@ -65,7 +66,7 @@ class SimulatorConnector(LabConnector):
         reference = f"SIM-{self.lab_code.upper()}-{order.shipment_id.split('_')[-1]}"
         table = connection.ops.quote_name(SimulatedLabOrder._meta.db_table)
         created = connection.ops.adapt_datetimefield_value(timezone.now())
-        returning = connection.features.can_return_columns_from_insert
+        returning = insert_returning()
         with connection.cursor() as cursor:
             cursor.execute(
                 _SIMULATED_ORDER_UPSERT.format(table=table)

@@ -27,11 +27,19 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from common.db import rows_update
+from common.db import locks_without_key_update, rows_update, update_returning_joined
+from common.joined import JoinedRead, TableColumns
 from merchants.models import Environment, Merchant
-from orders.models import Asset, AssetStatus, DetailState, Order, OrderFile, PipelineStep
+from orders.models import (
+    Asset,
+    AssetStatus,
+    DetailState,
+    Order,
+    OrderFile,
+    OrderItem,
+    PipelineStep,
+)
 from orders.pipeline.scheduling import order_enqueue
-from orders.selectors import JoinedRead, TableColumns
 
 ACTIVE_STEPS = (
     PipelineStep.HELD,
@@ -76,7 +84,7 @@ def order_claim(*, order_id: int, step: str | None = None, start: bool = False) 
     if step is not None and step not in ACTIVE_STEPS:
         return None
     until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
-    # A doorbell that names its step takes only that step's way to its claim.
+    # A task message that names its step takes only that step's way to its claim.
     if step != PipelineStep.DOWNLOAD:
         steps = [step] if step else [s for s in ACTIVE_STEPS if s != PipelineStep.DOWNLOAD]
         order = _claimed(order_id=order_id, steps=steps, until=until, start=start)
@@ -89,10 +97,10 @@ def _download_claimed(
     *, order_id: int, merchant_id: int, until: datetime, now: datetime, start: bool
 ) -> Order | None:
     """The Download order claimed (no longer deferred) if fewer than its share of the
-    merchant's downloads are running, or else deferred (``download_deferral``); the
-    merchant's row is locked by the caller. On PostgreSQL one statement counts, and claims or
-    defers (``_DOWNLOAD_CLAIM``)."""
-    if connection.vendor == "postgresql":
+    merchant's downloads are running, or else deferred (``download_deferral``) and None; the
+    merchant's row is locked by the caller, so the count and the claim cannot be overtaken.
+    The count, and the claim or the deferral, happen together or not at all."""
+    if update_returning_joined():
         deferral = download_deferral(now)
         return _statement_claimed(
             _DOWNLOAD_CLAIM_STARTED if start else _DOWNLOAD_CLAIM,
@@ -117,12 +125,10 @@ def _download_claimed(
 
 def _claimed(*, order_id: int, steps: Sequence[str], until: datetime, start: bool) -> Order | None:
     """Claim the order until ``until`` if it is due, unclaimed and at one of ``steps``; the
-    order read as the claim left it, with its environment and merchant, or None.
-
-    On PostgreSQL the claim and the read are one statement (an ``UPDATE ... RETURNING`` joined
-    with the order's environment and merchant): every step of every order starts with it."""
+    order read as the claim left it, with its environment and merchant, or None. The order
+    returned is the row the claim wrote, never an older read of it."""
     now = timezone.now()
-    if connection.vendor != "postgresql":
+    if not update_returning_joined():
         claimed = Order.objects.filter(
             orders_due_unclaimed(), id=order_id, pipeline_step__in=steps
         ).update(claimed_until=until)
@@ -144,14 +150,12 @@ def _orm_claimed(claimed: int, order_id: int) -> Order | None:
 def _statement_claimed(claim: JoinedRead, parameters: dict[str, Any]) -> Order | None:
     """Run a PostgreSQL claim statement: the order as the claim left it, with its environment
     and merchant, or None."""
-    with connection.cursor() as cursor:
-        cursor.execute(claim.sql(), parameters)
-        rows = claim.instances(cursor.fetchall())
+    rows = claim.rows(parameters)
     if not rows:
         return None
     order, environment, merchant = rows[0]
-    environment._state.fields_cache["merchant"] = merchant  # as select_related gives them
-    order._state.fields_cache["environment"] = environment
+    environment.merchant = merchant  # as select_related gives them
+    order.environment = environment
     return order  # type: ignore[no-any-return]
 
 
@@ -313,12 +317,14 @@ def download_deferral(now: datetime) -> dict[str, datetime]:
 _MERCHANT = JoinedRead(
     "SELECT e.merchant_id FROM {order} o JOIN {environment} e ON e.id = o.environment_id "
     "WHERE o.id = %(order)s AND o.pipeline_step = %(download)s AND o.due_at <= %(now)s "
-    "AND (o.claimed_until IS NULL OR o.claimed_until < %(now)s)"
+    "AND (o.claimed_until IS NULL OR o.claimed_until < %(now)s)",
+    models=[Order, Environment, Merchant],
 )
 # The same, its row locked until the transaction ends (no key update: rows referring to it may
 # still be inserted).
 _MERCHANT_LOCKED = JoinedRead(
-    "SELECT m.id FROM {merchant} m WHERE m.id = (" + _MERCHANT.template + ") FOR NO KEY UPDATE"
+    "SELECT m.id FROM {merchant} m WHERE m.id = (" + _MERCHANT.template + ") FOR NO KEY UPDATE",
+    models=[Order, Environment, Merchant],
 )
 
 
@@ -331,7 +337,7 @@ def _download_claim(*, order_id: int, until: datetime, start: bool) -> Order | N
     claimed, and until the claim commits, so two workers cannot both take the last slot.
     """
     with transaction.atomic():
-        lock = _MERCHANT_LOCKED if connection.vendor == "postgresql" else _MERCHANT
+        lock = _MERCHANT_LOCKED if locks_without_key_update() else _MERCHANT
         now = timezone.now()
         with connection.cursor() as cursor:
             cursor.execute(
@@ -376,29 +382,31 @@ _WAKE = JoinedRead(
     "UPDATE {order} SET due_at = %(now)s, swept_at = %(now)s "
     "WHERE id IN (SELECT id FROM woken) AND pipeline_step = %(download)s "
     "AND download_deferred_at IS NOT NULL "
-    "AND (claimed_until IS NULL OR claimed_until < %(now)s) RETURNING id"
+    "AND (claimed_until IS NULL OR claimed_until < %(now)s) RETURNING id",
+    models=[Order, Environment, Asset, OrderItem, OrderFile],
 )
 
 
 def downloads_wake(*, merchant_id: int, hand_over: bool = False) -> list[int]:
     """After one of the merchant's downloads ended: make its longest-deferred orders due now,
-    as many as it has free download slots, and ring for them; their ids.
+    as many as it has free download slots, and queue them; their ids.
 
-    ``hand_over``: the first of them is not rung for; the caller runs it next itself (the slot
+    ``hand_over``: the first of them is not queued; the caller runs it next itself (the slot
     its download freed goes straight to the merchant's next order, without a broker round
-    trip). Left unrun (the run ended first), it is due and unclaimed and marked as rung for,
-    so the sweeper queues it once a claim period has passed, as it would after a lost doorbell.
+    trip). Left unrun (the run ended first), it is due and unclaimed and marked as queued, so
+    the sweeper queues it once a claim period has passed, as it would after a lost message.
 
-    On PostgreSQL the choice and the update are one statement (``_WAKE``)."""
+    Never wakes more than the merchant's free slots, nor an order claimed meanwhile or
+    waiting for its own retry."""
     now = timezone.now()
-    if connection.vendor == "postgresql":
+    if update_returning_joined():
         with connection.cursor() as cursor:
             cursor.execute(_WAKE.sql(), _wake_parameters(merchant_id, now))
             waiting = sorted(row[0] for row in cursor.fetchall())
     else:
         waiting = _waiting_woken(merchant_id, now)
     for order_id in waiting[1:] if hand_over else waiting:
-        # A doorbell for one taken meanwhile finds it claimed: harmless.
+        # A task message for one taken meanwhile finds it claimed: harmless.
         order_enqueue(order_id=order_id, step=PipelineStep.DOWNLOAD)
     return waiting
 
@@ -414,7 +422,7 @@ def _wake_parameters(merchant_id: int, now: datetime) -> dict[str, Any]:
 
 
 def _waiting_woken(merchant_id: int, now: datetime) -> list[int]:
-    """``_WAKE`` with the ORM, in up to three queries."""
+    """``_WAKE`` with the ORM: the same orders chosen and made due."""
     deferred = Order.objects.filter(
         Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
         environment__merchant_id=merchant_id,
@@ -432,5 +440,5 @@ def _waiting_woken(merchant_id: int, now: datetime) -> list[int]:
     if waiting:
         free = settings.DOWNLOADS_PER_MERCHANT - downloads_running(merchant_id, now)
         waiting = waiting[: max(free, 0)]
-    deferred.filter(id__in=waiting).update(due_at=now, swept_at=now)  # rung for just below
+    deferred.filter(id__in=waiting).update(due_at=now, swept_at=now)  # queued just below
     return waiting

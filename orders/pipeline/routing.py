@@ -1,11 +1,11 @@
 """The queue each step of an order runs on, decided here and nowhere else.
 
-Every doorbell (``orders.tasks.order_advance_task``) names the order and the step it rings
+Every task message (``orders.tasks.order_advance_task``) names the order and the step it runs
 for. ``pipeline_task_route``, a Celery router listed in ``CELERY_TASK_ROUTES``, sends it to
-that step's queue whoever rings: the web process after a commit, a step's follow-up, the
+that step's queue whoever queues it: the web process after a commit, a step's follow-up, the
 sweeper, the admin. The claim then runs only that step (``order_claim``), so a worker of one
-queue never runs another queue's step, even for a stale or duplicated doorbell. A run goes on
-to the order's next steps itself only while they are due at once on the same queue
+queue never runs another queue's step, even for a stale or duplicated task message. A run goes
+on to the order's next steps itself only while they are due at once on the same queue
 (``orders.pipeline.state_machine.order_advance``).
 
 Celery loads routers before Django's apps are ready: this module imports no model.
@@ -36,9 +36,9 @@ def pipeline_task_route(
     task: object = None,
     **extra: Any,
 ) -> dict[str, str] | None:
-    """The Celery router of order doorbells: the queue of the step the doorbell rings for.
+    """The Celery router of order task messages: the queue of the step it names.
 
-    A doorbell without a step (queued by an earlier release) goes to the default queue.
+    A task message without a step (queued by an earlier release) goes to the default queue.
     """
     if name != ADVANCE_TASK:
         return None

@@ -310,7 +310,7 @@ def _allocate(order: Order) -> None:
 
 
 def _prepare(order: Order) -> None:
-    if order_assets_prepare(order=order):  # the move alone: one statement, no transaction
+    if order_assets_prepare(order=order):  # the move alone: atomic by itself
         order_move_on(
             order=order,
             step=PipelineStep.SUBMIT,
@@ -346,7 +346,7 @@ def _submit(order: Order) -> None:
     if _payment_awaited(order):
         return
     submitted, retry_at = order_shipments_submit(order=order)
-    # Accepted, or refused for now: the move alone (one statement, no transaction around it).
+    # Accepted, or refused for now: the move alone, atomic by itself.
     if submitted:
         now = timezone.now()
         order_move_on(order=order, step=PipelineStep.PRODUCTION, due_at=now, submitted_at=now)
@@ -430,12 +430,12 @@ def order_advance(
     next (None: not ours, not due, or finished).
 
     ``follow_up`` (the task's run): a next step due at once on the same queue runs here, claimed
-    as a doorbell's run would claim it (``INLINE_STEPS`` at most in one run: an order goes from
+    as a queued task's run would claim it (``INLINE_STEPS`` at most in one run: an order goes from
     allocation to the lab without a broker round trip between steps); a next step on another
-    queue, or due soon, is rung for on its own queue.
+    queue, or due soon, is queued on its own queue.
     A download step, however it ends, frees a download slot of the merchant: its deferred
     orders are woken (``orders.pipeline.fairness``). In a task's run, with steps left, the
-    first of them is handed the slot: its download runs next in this run, not rung for.
+    first of them is handed the slot: its download runs next in this run, not queued.
     """
     runs_left = INLINE_STEPS if follow_up else 1
     original = order_id
@@ -508,7 +508,7 @@ def order_submit_now(*, order: Order) -> bool:
     """Submit a held order at once (the dashboard's or admin's manual submission).
 
     False when the order is not held, or is already due (submitted, or its window expired):
-    the hold is released once, by the step, whoever rang first.
+    the hold is released once, by the step, whoever queued it first.
     """
     now = timezone.now()
     changed = (

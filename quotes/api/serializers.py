@@ -9,7 +9,8 @@ from api.serializers import (
     StrictSerializer,
 )
 from common.countries import is_country_code
-from labs.allocation import METHODS, canonical_method
+from common.shipping import shipping_method_parse
+from labs.allocation import METHODS
 from labs.selectors import currencies_supported
 
 
@@ -39,7 +40,7 @@ class QuoteRequestSerializer(StrictSerializer):
     items = QuoteItemRequestSerializer(many=True, allow_empty=False)
 
     def validate_shippingMethod(self, value: str) -> str:
-        method = canonical_method(value)
+        method = shipping_method_parse(value)
         if method is None:
             raise serializers.ValidationError(
                 f"'{value}' is not a shipping method; use one of {', '.join(METHODS)}.",

@@ -165,7 +165,7 @@ def test_a_plain_worker_consumes_every_queue() -> None:
         ("webhooks.tasks.events_sweep_task", (), "sweeps"),
     ],
 )
-def test_each_task_goes_to_its_queue_an_orders_doorbell_to_the_queue_of_its_step(
+def test_each_task_goes_to_its_queue_an_orders_task_to_the_queue_of_its_step(
     task: str, args: tuple[object, ...], queue: str
 ) -> None:
     from config.celery_app import app

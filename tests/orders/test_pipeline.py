@@ -283,7 +283,7 @@ def test_an_md5_mismatch_fails_the_asset_after_ten_attempts(
     assert Asset.objects.get(item__order_id=pk(order_id)).download_attempts == 10
 
 
-@pytest.mark.django_db  # in-process: its doorbell must not reach the module's running worker
+@pytest.mark.django_db  # in-process: its task message must not reach the module's running worker
 def test_an_asset_is_checked_against_an_md5_hash_only_when_the_order_gives_one(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
@@ -338,7 +338,7 @@ def test_an_asset_is_checked_against_an_md5_hash_only_when_the_order_gives_one(
     assert f"MD5 hash is {md5(photo)}, but the order gives {'0' * 32}" in issue["description"]
 
 
-@pytest.mark.django_db  # in-process: its doorbell must not reach the module's running worker
+@pytest.mark.django_db  # in-process: its task message must not reach the module's running worker
 def test_a_download_replaces_the_file_an_earlier_unrecorded_attempt_left_in_storage(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
@@ -435,7 +435,7 @@ def test_a_private_address_is_refused_when_private_urls_are_not_allowed(
     assert requests_to(httpserver, "/local.jpg") == 0
 
 
-# Not transactional: the order's on-commit doorbell must not reach a running worker, which
+# Not transactional: the order's on-commit task message must not reach a running worker, which
 # is allowed to fetch private addresses.
 test_a_private_address_is_refused_when_private_urls_are_not_allowed = pytest.mark.django_db(
     test_a_private_address_is_refused_when_private_urls_are_not_allowed
@@ -542,7 +542,7 @@ def test_an_indefinitely_held_order_waits_until_submitted_by_hand(
     ]
 
 
-# --- In-process: the steps called directly (no worker; the doorbells never ring) -------------
+# --- In-process: the steps called directly (no worker; no task message is sent) -------------
 
 
 def _card_body(front: str, inside: str) -> dict[str, Any]:
@@ -1060,7 +1060,7 @@ def test_a_file_that_cannot_succeed_fails_after_one_attempt(
     assert reason.lower() in issue["description"].lower()
 
 
-@pytest.mark.django_db  # in-process: its doorbell must not reach the module's running worker
+@pytest.mark.django_db  # in-process: its task message must not reach the module's running worker
 def test_a_step_ending_in_error_sends_its_error_callback_with_the_order(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
@@ -1197,7 +1197,7 @@ def test_the_shipped_event_shows_the_order_shipping_and_the_planned_carrier(
 
 
 @pytest.mark.django_db
-def test_the_sweepers_ring_once_per_due_time_or_expired_claim_not_at_every_sweep(
+def test_the_sweepers_queue_once_per_due_time_or_expired_claim_not_at_every_sweep(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
     settings.PIPELINE_CLAIM_SECONDS = 600
@@ -1211,25 +1211,25 @@ def test_the_sweepers_ring_once_per_due_time_or_expired_claim_not_at_every_sweep
     orders = Order.objects.filter(id=pk(order_id))
     try:
         assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
-        # Their doorbells may still wait in the queue (a backlog): no second one at each sweep.
+        # Their task messages may still wait in the queue (a backlog): no second one at each sweep.
         assert (orders_sweep_task(), events_sweep_task()) == (0, 0)
         assert (orders_sweep_task(), events_sweep_task()) == (0, 0)
 
-        # Due again (a later step, a retry): rung again once.
+        # Due again (a later step, a retry): queued again once.
         now = timezone.now()
         orders.update(due_at=now)
         events.update(next_attempt_at=now)
         assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
         assert (orders_sweep_task(), events_sweep_task()) == (0, 0)
 
-        # Claimed since, and the claim expired (its worker died): rung again once.
+        # Claimed since, and the claim expired (its worker died): queued again once.
         expired = timezone.now() - timedelta(microseconds=1)
         orders.update(claimed_until=expired)
         events.update(claimed_until=expired)
         assert (orders_sweep_task(), events_sweep_task()) == (1, 1)
         assert (orders_sweep_task(), events_sweep_task()) == (0, 0)
 
-        # Rung a claim period ago and still waiting: that message is presumed lost.
+        # Queued a claim period ago and still waiting: that message is presumed lost.
         lost = timezone.now() - timedelta(seconds=601)
         orders.update(swept_at=lost)
         events.update(swept_at=lost)

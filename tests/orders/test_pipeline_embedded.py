@@ -1,8 +1,8 @@
 """The pipeline on the embedded broker (kombu's filesystem transport, no Redis).
 
 The worker and its beat share a broker folder nobody else writes to, so the order's on-commit
-doorbell from this test process never reaches it: the sweeper alone finds the order due and
-rings for every step, which is what a lost message leaves the system with.
+task message from this test process never reaches it: the sweeper alone finds the order due and
+queues every step, which is what a lost message leaves the system with.
 """
 
 import tempfile
@@ -48,7 +48,7 @@ def test_an_order_completes_on_the_embedded_broker_with_only_the_sweeper_ringing
             worker.kill()
             banner = worker.logs[-1].read_text(errors="replace")
             if settings.REDIS_URL:
-                purge_queues()  # this process's doorbells, which no worker was listening to
+                purge_queues()  # this process's task messages, which no worker was listening to
 
     assert [s["status"] for s in order["shipments"]] == ["Shipped"]
     assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.DONE

@@ -3,7 +3,7 @@ losing every queued message.
 
 Orders in flight lose their messages (acknowledged late, held unacknowledged by the dead
 worker) and keep their claims until these expire; the beat sweeper of the restarted worker
-finds them due and rings again. Every order completes and every effect happens once.
+finds them due and queues again. Every order completes and every effect happens once.
 """
 
 import collections

@@ -174,7 +174,7 @@ def test_one_merchant_with_many_dripping_orders_fills_only_its_share_of_the_down
         for n in range(4)
     ]
     wait_for("two dripping downloads", lambda: drip.in_flight == 2, workers)
-    time.sleep(1.0)  # the other two have been rung for, and deferred
+    time.sleep(1.0)  # the other two have been queued, and deferred
 
     noisy, lag_noisy = timed_order(acme, httpserver, receiver, workers, "noisy")
 

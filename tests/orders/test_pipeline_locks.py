@@ -1,7 +1,7 @@
 """A pipeline step and an order action meeting on one order: both lock the order's row first.
 
 Transactional (the step and the action run in threads with their own sessions), so no worker
-may run beside it: the order's on-commit doorbell would reach that worker, which would then
+may run beside it: the order's on-commit task message would reach that worker, which would then
 race this test's in-process steps for the order (``tests/orders/test_pipeline.py`` keeps one
 worker for its whole module).
 """

@@ -1,7 +1,7 @@
 """Each step on its own queue, and fairness between merchants at the download step.
 
 These run the state machine in the test's process and read what it queued on the real broker
-(Redis): the doorbells a worker of each queue would take. ``test_pipeline_isolation.py`` shows
+(Redis): the task messages a worker of each queue would take. ``test_pipeline_isolation.py`` shows
 the same with real workers on the three queues.
 """
 
@@ -40,19 +40,19 @@ def empty_queues() -> Any:
     purge_queues()
 
 
-def test_an_orders_doorbells_go_to_the_queue_of_the_step_they_ring_for(
+def test_an_orders_tasks_go_to_the_queue_of_the_step_they_run(
     sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
 ) -> None:
     settings.ALLOW_PRIVATE_URLS = True
     callback_url = httpserver.url_for("/callbacks")
     order_id = photo_order(sandbox_api, httpserver, "routed", callbackUrl=callback_url)
 
-    # Created: its downloads are rung for on the downloads queue, nothing else is.
+    # Created: its downloads are queued on the downloads queue, nothing else is.
     assert queued("downloads") == [(ADVANCE, [pk(order_id), "Download"])]
     assert queued("images") == []
     assert queued("callbacks") == []
 
-    # The download step, run as the task runs it, rings for allocation on the images queue;
+    # The download step, run as the task runs it, queues allocation on the images queue;
     # its callback goes to the callbacks queue.
     purge_queues()
     order_advance(order_id=pk(order_id), step=PipelineStep.DOWNLOAD, follow_up=True)
@@ -61,7 +61,7 @@ def test_an_orders_doorbells_go_to_the_queue_of_the_step_they_ring_for(
     [(task, _)] = queued("callbacks")
     assert task == "webhooks.tasks.event_deliver_task"
 
-    # The sweeper rings for each due order on the queue of its step.
+    # The sweeper queues each due order on the queue of its step.
     order = Order.objects.get(id=pk(order_id))
     other_id = photo_order(sandbox_api, httpserver, "swept")
     purge_queues()
@@ -71,11 +71,11 @@ def test_an_orders_doorbells_go_to_the_queue_of_the_step_they_ring_for(
     assert queued("downloads") == [(ADVANCE, [pk(other_id), "Download"])]
 
 
-def test_a_doorbell_for_a_step_the_order_has_left_runs_nothing(
+def test_a_task_for_a_step_the_order_has_left_runs_nothing(
     sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
 ) -> None:
-    """A stale or duplicated download doorbell never makes a download worker allocate or
-    render: the claim takes only the step the doorbell rang for."""
+    """A stale or duplicated download task message never makes a download worker allocate or
+    render: the claim takes only the step the task message was queued for."""
     settings.ALLOW_PRIVATE_URLS = True
     order_id = photo_order(sandbox_api, httpserver, "stale")
     advance_to(order_id, PipelineStep.ALLOCATE)
@@ -95,8 +95,8 @@ def test_one_run_takes_an_order_through_the_steps_of_its_queue_that_are_due_at_o
     sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
 ) -> None:
     """The task's run of Allocate goes on to the print-ready files, the submission and the first
-    production check itself, with no doorbell between them; the next check, due later, is
-    rung for on the images queue. Run without ``follow_up`` (a test's step), one step runs."""
+    production check itself, with no task message between them; the next check, due later, is
+    queued on the images queue. Run without ``follow_up`` (a test's step), one step runs."""
     settings.ALLOW_PRIVATE_URLS = True
     settings.LAB_SIMULATOR_SECONDS = 60
     order_id = photo_order(sandbox_api, httpserver, "inline")
@@ -116,7 +116,7 @@ def test_one_run_takes_an_order_through_the_steps_of_its_queue_that_are_due_at_o
 def test_a_run_does_not_go_on_to_a_step_of_another_queue(
     sandbox_api: APIClient, httpserver: HTTPServer, merchant: CreatedMerchant, settings: Any
 ) -> None:
-    """A hold released on the images queue rings for the download on the downloads queue."""
+    """A hold released on the images queue queues the download on the downloads queue."""
     settings.ALLOW_PRIVATE_URLS = True
     environment = merchant.merchant.environments.get(kind="Sandbox")
     environment.pause_mode = PauseMode.INDEFINITE
@@ -193,7 +193,7 @@ def test_a_merchant_downloads_at_most_its_share_and_the_rest_wait_in_their_rows(
     assert Order.objects.get(id=pk(neighbour)).pipeline_step == PipelineStep.ALLOCATE
 
     # The first download ends (its worker's claim expired and this run took it over): the
-    # longest-deferred order is made due now and rung for; the one in backoff is left alone.
+    # longest-deferred order is made due now and queued; the one in backoff is left alone.
     Order.objects.filter(id=pk(first)).update(claimed_until=timezone.now() - timedelta(seconds=1))
     purge_queues()
     order_advance(order_id=pk(first), step=PipelineStep.DOWNLOAD)
@@ -230,7 +230,7 @@ def test_a_tasks_download_hands_the_freed_slot_to_the_merchants_next_order_in_th
     purge_queues()
 
     # The task's run downloads the first, then the second in the slot the first freed, then
-    # the third in the slot the second freed: no doorbell on the downloads queue between them.
+    # the third in the slot the second freed: no task message on the downloads queue between them.
     order_advance(order_id=pk(first), step=PipelineStep.DOWNLOAD, follow_up=True)
 
     for order_id in (first, second, third):
@@ -257,7 +257,7 @@ def test_a_run_out_of_steps_rings_for_the_woken_order_instead(
 
     order_advance(order_id=pk(orders[0]), step=PipelineStep.DOWNLOAD, follow_up=True)
 
-    # INLINE_STEPS downloads in the run; the last one's freed slot is rung for.
+    # INLINE_STEPS downloads in the run; the last one's freed slot is queued.
     steps = [Order.objects.get(id=pk(o)).pipeline_step for o in orders]
     assert steps == [PipelineStep.ALLOCATE] * INLINE_STEPS + [PipelineStep.DOWNLOAD]
     assert queued("downloads") == [(ADVANCE, [pk(orders[-1]), "Download"])]
@@ -297,7 +297,7 @@ def test_a_download_is_claimed_or_deferred_and_woken_in_a_statement_each_under_t
     )
     purge_queues()
 
-    # The slot freed: the longest-deferred order alone is woken, in one statement, and rung for.
+    # The slot freed: the longest-deferred order alone is woken, in one statement, and queued.
     with django_assert_num_queries(1):
         assert downloads_wake(merchant_id=merchant.merchant.id) == [pk(second)]
     woken, waiting = (Order.objects.get(id=pk(o)) for o in (second, third))

@@ -83,8 +83,8 @@ def workers(webs: list[Web]) -> Iterator[Workers]:
             callback_threads=4,
             beat_alone=True,
             # Claims expire within the run, so the sweeper hands the killed worker's orders on
-            # (and rings again for messages it held); not sooner, or every order waiting
-            # behind the backlog would be presumed lost and rung for again and again.
+            # (and queues again for messages it held); not sooner, or every order waiting
+            # behind the backlog would be presumed lost and queued again and again.
             PIPELINE_CLAIM_SECONDS="30",
             ASSET_DOWNLOAD_DEADLINE_SECONDS="3",
             LAB_SIMULATOR_SECONDS="1",

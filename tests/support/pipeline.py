@@ -1,6 +1,6 @@
 """Running the pipeline in the test's own process, and reading where an order stands in it.
 
-In-process runs call the state machine directly (no worker; the doorbells never ring), so a
+In-process runs call the state machine directly (no worker; no task message is sent), so a
 test can stop an order at a step and change the world before the next one.
 """
 

@@ -208,7 +208,7 @@ def _pending_files(order: Order, now: datetime) -> list[OrderFile]:
 def _assets(order: Order) -> list[Asset]:
     """Every asset of the order with its item, in the items' and then the assets' order: the
     ones due are attempted, and the others count for their item's status and the step's state
-    without being read again (one statement, built once per process)."""
+    without being read again."""
     items, assets = order_items_get(order=order)
     every_asset = []
     for item in items:
