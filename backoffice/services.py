@@ -13,6 +13,7 @@ from backoffice.shipping import ShippingAssessment, shipping_rows_assess
 from common.errors import ValidationFailed
 from labs.models import Lab
 from orders.models import CancelOption
+from orders.resubmission import NO_ALLOWED_LAB
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,18 @@ def resubmission_review(
     assessments = rows_assess(rows=rows, lab=lab, shipping_method=shipping_method)
     named = [a for a in assessments if a.row.lab_order_text]
     ok = [a for a in assessments if a.queued]
+    # Rows no allowed lab can make: the sheet or the lab chosen needs a look (isOk false).
+    unmade = [
+        a for a in assessments if a.shipment is not None and a.reason.startswith(NO_ALLOWED_LAB)
+    ]
     if not ok:
         statement = "No row of the sheet can be resubmitted."
     else:
         where = f"lab {lab}" if lab else "the cheapest allowed lab"
         statement = f"{len(ok)} of {len(named)} lab orders will be resubmitted to {where}."
-    return table, Review(bool(ok), statement, len(named), assessments)
+    if unmade:
+        statement += " " + " ".join(f"Row {a.row.row_index}: {a.reason}" for a in unmade)
+    return table, Review(bool(ok) and not unmade, statement, len(named), assessments)
 
 
 def resubmission_submit(

@@ -78,6 +78,7 @@ from orders.shipments import (
 RESUBMISSION_CANCEL = "cancel (resubmission)"
 ALREADY_SHIPPED = "Already shipped: the shipment has been shipped."
 ORDER_CANCELLED = "Order cancelled: a cancelled order is not resubmitted."
+NO_ALLOWED_LAB = "No allowed lab"  # how the refusal of a shipment no allowed lab makes begins
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,7 @@ def _cheapest_plan(
     if best is None:
         labs = ", ".join(candidates) or "no lab"
         why = why.rstrip(".") or "no offer"  # the engine's sentence keeps no full stop of its own
-        return None, f"No allowed lab ({labs}) can make the shipment: {why}."
+        return None, f"{NO_ALLOWED_LAB} ({labs}) can make the shipment: {why}."
     return best, ""
 
 

@@ -160,7 +160,9 @@ def test_review_and_job_agree_on_a_sheet_mixing_every_kind_of_row(
 
     assert review["numberOfLabOrders"] == answer["queuedRowCount"] == 4
     assert review["sheetContainsNumberOfLabOrders"] == 11
-    assert review["isOk"] is True
+    assert review["isOk"] is False  # a row no allowed lab makes: the review says which
+    assert review["statement"].startswith("4 of 11 lab orders will be resubmitted to ")
+    assert " Row 12: No allowed lab (zz9) can make the shipment: " in review["statement"]
     messages = sheets.column(SHEET, TAB, "Message")
     assert len(messages) == len(rows) and all(messages)
     for index in range(3):
