@@ -5,7 +5,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib import admin
+from django.conf import settings
+from django.contrib import admin, messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -14,7 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
 from backoffice import services
-from backoffice.jobs import Source, job_file
+from backoffice.jobs import JobRunning, Source, job_file
 from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
 from backoffice.rows import (
     RESUBMISSION_COLUMNS,
@@ -117,10 +118,12 @@ class BulkJobAdmin(admin.ModelAdmin):
     def _source(self, request: HttpRequest) -> Source:
         upload = request.FILES.get("file")
         if upload is not None:
-            return Source.upload(upload.name or "upload.csv", upload.read())
+            # One byte more than is taken tells a file too large without reading all of it.
+            content = upload.read(int(settings.BULK_UPLOAD_MAX_BYTES) + 1)
+            return Source.upload(upload.name or "upload.csv", content)
         carried = request.POST.get("file_values")
         if carried:
-            return Source(file_name=request.POST["file_name"], file_values=json.loads(carried))
+            return Source.carried(request.POST.get("file_name"), carried)
         spreadsheet_id = request.POST.get("spreadsheetId", "").strip()
         worksheet_name = request.POST.get("worksheetName", "").strip()
         failures = {}
@@ -133,12 +136,13 @@ class BulkJobAdmin(admin.ModelAdmin):
         return Source(spreadsheet_id=spreadsheet_id, worksheet_name=worksheet_name)
 
     def _form(self, request: HttpRequest, tool: dict[str, str], **extra: Any) -> HttpResponse:
-        """A tool's form: empty, or again with the failures of what was posted."""
+        """A tool's form: empty, or again with the failures of what was posted (400)."""
         columns = TOOLS[tool["kind"]].columns
         return TemplateResponse(
             request,
             "admin/backoffice/form.html",
             self._context(request, **tool, columns=columns, **extra),
+            status=400 if extra.get("failures") else 200,
         )
 
     def _review(
@@ -162,6 +166,13 @@ class BulkJobAdmin(admin.ModelAdmin):
                 choices=choices,
             ),
         )
+
+    def _running(self, request: HttpRequest, job: BulkJob) -> HttpResponse:
+        """A submit over a worksheet whose job is still running: that job's page, saying so."""
+        messages.warning(
+            request, f"Job {job.id} is still running over this worksheet; nothing more was queued."
+        )
+        return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
 
     def _audit(self, request: HttpRequest, operation: str, target: str, message: str) -> None:
         assert isinstance(request.user, User)
@@ -202,6 +213,8 @@ class BulkJobAdmin(admin.ModelAdmin):
                 self._audit(request, "bulkResubmission.submit", job.source, f"job {job.id} queued")
                 return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
             _, review = services.resubmission_review(source=source, lab=lab, shipping_method=method)
+        except JobRunning as running:
+            return self._running(request, running.job)
         except ValidationFailed as failed:
             return self._form(request, tool, failures=failed.failures, posted=posted)
         choices = {"lab": lab, "cancelOption": option, "shippingMethod": method}
@@ -231,6 +244,8 @@ class BulkJobAdmin(admin.ModelAdmin):
                 self._audit(request, "siteflowShipping.submit", job.source, f"job {job.id}")
                 return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
             _, assessments = services.shipping_review(source)
+        except JobRunning as running:
+            return self._running(request, running.job)
         except ValidationFailed as failed:
             return self._form(request, tool, failures=failed.failures, posted=posted)
         choices = {"shippingSpeed": method, "carrierAlias": alias}

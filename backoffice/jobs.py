@@ -8,6 +8,7 @@ until the claim expires; the sweeper then queues it and the next run goes on fro
 pending row (a row's work itself is safe to repeat).
 """
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -16,25 +17,29 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
 from backoffice.resubmission import row_resubmit
 from backoffice.rows import (
+    FILE_FIELD,
     LAST_ACTIVITY,
     MESSAGE,
     NEW_LAB_ORDER_ID,
     RowOutcome,
     SheetRow,
+    file_name_check,
     file_table,
     file_values,
+    file_values_check,
     file_with_results,
     result_columns,
 )
 from backoffice.sheets import Table, sheet_cells_write, sheet_read
 from backoffice.shipping import shipping_row_update
+from common.chunks import chunks
 from common.errors import ValidationFailed
 from common.sweeping import sweep_batch_mark
 from common.tasks import task_enqueue_on_commit
@@ -58,6 +63,18 @@ class Source:
     @classmethod
     def upload(cls, name: str, content: bytes) -> "Source":
         return cls(file_name=name, file_values=file_values(name, content))
+
+    @classmethod
+    def carried(cls, name: object, values_json: str) -> "Source":
+        """An upload's name and cells carried through the review's form: checked again,
+        since a form can be sent with anything in it."""
+        try:
+            values = json.loads(values_json)
+        except ValueError as exc:
+            raise ValidationFailed.single(
+                FILE_FIELD, "Invalid", "The file's cells are malformed."
+            ) from exc
+        return cls(file_name=file_name_check(name), file_values=file_values_check(values))
 
     def table(self) -> Table:
         if self.file_name:
@@ -85,6 +102,34 @@ class Assessed(Protocol):
     def status(self) -> str: ...
 
 
+class JobRunning(Exception):
+    """The sheet has a job that is not done yet: ``job``, which goes on (no second one)."""
+
+    def __init__(self, job: BulkJob) -> None:
+        super().__init__(f"Job {job.id} is still running over this worksheet.")
+        self.job = job
+
+
+def sheet_job_running(source: "Source") -> BulkJob | None:
+    """The worksheet's job that is not done yet (None for an uploaded file: each is its own)."""
+    if not source.spreadsheet_id:
+        return None
+    return (
+        BulkJob.objects.filter(
+            spreadsheet_id=source.spreadsheet_id, worksheet_name=source.worksheet_name
+        )
+        .exclude(status=JobStatus.DONE)
+        .first()
+    )
+
+
+def sheet_job_check(source: "Source") -> None:
+    """Raise ``JobRunning`` when the worksheet has a job not done yet."""
+    running = sheet_job_running(source)
+    if running is not None:
+        raise JobRunning(running)
+
+
 @transaction.atomic
 def bulk_job_create(
     *,
@@ -100,24 +145,33 @@ def bulk_job_create(
     queue: bool = True,
 ) -> BulkJob:
     """A job over ``rows``: the queued ones pending for a worker (queued once committed), the
-    others with their outcome already, for the worker to write back."""
+    others with their outcome already, for the worker to write back. Raises ``JobRunning``
+    when the worksheet has a job not done yet (two submits at once make one job: the
+    database's constraint decides)."""
     now = timezone.now()
-    job = BulkJob.objects.create(
-        kind=kind,
-        created_by=user,
-        spreadsheet_id=source.spreadsheet_id,
-        worksheet_name=source.worksheet_name,
-        file_name=source.file_name,
-        file_values=source.file_values if source.file_name else None,
-        header_row=table.header_row,
-        columns=result_columns(table),
-        lab=lab,
-        cancel_option=cancel_option or BulkJob._meta.get_field("cancel_option").get_default(),
-        shipping_method=shipping_method,
-        carrier_alias=carrier_alias,
-        due_at=timezone.now(),
-        queued_rows=sum(1 for a in rows if a.queued),
-    )
+    sheet_job_check(source)
+    try:
+        with transaction.atomic():
+            job = BulkJob.objects.create(
+                kind=kind,
+                created_by=user,
+                spreadsheet_id=source.spreadsheet_id,
+                worksheet_name=source.worksheet_name,
+                file_name=source.file_name,
+                file_values=source.file_values if source.file_name else None,
+                header_row=table.header_row,
+                columns=result_columns(table),
+                lab=lab,
+                cancel_option=cancel_option
+                or BulkJob._meta.get_field("cancel_option").get_default(),
+                shipping_method=shipping_method,
+                carrier_alias=carrier_alias,
+                due_at=timezone.now(),
+                queued_rows=sum(1 for a in rows if a.queued),
+            )
+    except IntegrityError:
+        sheet_job_check(source)  # the other submit's job
+        raise
     BulkJobRow.objects.bulk_create(
         [
             BulkJobRow(
@@ -256,7 +310,8 @@ def job_write_back(job: BulkJob) -> bool:
             log.warning("job %s: results not written back: %s", job.id, exc)
             BulkJob.objects.filter(id=job.id).update(write_back_error=str(exc))
             return False
-    BulkJobRow.objects.filter(id__in=[r.id for r in rows]).update(written_back=True)
+    for piece in chunks([r.id for r in rows]):
+        BulkJobRow.objects.filter(id__in=piece).update(written_back=True)
     BulkJob.objects.filter(id=job.id).exclude(write_back_error="").update(write_back_error="")
     return True
 
@@ -269,7 +324,10 @@ def job_file(job: BulkJob) -> tuple[bytes, str, str]:
         values=job.file_values or [],
         cells=row_cells(job, list(job.rows.exclude(status=RowStatus.PENDING))),
     )
-    return content, content_type, f"results-{job.file_name}"
+    # A header's value: only printable characters, no quote (names kept before they were
+    # checked at upload may have anything).
+    name = "".join(c for c in job.file_name if c.isprintable() and c not in '"\\')
+    return content, content_type, f"results-{name}"
 
 
 def jobs_due() -> QuerySet[BulkJob]:

@@ -67,6 +67,14 @@ class BulkJob(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
+        constraints = [
+            # One job at a time per worksheet: a second submit is answered with the running job.
+            models.UniqueConstraint(
+                fields=["spreadsheet_id", "worksheet_name"],
+                condition=~models.Q(status="Done") & ~models.Q(spreadsheet_id=""),
+                name="bulk_job_one_running_per_sheet",
+            )
+        ]
         permissions = [
             ("run_resubmission", "Can run the bulk resubmission tool"),
             ("run_siteflow_shipping", "Can run the Site Flow shipping update tool"),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from backoffice.models import BulkJob, BulkJobRow, JobKind, JobStatus, RowStatus
 from backoffice.rows import RowOutcome, SheetRow
 from backoffice.selectors import rows_shipments
+from common.chunks import chunks
 from common.ids import PREFIXES, format_id
 from orders.models import Shipment
 from orders.resubmission import (
@@ -48,13 +49,15 @@ def rows_assess(
     found = rows_shipments([row for row in rows if not row.skip_row])
     ids = [s.id for s in found.values() if isinstance(s, Shipment)]
     standings = shipments_standing(shipment_ids=ids)
-    queued_in = dict(
-        BulkJobRow.objects.filter(
-            lab_order_id__in=ids, status=RowStatus.PENDING, job__kind=JobKind.RESUBMISSION
+    queued_in = {
+        shipment_id: job_id
+        for piece in chunks(ids)
+        for shipment_id, job_id in BulkJobRow.objects.filter(
+            lab_order_id__in=piece, status=RowStatus.PENDING, job__kind=JobKind.RESUBMISSION
         )
         .exclude(job__status=JobStatus.DONE)
         .values_list("lab_order_id", "job_id")
-    )
+    }
     answers = []
     for row in rows:
         if row.skip_row:

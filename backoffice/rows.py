@@ -3,14 +3,15 @@ titles, each row parsed, and the cells a result writes back."""
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
-from backoffice.sheets import Table, table_from_values
+from backoffice.sheets import Table, rows_read_most, table_from_values, too_many_rows
 from common.errors import ValidationFailed
 
 LAB_ORDER_ID = "Lab Order Id"
@@ -140,29 +141,83 @@ def result_columns(table: Table) -> dict[str, int]:
 # --- uploaded files -------------------------------------------------------------------------
 
 
+def file_name_check(name: object) -> str:
+    """An uploaded file's name as kept (and given back in the results' file name): a .csv or
+    .xlsx name of at most 200 characters, without control characters or a folder."""
+    text = str(name) if isinstance(name, str) else ""
+    if (
+        not text
+        or len(text) > 200
+        or any(ord(c) < 32 or ord(c) == 127 for c in text)
+        or "/" in text
+        or "\\" in text
+    ):
+        raise ValidationFailed.single(
+            FILE_FIELD, "Invalid", "The file's name must be a plain .csv or .xlsx file name."
+        )
+    if not text.lower().endswith((".csv", ".xlsx")):
+        raise ValidationFailed.single(FILE_FIELD, "Invalid", "Upload a .csv or an .xlsx file.")
+    return text
+
+
+def file_values_check(values: object) -> list[list[str]]:
+    """Cells carried from the review to the confirmation: a list of rows of texts, no longer
+    than a sheet may be."""
+    if not isinstance(values, list) or not all(
+        isinstance(row, list) and all(isinstance(cell, str) for cell in row) for row in values
+    ):
+        raise ValidationFailed.single(FILE_FIELD, "Invalid", "The file's cells are malformed.")
+    if len(values) >= rows_read_most():
+        raise too_many_rows(FILE_FIELD)
+    return values
+
+
 def file_values(name: str, content: bytes) -> list[list[str]]:
-    """The cells of an uploaded .csv or .xlsx (its first worksheet) as text."""
-    lowered = name.lower()
+    """The cells of an uploaded .csv or .xlsx (its first worksheet) as text. A file over
+    ``BULK_UPLOAD_MAX_BYTES`` is ``TooLarge`` and one with more than ``BULK_MAX_ROWS`` data
+    rows ``TooManyRows`` (reading stops there), both on ``file``."""
+    lowered = file_name_check(name).lower()
+    if len(content) > int(settings.BULK_UPLOAD_MAX_BYTES):
+        raise ValidationFailed.single(
+            FILE_FIELD,
+            "TooLarge",
+            f"The file is over {settings.BULK_UPLOAD_MAX_BYTES} bytes, the largest upload taken.",
+        )
     if lowered.endswith(".csv"):
         try:
             text = content.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise ValidationFailed.single(FILE_FIELD, "Invalid", "The CSV is not UTF-8.") from exc
-        return [list(row) for row in csv.reader(io.StringIO(text))]
-    if lowered.endswith(".xlsx"):
-        import openpyxl
-
         try:
-            book = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
-        except Exception as exc:
+            return _rows_read(list(row) for row in csv.reader(io.StringIO(text)))
+        except csv.Error as exc:
             raise ValidationFailed.single(
-                FILE_FIELD, "Invalid", "The file is not a readable .xlsx workbook."
+                FILE_FIELD, "Invalid", f"The CSV cannot be read: {exc}."
             ) from exc
+    import openpyxl
+
+    try:
+        book = openpyxl.load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+    except Exception as exc:
+        raise ValidationFailed.single(
+            FILE_FIELD, "Invalid", "The file is not a readable .xlsx workbook."
+        ) from exc
+    try:
         sheet = book.worksheets[0]
-        values = [[_text(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+        return _rows_read([_text(v) for v in row] for row in sheet.iter_rows(values_only=True))
+    finally:
         book.close()
-        return values
-    raise ValidationFailed.single(FILE_FIELD, "Invalid", "Upload a .csv or an .xlsx file.")
+
+
+def _rows_read(rows: Iterable[list[str]]) -> list[list[str]]:
+    """The rows, stopping (``TooManyRows``) past the most a sheet may have: a long file is
+    never held whole."""
+    values = []
+    for row in rows:
+        values.append(row)
+        if len(values) >= rows_read_most():
+            raise too_many_rows(FILE_FIELD)
+    return values
 
 
 def _text(value: Any) -> str:
@@ -184,11 +239,24 @@ def template_file(*, name: str, columns: Sequence[tuple[str, str]]) -> tuple[byt
     return file_with_results(name=name, values=[[title for title, _ in columns]], cells={})
 
 
+# A cell starting so is a formula to a spreadsheet program opening the file (OWASP's CSV
+# injection): the results file gives it as text, a ' before it.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell_neutralised(value: Any) -> Any:
+    """A cell as a results file holds it: text that would start a formula made plain text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def file_with_results(
     *, name: str, values: Sequence[Sequence[Any]], cells: dict[tuple[int, int], str]
 ) -> tuple[bytes, str]:
     """The uploaded file again, in its own format, with ``cells`` ((row, column) → text)
-    written in; the bytes and their content type."""
+    written in; the bytes and their content type. No cell is a live formula: the sheet's own
+    cells and the written ones (a lab's message) alike are neutralised (``cell_neutralised``)."""
     grid = [list(row) for row in values]
     for (row, col), value in cells.items():
         while len(grid) < row:
@@ -197,6 +265,7 @@ def file_with_results(
         while len(line) <= col:
             line.append("")
         line[col] = value
+    grid = [[cell_neutralised(cell) for cell in line] for line in grid]
     if name.lower().endswith(".xlsx"):
         import openpyxl
 

@@ -5,6 +5,7 @@ from collections.abc import Iterable, Sequence
 from django.db.models import Q
 
 from backoffice.rows import SheetRow
+from common.chunks import chunks
 from common.ids import PREFIXES, format_id
 from orders.models import Shipment
 
@@ -13,13 +14,14 @@ def rows_shipments(rows: Sequence[SheetRow]) -> dict[int, Shipment | str]:
     """Each row naming a lab order (by sheet row number) with its shipment, or the sentence
     saying why none: ``shp_123`` and ``123`` are our shipment ids, any other text (and digits
     naming no shipment of ours) the lab's own order reference. Two queries, whatever the
-    number of rows; rows with an empty ``Lab Order Id`` are left out."""
+    number of rows (a query per ``QUERY_CHUNK`` of them); rows with an empty ``Lab Order Id``
+    are left out."""
     named = [row for row in rows if row.lab_order_text]
     by_id = _by_id(row.lab_order_id for row in named if row.lab_order_id is not None)
     references = {row.lab_order_text for row in named if row.lab_order_id not in by_id}
     by_reference: dict[str, list[Shipment]] = {}
-    if references:
-        for shipment in _shipments(Q(lab_order_reference__in=references)):
+    for piece in chunks(sorted(references)):
+        for shipment in _shipments(Q(lab_order_reference__in=piece)):
             by_reference.setdefault(shipment.lab_order_reference, []).append(shipment)
     found: dict[int, Shipment | str] = {}
     for row in named:
@@ -41,8 +43,7 @@ def rows_shipments(rows: Sequence[SheetRow]) -> dict[int, Shipment | str]:
 
 
 def _by_id(ids: Iterable[int]) -> dict[int, Shipment]:
-    wanted = set(ids)
-    return {s.id: s for s in _shipments(Q(id__in=wanted))} if wanted else {}
+    return {s.id: s for piece in chunks(sorted(set(ids))) for s in _shipments(Q(id__in=piece))}
 
 
 def _shipments(condition: Q) -> list[Shipment]:

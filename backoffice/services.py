@@ -4,7 +4,7 @@ queue the job."""
 from dataclasses import dataclass
 from typing import Any
 
-from backoffice.jobs import Source, bulk_job_create
+from backoffice.jobs import Source, bulk_job_create, sheet_job_check
 from backoffice.models import BulkJob, JobKind
 from backoffice.resubmission import RowAssessment, rows_assess
 from backoffice.rows import SheetRow, rows_parse
@@ -88,9 +88,12 @@ def resubmission_submit(
 ) -> BulkJob:
     """Queue a job over the sheet's data rows: the resubmittable ones for the worker, the
     others recorded at once with why not (every row gets its Message). No resubmittable row
-    is a failure on ``spreadsheetId``, and no job."""
+    is a failure on ``spreadsheetId``, and no job. ``JobRunning`` when the worksheet's last job
+    is not done yet."""
+    sheet_job_check(source)
     table, review = resubmission_review(source=source, lab=lab, shipping_method=shipping_method)
     if not review.resubmittable:
+        sheet_job_check(source)  # its rows were queued by a submit that just made the job
         raise ValidationFailed.single(
             SPREADSHEET_ID, "NothingToResubmit", f"{review.statement} Nothing was queued."
         )
@@ -116,7 +119,8 @@ def shipping_job_create(
     *, user: Any, source: Source, shipping_method: str, carrier_alias: str
 ) -> BulkJob:
     """Queue a job over the sheet's rows: those at a Site Flow lab for the worker, the others
-    recorded at once with why not."""
+    recorded at once with why not. ``JobRunning`` when the worksheet's last job is not done."""
+    sheet_job_check(source)
     table, assessments = shipping_review(source)
     return bulk_job_create(
         kind=JobKind.SHIPPING,

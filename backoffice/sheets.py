@@ -62,9 +62,25 @@ class Table:
         return next((i for i, t in enumerate(self.titles) if title_key(t) == key), None)
 
 
+def rows_read_most() -> int:
+    """The most rows of a sheet or file that are read: the header search and
+    ``BULK_MAX_ROWS`` data rows, and one more to tell that there are too many."""
+    return HEADER_SEARCH_ROWS + int(settings.BULK_MAX_ROWS) + 1
+
+
+def too_many_rows(field: str) -> ValidationFailed:
+    limit = int(settings.BULK_MAX_ROWS)
+    return ValidationFailed.single(
+        field,
+        "TooManyRows",
+        f"The sheet has more than {limit} data rows, the most one job takes; split it.",
+    )
+
+
 def table_from_values(values: Sequence[Sequence[Any]], *, key_title: str, field: str) -> Table:
     """The table whose header is the first row (of the first few) holding ``key_title``; the
-    rows below it, empty ones left out. No such header is a failure on ``field``."""
+    rows below it, empty ones left out. No such header is a failure on ``field``, and so is
+    more than ``BULK_MAX_ROWS`` data rows (``TooManyRows``)."""
     cells = [tuple("" if v is None else str(v).strip() for v in row) for row in values]
     key = title_key(key_title)
     for position, row in enumerate(cells[:HEADER_SEARCH_ROWS]):
@@ -74,6 +90,8 @@ def table_from_values(values: Sequence[Sequence[Any]], *, key_title: str, field:
                 for number, row_cells in enumerate(cells[position + 1 :], start=position + 2)
                 if any(row_cells)
             )
+            if len(data) > int(settings.BULK_MAX_ROWS) or len(cells) >= rows_read_most():
+                raise too_many_rows(field)
             return Table(header_row=position + 1, titles=row, rows=data)
     raise ValidationFailed.single(
         field, "NoHeaderRow", f"The worksheet has no header row with a '{key_title}' column."
@@ -204,10 +222,12 @@ def worksheet_values(*, spreadsheet_id: str, worksheet_name: str) -> list[list[A
                 "NotFound",
                 f"Spreadsheet '{spreadsheet_id}' has no worksheet '{worksheet_name}'.",
             )
-        answer = client.values_get(spreadsheet_id, quoted(worksheet_name))
+        # Whole rows, no more than are ever read: a longer sheet is refused, not fetched.
+        rows = f"{quoted(worksheet_name)}!1:{rows_read_most()}"
+        answer = client.values_get(spreadsheet_id, rows)
     except SHEET_FAILURES as exc:
         raise _failure(exc, spreadsheet_id=spreadsheet_id, worksheet_name=worksheet_name) from exc
-    return list(answer.get("values", []))
+    return list(answer.get("values", []))[: rows_read_most()]
 
 
 def sheet_read(

@@ -48,6 +48,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from common.chunks import chunks
 from common.ids import PREFIXES, format_id, new_id
 from labs.allocation import AllocationPlan, Infeasible, plan_basket
 from labs.models import Lab
@@ -114,18 +115,20 @@ class ResubmissionOffer:
 
 def shipments_standing(*, shipment_ids: Iterable[int]) -> dict[int, ShipmentStanding]:
     """Each existing shipment of ``shipment_ids`` as a resubmission would find it; a shipment
-    that does not exist has no entry. Three queries at most."""
-    wanted = set(shipment_ids)
-    shipments = list(
-        Shipment.objects.filter(id__in=wanted)
-        .select_related("order__environment")
-        .prefetch_related("items")
-    )
-    resubmitted = dict(
-        ShipmentResubmission.objects.filter(
-            original_id__in=wanted, submitted_at__isnull=False
-        ).values_list("original_id", "new_shipment_id")
-    )
+    that does not exist has no entry. Three queries per ``QUERY_CHUNK`` shipments at most."""
+    shipments: list[Shipment] = []
+    resubmitted: dict[int, int | None] = {}
+    for piece in chunks(sorted(set(shipment_ids))):
+        shipments += (
+            Shipment.objects.filter(id__in=piece)
+            .select_related("order__environment")
+            .prefetch_related("items")
+        )
+        resubmitted.update(
+            ShipmentResubmission.objects.filter(
+                original_id__in=piece, submitted_at__isnull=False
+            ).values_list("original_id", "new_shipment_id")
+        )
     return {
         shipment.id: ShipmentStanding(
             shipment=shipment,

@@ -64,9 +64,13 @@ class ReviewResponse(serializers.Serializer):
 
 
 class SubmitResponse(serializers.Serializer):
-    accepted = serializers.BooleanField()
+    accepted = serializers.BooleanField(
+        help_text="False when the worksheet's last job is still running: that job (`jobId`) "
+        "goes on and nothing more is queued."
+    )
     queuedRowCount = serializers.IntegerField()
     message = serializers.CharField()
+    jobId = serializers.IntegerField()
 
 
 class SiteflowShippingUpdateRequest(StrictSerializer):

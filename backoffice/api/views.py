@@ -17,7 +17,7 @@ from api.staff import StaffApiViewSet
 from api.views import validated_input
 from backoffice import services
 from backoffice.api import serializers as s
-from backoffice.jobs import Source, job_rows_wait
+from backoffice.jobs import JobRunning, Source, job_rows_wait
 from backoffice.models import RowStatus
 from backoffice.resubmission import rows_assess
 from backoffice.rows import SheetRow
@@ -229,7 +229,18 @@ class BulkResubmissionViewSet(MicroUiViewSet):
     @_micro_ui_action("submit", "Submit", "bulkResubmission.submit", "post")
     def submit(self, request: Request) -> Response:
         given = _resubmission_input(request)
-        job = services.resubmission_submit(user=request.user, **given)
+        try:
+            job = services.resubmission_submit(user=request.user, **given)
+        except JobRunning as running:
+            return Response(
+                {
+                    "accepted": False,
+                    "queuedRowCount": running.job.queued_rows,
+                    "message": f"Job {running.job.id} is still running over this worksheet; "
+                    "it goes on, and nothing more was queued.",
+                    "jobId": running.job.id,
+                }
+            )
         count = job.queued_rows
         recorded = job.rows.count() - count
         return Response(
@@ -238,6 +249,7 @@ class BulkResubmissionViewSet(MicroUiViewSet):
                 "queuedRowCount": count,
                 "message": f"Job {job.id}: {count} row(s) queued for resubmission, "
                 f"{recorded} other row(s) answered with why not.",
+                "jobId": job.id,
             }
         )
 
@@ -268,15 +280,18 @@ class SiteflowShippingViewSet(MicroUiViewSet):
     )
     def bulk_update(self, request: Request) -> Response:
         data = validated_input(s.SiteflowShippingUpdateRequest, request)
-        job = services.shipping_job_create(
-            user=request.user,
-            source=Source(
-                spreadsheet_id=data["spreadsheetId"].strip(),
-                worksheet_name=data["worksheetName"].strip(),
-            ),
-            shipping_method=data["shippingSpeed"],
-            carrier_alias=data["carrierAlias"].strip(),
-        )
+        try:
+            job = services.shipping_job_create(
+                user=request.user,
+                source=Source(
+                    spreadsheet_id=data["spreadsheetId"].strip(),
+                    worksheet_name=data["worksheetName"].strip(),
+                ),
+                shipping_method=data["shippingSpeed"],
+                carrier_alias=data["carrierAlias"].strip(),
+            )
+        except JobRunning as running:  # answered with the running job's rows
+            job = running.job
         rows = job_rows_wait(job_id=job.id, seconds=settings.SITEFLOW_SHIPPING_WAIT_SECONDS)
         results = [
             {

@@ -220,6 +220,10 @@ SHEETS_API_URL = env.str(
 ).rstrip("/")
 SHEETS_ACCESS_TOKEN = env.str("SHEETS_ACCESS_TOKEN", default="")
 SHEETS_TIMEOUT_SECONDS = env.float("SHEETS_TIMEOUT_SECONDS", default=30.0)
+# The most data rows a sheet or uploaded file may have (more: 400 TooManyRows), and the largest
+# upload taken (more: 400 TooLarge).
+BULK_MAX_ROWS = env.int("BULK_MAX_ROWS", default=10_000)
+BULK_UPLOAD_MAX_BYTES = env.int("BULK_UPLOAD_MAX_BYTES", default=5 * 1024 * 1024)
 # Row results reach the sheet in one values:batchUpdate per this many seconds (or rows).
 BULK_WRITE_BACK_SECONDS = env.float("BULK_WRITE_BACK_SECONDS", default=2.0)
 BULK_WRITE_BACK_ROWS = env.int("BULK_WRITE_BACK_ROWS", default=200)

@@ -105,7 +105,7 @@ def test_the_admin_tool_shows_a_refused_sign_in_on_its_form(
         {**BODY, "cancelOption": "CancelOriginal"},
     )
 
-    assert response.status_code == 200
+    assert response.status_code == 400
     html = response.content.decode()
     assert "The service account could not sign in to open spreadsheet" in html
     assert 'id="review"' in html  # the form again, not a review

@@ -80,6 +80,7 @@ class SheetsServer(LoopbackServer):
         self.forbidden: set[str] = set()
         self.quota_exceeded = False
         self.calls: list[tuple[str, str]] = []
+        self.rows_answered = 0  # rows sent back by every values get, in all
         self._lock = threading.Lock()
 
     @property
@@ -150,10 +151,15 @@ class SheetsServer(LoopbackServer):
         if tail.startswith("values/"):
             text = tail[len("values/") :]
             if request.method == "GET":
-                title, _ = split_range(text)
+                title, cells = split_range(text)
                 if title not in book:
                     return _error(400, f"Unable to parse range: {text}", "INVALID_ARGUMENT")
-                return _json(200, {"range": text, "majorDimension": "ROWS", "values": book[title]})
+                values = book[title]
+                rows = re.fullmatch(r"(\d+):(\d+)", cells)  # whole rows, as Sheets reads them
+                if rows:
+                    values = values[int(rows.group(1)) - 1 : int(rows.group(2))]
+                self.rows_answered += len(values)
+                return _json(200, {"range": text, "majorDimension": "ROWS", "values": values})
             if request.method == "PUT":
                 problem = self._write(book, text, body.get("values", []))
                 return problem or _json(200, {"spreadsheetId": spreadsheet_id})
