@@ -10,6 +10,7 @@ for that request's deadline; with no request in flight it stops, and the next re
 again. So a request asks the kernel for nothing as long as requests keep coming.
 """
 
+import atexit
 import signal
 import threading
 import time
@@ -32,6 +33,15 @@ class _Deadline:
 
     request_ends_by: float | None = None  # the request in flight's deadline (monotonic)
     timer_fires_at: float | None = None  # None: the timer is stopped
+
+
+@atexit.register
+def _timer_stop() -> None:
+    """At exit the timer is stopped: once the interpreter has put SIGALRM back to its default,
+    a timer still set would end the process ("Alarm clock") and its exit status with it."""
+    if _Deadline.timer_fires_at is not None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _Deadline.timer_fires_at = None
 
 
 def _on_timer(signum: int, frame: FrameType | None) -> None:
