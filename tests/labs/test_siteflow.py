@@ -36,7 +36,7 @@ from orders.models import (
 )
 from orders.pipeline.state_machine import order_advance
 from tests.labs.factories import LabFactory, LabProductFactory
-from tests.support.siteflow import SiteflowServer
+from tests.support.siteflow import SiteflowServer, site_running
 
 TOKEN = "token-gb1"
 SECRET = "s3cret-siteflow-value"
@@ -55,11 +55,8 @@ def print_url(httpserver: HTTPServer) -> str:
 
 @pytest.fixture
 def site(settings: Any) -> Iterator[SiteflowServer]:
-    settings.ALLOW_PRIVATE_URLS = True
-    server = SiteflowServer(token=TOKEN, secret=SECRET)
-    server.start()
-    yield server
-    server.stop()
+    with site_running(settings, token=TOKEN, secret=SECRET) as server:
+        yield server
 
 
 def connector(

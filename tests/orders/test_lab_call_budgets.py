@@ -15,7 +15,7 @@ from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings
 from labs.models import Lab
 from orders.models import Order, Shipment, ShipmentStatus
 from tests.support.orders import order_at_labs
-from tests.support.siteflow import SiteflowServer
+from tests.support.siteflow import SiteflowServer, site_running
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
 
@@ -25,11 +25,8 @@ SECRET = "s3cret-budget-value"
 
 @pytest.fixture
 def site(settings: Any) -> Iterator[SiteflowServer]:
-    settings.ALLOW_PRIVATE_URLS = True
-    server = SiteflowServer(token=TOKEN, secret=SECRET)
-    server.start()
-    yield server
-    server.stop()
+    with site_running(settings, token=TOKEN, secret=SECRET) as server:
+        yield server
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,3 +247,15 @@ def lab_at_site(server: "SiteflowServer", code: str = "gb1") -> None:
         siteflow_secret=server.secret,
         siteflow_destination="acme",
     )
+
+
+@contextmanager
+def site_running(settings: Any, *, token: str, secret: str) -> Iterator[SiteflowServer]:
+    """A Site Flow site on loopback, which the service may reach while it runs."""
+    settings.ALLOW_PRIVATE_URLS = True
+    server = SiteflowServer(token=token, secret=secret)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
