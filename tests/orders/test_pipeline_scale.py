@@ -99,7 +99,7 @@ def workers(webs: list[Web]) -> Iterator[Workers]:
 
 class Clients:
     """Merchants' clients posting orders to whichever web process is alive; a request cut off
-    by a dead process is posted again, same body and idempotency key, to the other."""
+    by a dead process (before or during its answer) is posted again, same body and idempotency key, to the other."""
 
     def __init__(self, webs: list[Web], keys: list[str], body: dict[str, Any]) -> None:
         self.webs, self.keys, self.body = webs, keys, body
@@ -119,7 +119,8 @@ class Clients:
                 response = requests.post(
                     f"{web.url}/v4.0/orders", json=body, headers=headers, timeout=30
                 )
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError):
+                # Cut off before or while the answer came: the process was killed.
                 with self.lock:
                     self.retried += 1
                 continue
