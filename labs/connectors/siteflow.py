@@ -317,7 +317,19 @@ class SiteflowConnector(LabConnector):
         )
 
     def cancel(self, order: LabOrder) -> LabResult:
-        return self._operation("cancel", order, "/cancel", None)
+        """Cancel the lab order; one the site refuses because it is cancelled already (a
+        cancel of ours that reached the site before a worker died, or the site's own) is a
+        cancel done: the site is asked where the order stands before a refusal is believed."""
+        result = self._operation("cancel", order, "/cancel", None)
+        if result.successful or not order.reference or not self.supports("cancel"):
+            return result
+        try:
+            answer = self._request("GET", f"/order/{quote(order.reference, safe='')}")
+        except (OutboundError, OutboundRefused):
+            return result
+        if answer.ok and isinstance(answer.body, dict) and answer.body.get("status") == "cancelled":
+            return LabResult(True, reference=order.reference)
+        return result
 
     def hold(self, order: LabOrder) -> LabResult:
         return self._operation("hold", order, "/hold", None)

@@ -928,3 +928,20 @@ def test_a_new_method_the_site_refuses_changes_nothing_and_says_why(
     }
     assert shipping_charges(order_pk) == [[(shipment.public_id, "3.95", "0.79")]]
     assert Shipment.objects.get(id=shipment.id).shipping_method == "Standard"
+
+
+def test_a_cancel_the_site_already_made_is_a_cancel_done(
+    site: SiteflowServer, print_url: str
+) -> None:
+    lab = connector(site)
+    order = lab_order(file=print_url, reference=lab.submit(lab_order(file=print_url)).reference)
+    site.advance("shp_1234", "cancelled")  # our earlier cancel reached it; its answer was lost
+
+    again = lab.cancel(order)
+    site.advance("shp_1234", "shipped")
+    too_late = lab.cancel(order)
+
+    assert again == LabResult(True, reference="sf000001")
+    assert too_late == LabResult(
+        False, reference="sf000001", message="Order sf000001 is shipped and cannot be changed"
+    )
