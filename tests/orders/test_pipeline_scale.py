@@ -99,7 +99,8 @@ def workers(webs: list[Web]) -> Iterator[Workers]:
 
 class Clients:
     """Merchants' clients posting orders to whichever web process is alive; a request cut off
-    by a dead process (before or during its answer) is posted again, same body and idempotency key, to the other."""
+    by a dead process (before or during its answer) is posted again, same body and idempotency
+    key, to the other."""
 
     def __init__(self, webs: list[Web], keys: list[str], body: dict[str, Any]) -> None:
         self.webs, self.keys, self.body = webs, keys, body
