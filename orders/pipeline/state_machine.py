@@ -182,7 +182,7 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
     """A worker's move: record the next step (or the same one, due later) and release the
     claim, only while our claim on the order's step holds.
 
-    One statement: a step may call it alone, with no transaction around it. Raises
+    Atomic by itself: a step may call it alone, with no transaction around it. Raises
     ``ClaimLost`` when the order is no longer ours (inside a transaction: so that it rolls
     back), ``MoveRefused`` for a move not in ``TRANSITIONS``.
     """
