@@ -57,7 +57,18 @@ class LabAdmin(admin.ModelAdmin):
     form = LabForm
     fieldsets = (
         (None, {"fields": ("code", "name", "country_code", "currency", "is_active")}),
-        ("Connector", {"fields": ("connector", "capabilities", "simulator_failure_share")}),
+        (
+            "Connector",
+            {
+                "fields": (
+                    "connector",
+                    "capabilities",
+                    "simulator_failure_share",
+                    "simulator_cancel_share",
+                    "simulator_error_share",
+                )
+            },
+        ),
         (
             "Site Flow",
             {

@@ -48,8 +48,12 @@ def validate_carrier_aliases(value: object) -> None:
 class Lab(models.Model):
     """A production location. ``code`` (``gb1``, ``us2``) is what shipments show as labCode.
 
-    Sandbox always uses the simulator connector; Live uses ``connector``. The simulator fails
-    ``simulator_failure_share`` of its submissions so failure handling can be exercised. A Site
+    Sandbox always uses the simulator connector; Live uses ``connector`` when it is a real one
+    (``has_real_connector``; the simulator makes Live orders only where the development setting
+    ``SIMULATOR_PRODUCES_LIVE`` allows it). The simulator refuses ``simulator_failure_share`` of
+    its submissions, and cancels (``simulator_cancel_share``) or fails
+    (``simulator_error_share``) that share of the lab orders it accepted, on its side, when
+    production would start, so failure handling and its callbacks can be exercised. A Site
     Flow lab is reached at ``siteflow_base_url`` with its token and secret (the secret signs
     every request and is never shown again once saved, see ``labs.admin``).
     """
@@ -71,6 +75,20 @@ class Lab(models.Model):
         decimal_places=3,
         default=Decimal("0"),
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+    )
+    simulator_cancel_share = models.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        default=Decimal("0"),
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        help_text="Share of accepted lab orders the simulator cancels on its side.",
+    )
+    simulator_error_share = models.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        default=Decimal("0"),
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        help_text="Share of accepted lab orders the simulator reports failed in production.",
     )
     siteflow_base_url = models.URLField(
         "Site Flow base URL", blank=True, help_text="For example https://lab.example.com/api"
@@ -110,6 +128,11 @@ class Lab(models.Model):
         }
         if missing:
             raise ValidationError(missing)
+
+    @property
+    def has_real_connector(self) -> bool:
+        """Whether a real lab is behind this one: a Site Flow site with its settings complete."""
+        return self.connector == Connector.SITEFLOW and not self.siteflow_missing()
 
     def siteflow_missing(self) -> list[str]:
         """The Site Flow settings this lab lacks (base URL, token, secret)."""

@@ -93,8 +93,16 @@ class ShipmentInline(PublicIdColumn, ReadOnlyInline):
     model = Shipment
     fields = ("public_id", "lab_code", "status", "shipping_method", "carrier_name",
               "carrier_service", "tracking_number", "dispatch_date", "lab_order_reference",
-              "submit_attempts", "submitted_at", "in_production_at")  # fmt: skip
+              "submit_attempts", "submitted_at", "in_production_at", "lab_ended_at",
+              "made_by")  # fmt: skip
     readonly_fields = fields
+
+    @admin.display(description="made by")
+    def made_by(self, shipment: Shipment) -> str:
+        """Whether a real lab makes it: the simulator's shipments say so plainly."""
+        if shipment.simulated:
+            return "simulated (the built-in lab simulator; no parcel leaves any lab)"
+        return "its lab" if shipment.submitted_at else "-"
 
 
 class ChargeInline(PublicIdColumn, ReadOnlyInline):

@@ -11,8 +11,16 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from common.errors import ValidationFailed
-from labs.allocation import AllocationPlan, BasketItem, Infeasible, UnknownCurrency, plan_basket
+from labs.allocation import (
+    NO_CONFIGURED_LAB,
+    AllocationPlan,
+    BasketItem,
+    Infeasible,
+    UnknownCurrency,
+    plan_basket,
+)
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
+from labs.connectors import simulator_serves
 from merchants.models import Environment, PauseMode
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
@@ -89,13 +97,19 @@ def _spine_failures(
 
 
 def order_validate(
-    *, data: Mapping[str, Any], currency: str, catalogue: CatalogueSnapshot | None = None
+    *,
+    data: Mapping[str, Any],
+    currency: str,
+    sandbox: bool,
+    catalogue: CatalogueSnapshot | None = None,
 ) -> ValidatedOrder:
-    """Check a shape-valid order body against the catalogue and the labs.
+    """Check a shape-valid order body against the catalogue and the labs (for a Live order,
+    those that may make Live orders: ``labs.connectors.simulator_serves``).
 
     Raises ``ValidationFailed`` with every failure at once. Returns the items in canonical form
     (what ``order_create`` stores) and, per item index, the descriptions of items that are
-    valid but cannot be made right now (``ItemUnavailable``).
+    valid but cannot be made right now (``ItemUnavailable``: out of stock, or no lab is
+    configured to make it for Live orders).
     """
     if catalogue is None:
         catalogue = catalogue_snapshot()
@@ -131,6 +145,7 @@ def order_validate(
             shipping_method=data["shippingMethod"],
             currency=currency,
             catalogue=catalogue,
+            real_labs_only=not simulator_serves(sandbox=sandbox),
         )
     except UnknownCurrency as unknown:
         raise ValidationFailed.single(
@@ -139,7 +154,7 @@ def order_validate(
     except Infeasible as infeasible:
         for key, item_failures_found in infeasible.failures_by_item_key.items():
             for failure in item_failures_found:
-                if failure.code == "TemporarilyUnavailable":
+                if failure.code in ("TemporarilyUnavailable", NO_CONFIGURED_LAB):
                     unavailable.setdefault(key, []).append(failure.description)
                 elif failure.code in ("MethodNotOffered", "NoCommonShippingMethod"):
                     _add(
@@ -194,7 +209,11 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
         and Order.objects.filter(environment=environment, idempotency_key=key).exists()
     ):
         return _existing(environment, key, fingerprint)
-    validated = order_validate(data=data, currency=environment.merchant.billing_currency)
+    validated = order_validate(
+        data=data,
+        currency=environment.merchant.billing_currency,
+        sandbox=environment.is_sandbox,
+    )
     try:
         order, parts = _store(
             environment=environment, data=data, validated=validated, fingerprint=fingerprint

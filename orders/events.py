@@ -114,6 +114,6 @@ def downloads_complete(*, order: Order) -> None:
     order_event_create(order=order, event_type=downloads_complete_type())
 
 
-def step_failed(*, order: Order, detail: str) -> None:
+def step_failed(*, order: Order, detail: str, kept: PartsKept | None = None) -> None:
     """A processing step ended in Error (the order shows ``detail`` as Error)."""
-    order_event_create(order=order, event_type=step_error_type(detail))
+    order_event_create(order=order, event_type=step_error_type(detail), kept=kept)

@@ -14,6 +14,9 @@ BRANDING_NOT_DOWNLOADED = "order.branding.NotDownloaded"
 BRANDING_FAILED_TO_DOWNLOAD = "order.branding.FailedToDownloaded"
 PRINT_READY_FAILED = "order.items.assets.PrintReadyFailed"
 SUBMISSION_FAILED = "order.shipments.SubmissionFailed"
+# A lab order its lab cancelled or failed on its side (``objectId`` is the shipment's id).
+LAB_CANCELLED = "order.shipments.LabCancelled"
+LAB_ERROR = "order.shipments.LabError"
 # A Live order of a card-billed merchant waits until its cost is authorised.
 REQUIRES_PAYMENT_AUTHORISATION = "RequiresPaymentAuthorisation"
 

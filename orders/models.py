@@ -302,6 +302,16 @@ class Shipment(PublicIdModel):
         help_text="A change sent to the lab whose answer is not recorded yet.",
     )
     lab_operation_since = models.DateTimeField(null=True, blank=True)
+    simulated = models.BooleanField(
+        default=False,
+        help_text="Made by the built-in lab simulator: no parcel leaves any lab.",
+    )
+    lab_ended_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When its lab cancelled or failed the lab order on its side (see its issue); "
+        "no longer followed.",
+    )
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -203,6 +203,10 @@ WRONG_KEY_RATE_LIMIT = env.str("WRONG_KEY_RATE_LIMIT", default="60/min")
 
 # --- Labs -----------------------------------------------------------------------------------
 LAB_SIMULATOR_SECONDS = env.float("LAB_SIMULATOR_SECONDS", default=60.0)
+# The simulator makes Sandbox orders. A development setting lets it make Live orders too (off
+# here and in production, on in local and test); a process started with the production settings
+# and this on warns at start, and every Live shipment it makes says "simulated".
+SIMULATOR_PRODUCES_LIVE = env.bool("SIMULATOR_PRODUCES_LIVE", default=False)
 LAB_SUBMIT_ATTEMPTS = env.int("LAB_SUBMIT_ATTEMPTS", default=5)
 # Site Flow labs are polled for progress: the wait after a check is the time since submission,
 # at least the base and at most the cap, so it doubles from the base up to the cap.

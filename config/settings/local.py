@@ -23,3 +23,6 @@ DEMO_IMAGE_ENABLED = True
 if not env.str("EMAIL_URL", default=""):
     EMAIL_BACKEND = "common.mail.FolderEmailBackend"
     EMAIL_FILE_PATH = str(VAR_DIR / "mail")
+
+# Live orders may be made by the lab simulator here (development only; see base.py).
+SIMULATOR_PRODUCES_LIVE = env.bool("SIMULATOR_PRODUCES_LIVE", default=True)

@@ -18,3 +18,6 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {  # noqa: F405
     "wrong_key": "100000/min",
     "registration": "100000/min",
 }
+
+# Live orders may be made by the lab simulator here (development only; see base.py).
+SIMULATOR_PRODUCES_LIVE = env.bool("SIMULATOR_PRODUCES_LIVE", default=True)

@@ -46,6 +46,7 @@ from labs.allocation.engine import plan_all_methods as plan_all_methods
 from labs.allocation.engine import plan_at_lab as plan_at_lab
 from labs.allocation.engine import plan_basket as plan_basket
 from labs.allocation.types import FAILURE_CODES as FAILURE_CODES
+from labs.allocation.types import NO_CONFIGURED_LAB as NO_CONFIGURED_LAB
 from labs.allocation.types import AllocationPlan as AllocationPlan
 from labs.allocation.types import BasketItem as BasketItem
 from labs.allocation.types import Infeasible as Infeasible

@@ -8,6 +8,7 @@ from common.money import convert, tax_of, to_cents
 from common.shipping import shipping_method_parse
 from labs.allocation.optimiser import cheapest_assignment
 from labs.allocation.types import (
+    NO_CONFIGURED_LAB,
     AllocationPlan,
     BasketItem,
     Infeasible,
@@ -39,6 +40,9 @@ class _PreparedItem:
     product: Product
     attributes: Mapping[str, str]
     offers: tuple[_Offer, ...]
+    # Labs that make the product were all left out: only the simulator serves them (a Live
+    # basket where the simulator may not make Live orders).
+    simulated_only: bool = False
 
 
 @dataclass
@@ -72,6 +76,7 @@ def _load(
     country_code: str,
     catalogue: CatalogueSnapshot | None,
     lab_codes: Collection[str] | None = None,
+    real_labs_only: bool = False,
 ) -> _Snapshot:
     snapshot = catalogue if catalogue is not None else catalogue_snapshot()
     country_code = country_code.upper()
@@ -87,23 +92,30 @@ def _load(
             attributes = resolve_attributes(product=product, attributes=item.attributes)
             valid.append((item, product, attributes))
 
-    prepared = [
-        _PreparedItem(
-            item=item,
-            product=product,
-            attributes=attributes,
-            offers=tuple(
-                _Offer(
-                    lab=lp.lab,
-                    unit_price=_unit_price(lp, product, item.pages),
-                    in_stock=lp.in_stock,
-                )
-                for lp in snapshot.lab_products.get(product.pk, ())
-                if lab_codes is None or lp.lab.code in lab_codes
-            ),
+    prepared = []
+    for item, product, attributes in valid:
+        chosen = [
+            lp
+            for lp in snapshot.lab_products.get(product.pk, ())
+            if lab_codes is None or lp.lab.code in lab_codes
+        ]
+        real = [lp for lp in chosen if lp.lab.has_real_connector] if real_labs_only else chosen
+        prepared.append(
+            _PreparedItem(
+                item=item,
+                product=product,
+                attributes=attributes,
+                offers=tuple(
+                    _Offer(
+                        lab=lp.lab,
+                        unit_price=_unit_price(lp, product, item.pages),
+                        in_stock=lp.in_stock,
+                    )
+                    for lp in real
+                ),
+                simulated_only=bool(chosen) and not real,
+            )
         )
-        for item, product, attributes in valid
-    ]
 
     labs = {offer.lab.pk: offer.lab for p in prepared for offer in p.offers}
     zones = _zone_specificity(snapshot, country_code)
@@ -193,6 +205,12 @@ def _offer_failure(snapshot: _Snapshot, prepared: _PreparedItem, method: str) ->
     if _usable_offers(snapshot, prepared, method):
         return None
     sku, country = prepared.product.sku, snapshot.country_code
+    if prepared.simulated_only:
+        return ItemFailure(
+            NO_CONFIGURED_LAB,
+            f"No lab is configured to make {sku} for Live orders: only the built-in simulator "
+            "makes it, and the simulator makes Sandbox orders only.",
+        )
     reaching = [o for o in prepared.offers if snapshot.rates.get(o.lab.code)]
     if not reaching:
         return ItemFailure("NotShippedToCountry", f"{sku} cannot be delivered to {country}.")
@@ -320,6 +338,7 @@ def plan_basket(
     currency: str,
     catalogue: CatalogueSnapshot | None = None,
     lab_codes: Collection[str] | None = None,
+    real_labs_only: bool = False,
 ) -> AllocationPlan:
     """The cheapest feasible plan for ``items`` delivered to ``country_code`` by
     ``shipping_method`` (any letter case), priced in ``currency``, at the labs ``lab_codes``
@@ -329,14 +348,22 @@ def plan_basket(
     ``UnknownCurrency`` when ``currency`` or a needed lab currency has no exchange rate, and
     ``ValueError`` for an unknown method or an empty basket. ``catalogue`` is the snapshot to
     price against (a caller that validated the basket against one passes it, so one request
-    reads one version); by default the current one.
+    reads one version); by default the current one. ``real_labs_only`` (a Live basket where the
+    simulator may not make Live orders: ``labs.connectors.simulator_serves``) leaves out every
+    lab without a real connector: an item only such labs make fails with ``NoConfiguredLab``.
     """
     method = shipping_method_parse(shipping_method)
     if method is None:
         raise ValueError(f"Unknown shipping method '{shipping_method}'.")
     _check_basket(items)
     return _plan(
-        _load(items=items, country_code=country_code, catalogue=catalogue, lab_codes=lab_codes),
+        _load(
+            items=items,
+            country_code=country_code,
+            catalogue=catalogue,
+            lab_codes=lab_codes,
+            real_labs_only=real_labs_only,
+        ),
         method,
         currency,
     )
@@ -348,6 +375,7 @@ def plan_all_methods(
     country_code: str,
     currency: str,
     catalogue: CatalogueSnapshot | None = None,
+    real_labs_only: bool = False,
 ) -> dict[str, AllocationPlan]:
     """A plan for every method that can deliver the whole basket, in method order.
 
@@ -356,7 +384,9 @@ def plan_all_methods(
     ``NoCommonShippingMethod`` when it could be sent on its own but not with the others.
     """
     _check_basket(items)
-    snapshot = _load(items=items, country_code=country_code, catalogue=catalogue)
+    snapshot = _load(
+        items=items, country_code=country_code, catalogue=catalogue, real_labs_only=real_labs_only
+    )
     plans: dict[str, AllocationPlan] = {}
     for method in METHODS:
         try:
@@ -373,11 +403,14 @@ def methods_available(
     items: Sequence[BasketItem],
     country_code: str,
     catalogue: CatalogueSnapshot | None = None,
+    real_labs_only: bool = False,
 ) -> list[str]:
     """The methods (in the order Budget, Standard, StandardPlus, Express, Overnight) by which
     the whole basket can be delivered to ``country_code``."""
     _check_basket(items)
-    snapshot = _load(items=items, country_code=country_code, catalogue=catalogue)
+    snapshot = _load(
+        items=items, country_code=country_code, catalogue=catalogue, real_labs_only=real_labs_only
+    )
     return [m for m in METHODS if not _method_failures(snapshot, m)]
 
 

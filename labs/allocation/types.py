@@ -51,7 +51,10 @@ FAILURE_CODES = (
     "MethodNotOffered",
     "TemporarilyUnavailable",
     "NoCommonShippingMethod",
+    "NoConfiguredLab",
 )
+# Only labs without a real connector (the simulator) make the item, and the basket is Live.
+NO_CONFIGURED_LAB = "NoConfiguredLab"
 
 
 class Infeasible(Exception):

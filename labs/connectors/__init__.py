@@ -2,16 +2,20 @@
 
 from labs.capabilities import CAPABILITIES
 from labs.connectors.base import (
+    LAB_CANCELLED,
+    LAB_ERROR,
     LabConnector,
     LabOrder,
     LabOrderItem,
     LabProgress,
     LabResult,
 )
-from labs.connectors.registry import connector_for, lab_connector
+from labs.connectors.registry import connector_for, lab_connector, simulator_serves
 
 __all__ = [
     "CAPABILITIES",
+    "LAB_CANCELLED",
+    "LAB_ERROR",
     "LabConnector",
     "LabOrder",
     "LabOrderItem",
@@ -19,4 +23,5 @@ __all__ = [
     "LabResult",
     "connector_for",
     "lab_connector",
+    "simulator_serves",
 ]

@@ -50,9 +50,16 @@ class LabResult:
     retryable: bool = True
 
 
+# How a lab order can end on the lab's side (``LabProgress.ended``).
+LAB_CANCELLED = "cancelled"
+LAB_ERROR = "error"
+
+
 @dataclass(frozen=True)
 class LabProgress:
-    """Where a submitted lab order stands; a due time says when to ask again."""
+    """Where a submitted lab order stands; a due time says when to ask again. ``ended`` says
+    the lab ended the lab order on its side (``LAB_CANCELLED`` or ``LAB_ERROR``, with the lab's
+    ``message`` when it gave one): it is not asked again."""
 
     in_production_at: datetime | None = None
     shipped_at: datetime | None = None
@@ -61,11 +68,16 @@ class LabProgress:
     tracking_number: str = ""
     tracking_url: str = ""
     next_check_at: datetime | None = None
+    ended: str = ""
+    message: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 class LabConnector(ABC):
-    """Submit, change and follow lab orders. Operations a lab lacks answer unsuccessfully."""
+    """Submit, change and follow lab orders. Operations a lab lacks answer unsuccessfully.
+    ``simulated``: no real lab is behind it (the built-in simulator)."""
+
+    simulated = False
 
     def __init__(self, *, lab_code: str, capabilities: frozenset[str]) -> None:
         self.lab_code = lab_code

@@ -1,10 +1,14 @@
 """Which connector serves a lab: Sandbox always gets the simulator, a Live Site Flow lab the
-Site Flow connector (when its base URL, token and secret are set)."""
+Site Flow connector (when its base URL, token and secret are set). A Live lab left on the
+simulator gets it only where the development setting ``SIMULATOR_PRODUCES_LIVE`` is on (its
+shipments then say "simulated"); otherwise nothing is produced there."""
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
+
+from django.conf import settings
 
 from labs.capabilities import CAPABILITIES
 from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
@@ -47,6 +51,13 @@ class UnavailableConnector(LabConnector):
         return self._refused()
 
 
+def simulator_serves(*, sandbox: bool) -> bool:
+    """Whether the built-in simulator may make this environment's orders: Sandbox always,
+    Live only under the development setting ``SIMULATOR_PRODUCES_LIVE``. Allocation gives Live
+    work only to labs with a real connector when it may not."""
+    return sandbox or bool(settings.SIMULATOR_PRODUCES_LIVE)
+
+
 def connector_for(*, lab_code: str, sandbox: bool) -> LabConnector:
     return lab_connector(
         lab_code=lab_code, lab=Lab.objects.filter(code=lab_code).first(), sandbox=sandbox
@@ -56,10 +67,22 @@ def connector_for(*, lab_code: str, sandbox: bool) -> LabConnector:
 def lab_connector(*, lab_code: str, lab: Lab | None, sandbox: bool) -> LabConnector:
     """As ``connector_for``, from the lab row already read (None: no lab has that code)."""
     capabilities = frozenset(lab.capabilities if lab is not None else CAPABILITIES)
-    failure_share = Decimal(lab.simulator_failure_share) if lab is not None else Decimal(0)
     if sandbox or lab is None or lab.connector == Connector.SIMULATOR:
+        if not simulator_serves(sandbox=sandbox):
+            message = (
+                f"Lab {lab_code} has no connector configured for Live orders; the built-in "
+                "simulator makes Sandbox orders only."
+            )
+            return UnavailableConnector(
+                lab_code=lab_code, capabilities=capabilities, message=message
+            )
         return SimulatorConnector(
-            lab_code=lab_code, capabilities=capabilities, failure_share=failure_share
+            lab_code=lab_code,
+            capabilities=capabilities,
+            failure_share=Decimal(lab.simulator_failure_share) if lab else Decimal(0),
+            cancel_share=Decimal(lab.simulator_cancel_share) if lab else Decimal(0),
+            error_share=Decimal(lab.simulator_error_share) if lab else Decimal(0),
+            live=not sandbox,
         )
     if lab.connector != Connector.SITEFLOW:
         message = f"Lab {lab_code} uses connector '{lab.connector}', which is not available here."

@@ -3,8 +3,14 @@
 It produces half-way through ``LAB_SIMULATOR_SECONDS`` after submission and ships at the end,
 with the carrier planned for the shipment, a tracking number and URL. Accepted submissions are
 recorded (``labs.SimulatedLabOrder``), one per shipment id. A lab's ``simulator_failure_share``
-makes that share of submissions fail, chosen deterministically from the shipment id so tests
-can rely on it.
+makes that share of submissions fail; its ``simulator_cancel_share`` and
+``simulator_error_share`` make that share of accepted lab orders end on the lab's side when
+production would start (cancelled, or failed), as a real site may. Each is chosen
+deterministically from the shipment id so tests can rely on it.
+
+The simulator makes Sandbox orders. A Live shipment reaches it only under the development
+setting ``SIMULATOR_PRODUCES_LIVE`` (``registry.simulator_serves``); its tracking then says
+"simulated" (number ``SIMULATED-...``, URL under ``/simulated/``): no parcel left any lab.
 
 A lab order on hold (``LabOrder.held_since``) stops where it is: it is not produced or shipped
 until released, and its timeline then resumes, later by the time it spent on hold
@@ -22,7 +28,14 @@ from django.db import connection
 from django.utils import timezone
 
 from common.db import insert_returning
-from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
+from labs.connectors.base import (
+    LAB_CANCELLED,
+    LAB_ERROR,
+    LabConnector,
+    LabOrder,
+    LabProgress,
+    LabResult,
+)
 from labs.models import SimulatedLabOrder
 
 # Only for a lab order that does not say which carrier was planned for it.
@@ -46,17 +59,44 @@ _SIMULATED_ORDER_UPSERT = (
 _SIMULATED_ORDER_REFERENCE = "SELECT reference FROM {table} WHERE shipment_id = %s"
 
 
+SIMULATED_TRACKING_PREFIX = "SIMULATED-"
+
+
 def _fraction(text: str) -> Decimal:
     digest = hashlib.sha256(text.encode()).digest()
     return Decimal(int.from_bytes(digest[:4], "big") % 10_000) / Decimal(10_000)
 
 
 class SimulatorConnector(LabConnector):
+    simulated = True
+
     def __init__(
-        self, *, lab_code: str, capabilities: frozenset[str], failure_share: Decimal = Decimal(0)
+        self,
+        *,
+        lab_code: str,
+        capabilities: frozenset[str],
+        failure_share: Decimal = Decimal(0),
+        cancel_share: Decimal = Decimal(0),
+        error_share: Decimal = Decimal(0),
+        live: bool = False,
     ) -> None:
         super().__init__(lab_code=lab_code, capabilities=capabilities)
         self.failure_share = failure_share
+        self.cancel_share = cancel_share
+        self.error_share = error_share
+        self.live = live
+
+    def _ending(self, shipment_id: str) -> LabProgress | None:
+        """The lab's own end of this lab order (cancel or error mode), or None."""
+        if _fraction(f"cancel:{shipment_id}") < self.cancel_share:
+            return LabProgress(
+                ended=LAB_CANCELLED, message=f"Simulated cancellation by lab {self.lab_code}."
+            )
+        if _fraction(f"error:{shipment_id}") < self.error_share:
+            return LabProgress(
+                ended=LAB_ERROR, message=f"Simulated production failure at lab {self.lab_code}."
+            )
+        return None
 
     def submit(self, order: LabOrder) -> LabResult:
         """Accept (or refuse, by ``failure_share``) the shipment; idempotent on its id: the
@@ -89,6 +129,9 @@ class SimulatorConnector(LabConnector):
         recheck = now + timedelta(seconds=max(seconds / 2, 1.0))
         if clock < produced:
             return LabProgress(next_check_at=recheck if held else produced)
+        ending = self._ending(order.shipment_id)
+        if ending is not None:
+            return ending
         if clock < shipped:
             return LabProgress(
                 in_production_at=produced, next_check_at=recheck if held else shipped
@@ -97,13 +140,17 @@ class SimulatorConnector(LabConnector):
         if not carrier:
             carrier, service = _CARRIERS.get(order.shipping_method, ("Royal Mail", "Tracked 48"))
         number = "SIM" + hashlib.sha256(order.shipment_id.encode()).hexdigest()[:12].upper()
+        url = f"https://tracking.example.com/{number}"
+        if self.live:
+            number = SIMULATED_TRACKING_PREFIX + number
+            url = f"https://tracking.example.com/simulated/{number}"
         return LabProgress(
             in_production_at=produced,
             shipped_at=shipped,
             carrier_name=carrier,
             carrier_service=service,
             tracking_number=number,
-            tracking_url=f"https://tracking.example.com/{number}",
+            tracking_url=url,
         )
 
     def _simple(self, capability: str, order: LabOrder) -> LabResult:

@@ -21,7 +21,14 @@ from django.conf import settings
 
 from common.http import OutboundError, OutboundRefused, guarded_session, send_json_bytes
 from labs.capabilities import CAPABILITIES
-from labs.connectors.base import LabConnector, LabOrder, LabProgress, LabResult
+from labs.connectors.base import (
+    LAB_CANCELLED,
+    LAB_ERROR,
+    LabConnector,
+    LabOrder,
+    LabProgress,
+    LabResult,
+)
 
 # Everything Site Flow can do to an order after submission.
 SITEFLOW_CAPABILITIES = CAPABILITIES
@@ -94,6 +101,17 @@ def _order_id(body: Any) -> str:
     for candidate in (body, body.get("order")):
         if isinstance(candidate, dict) and isinstance(candidate.get("_id"), str):
             return str(candidate["_id"])
+    return ""
+
+
+def _status_message(body: Mapping[str, Any]) -> str:
+    """The site's word on a cancelled or failed order: its ``error.message``, else its
+    ``message`` (or "")."""
+    error = body.get("error")
+    nested = error.get("message") if isinstance(error, dict) else None
+    for candidate in (nested, body.get("message")):
+        if isinstance(candidate, str) and candidate.strip():
+            return candidate.strip()
     return ""
 
 
@@ -296,9 +314,11 @@ class SiteflowConnector(LabConnector):
             return LabProgress(next_check_at=next_check_at, extra={"error": answer.error_message()})
         status = str(answer.body.get("status") or "")
         extra = {"status": status}
+        if status in (LAB_CANCELLED, LAB_ERROR):  # ended on the site's side: not asked again
+            return LabProgress(ended=status, message=_status_message(answer.body), extra=extra)
         if status == "inproduction":
             return LabProgress(in_production_at=now, next_check_at=next_check_at, extra=extra)
-        if status != "shipped":  # printready, cancelled, error: nothing to record yet
+        if status != "shipped":  # printready: nothing to record yet
             return LabProgress(next_check_at=next_check_at, extra=extra)
         shipments = answer.body.get("shipments")
         first = shipments[0] if isinstance(shipments, list) and shipments else None

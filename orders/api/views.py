@@ -284,8 +284,11 @@ class OrderViewSet(ApiViewSet):
             raise ValidationFailed.single("body", "Invalid", "The body must be a JSON object.")
         data = validated_input(inputs.OrderCreateInput, request)
         if _flag(request.query_params.get("validationonly"), name="validationOnly"):
+            environment = client_environment(request)
             order_validate(
-                data=data, currency=client_environment(request).merchant.billing_currency
+                data=data,
+                currency=environment.merchant.billing_currency,
+                sandbox=environment.is_sandbox,
             )
             return Response({"outcome": "Ok"})
         result = order_create(environment=client_environment(request), data=data)

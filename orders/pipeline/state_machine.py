@@ -38,6 +38,10 @@ A move not in ``TRANSITIONS`` raises ``MoveRefused`` and writes nothing. These a
                 --refused for good--------------> Production (kept shipments) or Failed
     Production  --every shipment shipped--------> Done           (stage Complete)
                 --some shipped------------------> Production later (shipping InProgress)
+                --a lab cancelled or failed its
+                  lab order, nothing else to
+                  follow------------------------> Failed (LabCancelled / LabError issues;
+                                                   stage stays; a resubmission follows again)
     Failed, Done --a shipment resubmitted-------> Production     (``orders.resubmission``)
     (any open step) --cancel action, or the last shipment cancelled--> Cancelled
     (any active step) --the step raised---------> the same step, due in ``ERROR_RETRY``
@@ -140,6 +144,7 @@ TRANSITIONS: tuple[Move, ...] = (
     Move(Step.SUBMIT, Step.FAILED, "refused for good, no shipment kept"),
     Move(Step.PRODUCTION, Step.PRODUCTION, "not every shipment shipped yet"),
     Move(Step.PRODUCTION, Step.DONE, "every shipment shipped"),
+    Move(Step.PRODUCTION, Step.FAILED, "labs ended the lab orders left: waits for staff"),
     Move(Step.FAILED, Step.PRODUCTION, "a shipment resubmitted: a lab order to follow again"),
     Move(Step.DONE, Step.PRODUCTION, "a shipment resubmitted: a lab order to follow again"),
     *(Move(step, Step.CANCELLED, "cancelled") for step in _CANCELLABLE),
@@ -381,15 +386,33 @@ def _submit(order: Order) -> None:
 def _produce(order: Order) -> None:
     # The order row is locked (our claim renewed) once a shipment has news to write.
     with order_claimed_transaction(order=order, renewed=False):
-        any_shipped, all_shipped, next_check, shipped_now = order_shipments_track(order=order)
-        if shipped_now:
+        tracked = order_shipments_track(order=order)
+        any_shipped, all_shipped, next_check = (
+            tracked.any_shipped,
+            tracked.all_shipped,
+            tracked.next_check,
+        )
+        if tracked.shipped_now:
             # The Shipped events show the order as shipping (recorded after this move).
             _mark(order, shipping=DetailState.IN_PROGRESS)
+        if tracked.failed_now:
+            _mark(order, in_production=DetailState.ERROR)
         # From here only the order row changes: the events read its parts once.
         kept = PartsKept()
-        for shipment in shipped_now:
+        for shipment in tracked.shipped_now + tracked.cancelled_now:
             shipment_changed(order=order, shipment=shipment, kept=kept)
-        if all_shipped:
+        if tracked.failed_now:
+            step_failed(order=order, detail="in_production", kept=kept)
+        if tracked.stranded and next_check is None:
+            # Every lab order left has shipped or was ended by its lab: the order waits for
+            # staff to resubmit (which follows it again) or cancel it; its stage stays.
+            order_move_on(
+                order=order,
+                step=PipelineStep.FAILED,
+                due_at=None,
+                **({"shipping": DetailState.IN_PROGRESS} if any_shipped else {}),
+            )
+        elif all_shipped:
             # An order that lost a shipment at submission keeps showing inProduction: Error.
             produced = order.in_production != DetailState.ERROR
             order_move_on(

@@ -283,3 +283,12 @@ def test_local_mail_goes_to_files_under_var_unless_email_url_says_otherwise(tmp_
     smtp = {"VAR_DIR": str(tmp_path), "EMAIL_URL": "smtp://mail.example.test:25"}
     values = _settings_values("config.settings.local", names[:1], smtp)
     assert values == {"EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend"}
+
+
+def test_the_simulator_makes_no_live_order_under_production_settings_unless_told_to() -> None:
+    name = ["SIMULATOR_PRODUCES_LIVE"]
+    assert _settings_values("config.settings.production", name, COMPLETE) == {name[0]: "False"}
+    assert _settings_values("config.settings.local", name, {}) == {name[0]: "True"}
+    assert _settings_values("config.settings.test", name, {}) == {name[0]: "True"}
+    told = {**COMPLETE, "SIMULATOR_PRODUCES_LIVE": "1"}
+    assert _settings_values("config.settings.production", name, told) == {name[0]: "True"}

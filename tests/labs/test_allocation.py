@@ -430,3 +430,52 @@ def test_plan_basket_total_is_the_brute_force_minimum(
                 + sum(s.shipping_cost + s.shipping_tax for s in result.shipments)
             )
         transaction.set_rollback(True)
+
+
+def test_real_labs_only_leaves_out_simulator_labs_and_says_no_lab_is_configured() -> None:
+    made_by_both, simulated_only = ProductFactory(sku="P-1"), ProductFactory(sku="C-1")
+    cheap_simulator = LabFactory(code="gb1")
+    real = LabFactory(
+        code="gb2",
+        connector="siteflow",
+        siteflow_base_url="https://lab.example/api",
+        siteflow_token="token",
+        siteflow_secret="secret",
+    )
+    half_configured = LabFactory(code="gb3", connector="siteflow")  # no credentials
+    LabProductFactory(lab=cheap_simulator, product=made_by_both, unit_cost=Decimal("1.00"))
+    LabProductFactory(lab=real, product=made_by_both, unit_cost=Decimal("9.00"))
+    LabProductFactory(lab=cheap_simulator, product=simulated_only, unit_cost=Decimal("1.00"))
+    LabProductFactory(lab=half_configured, product=simulated_only, unit_cost=Decimal("1.00"))
+    for lab in (cheap_simulator, real, half_configured):
+        ShippingRateFactory(lab=lab)
+
+    anywhere = plan(item("a", "P-1"))
+    real_only = plan_basket(
+        items=[item("a", "P-1")],
+        country_code="GB",
+        shipping_method="Standard",
+        currency="GBP",
+        real_labs_only=True,
+    )
+    with pytest.raises(Infeasible) as raised:
+        plan_basket(
+            items=[item("a", "P-1"), item("b", "C-1")],
+            country_code="GB",
+            shipping_method="Standard",
+            currency="GBP",
+            real_labs_only=True,
+        )
+
+    assert [s.lab_code for s in anywhere.shipments] == ["gb1"]
+    assert [s.lab_code for s in real_only.shipments] == ["gb2"]
+    assert raised.value.failures_by_item_key == {
+        "b": [
+            ItemFailure(
+                "NoConfiguredLab",
+                "No lab is configured to make C-1 for Live orders: only the built-in simulator "
+                "makes it, and the simulator makes Sandbox orders only.",
+            )
+        ]
+    }
+    assert methods_available(items=[item("b", "C-1")], country_code="GB", real_labs_only=True) == []

@@ -3,6 +3,7 @@
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -16,6 +17,7 @@ from labs.connectors import (
     LabResult,
     connector_for,
 )
+from labs.connectors.registry import UnavailableConnector
 from labs.connectors.simulator import SimulatorConnector
 from labs.models import SimulatedLabOrder
 from tests.labs.factories import LabFactory
@@ -323,3 +325,100 @@ def test_the_hold_clock_is_never_sent_to_a_lab() -> None:
     held = replace(lab_order(), held_since=SUBMITTED, held_seconds=5.0)
 
     assert simulator().map_to_json(held) == simulator().map_to_json(lab_order())
+
+
+# --- the simulator is a Sandbox tool; its lab-side cancel and failure modes -----------------
+
+
+@pytest.mark.django_db
+def test_a_live_simulator_lab_is_refused_unless_the_development_setting_allows_it(
+    settings,  # type: ignore[no-untyped-def]
+) -> None:
+    LabFactory(code="gb7", simulator_cancel_share=Decimal("0.5"))
+    settings.SIMULATOR_PRODUCES_LIVE = False
+
+    live = connector_for(lab_code="gb7", sandbox=False)
+    unknown = connector_for(lab_code="zz9", sandbox=False)
+    sandbox = connector_for(lab_code="gb7", sandbox=True)
+
+    expected = (
+        "Lab gb7 has no connector configured for Live orders; the built-in simulator makes "
+        "Sandbox orders only."
+    )
+    assert isinstance(live, UnavailableConnector)
+    assert live.submit(lab_order()) == LabResult(False, message=expected)
+    assert not SimulatedLabOrder.objects.exists()
+    assert isinstance(unknown, UnavailableConnector)
+    assert isinstance(sandbox, SimulatorConnector) and not sandbox.live
+    assert sandbox.cancel_share == Decimal("0.5")
+
+    settings.SIMULATOR_PRODUCES_LIVE = True
+    allowed = connector_for(lab_code="gb7", sandbox=False)
+    assert isinstance(allowed, SimulatorConnector) and allowed.live and allowed.simulated
+
+
+def test_a_live_shipment_the_simulator_ships_says_simulated_in_its_tracking() -> None:
+    order = lab_order("shp_78")
+    late = SUBMITTED + timedelta(days=1)
+    live = SimulatorConnector(lab_code="gb1", capabilities=frozenset(), live=True)
+
+    sandbox_shipped = simulator().progress(order, submitted_at=SUBMITTED, now=late)
+    live_shipped = live.progress(order, submitted_at=SUBMITTED, now=late)
+
+    assert live_shipped.tracking_number == "SIMULATED-" + sandbox_shipped.tracking_number
+    assert live_shipped.tracking_url == (
+        f"https://tracking.example.com/simulated/{live_shipped.tracking_number}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("shares", "ended", "message"),
+    [
+        ({"cancel_share": Decimal(1)}, "cancelled", "Simulated cancellation by lab gb1."),
+        ({"error_share": Decimal(1)}, "error", "Simulated production failure at lab gb1."),
+    ],
+)
+def test_the_simulator_ends_a_lab_order_on_its_side_when_production_would_start(
+    settings: Any, shares: dict[str, Decimal], ended: str, message: str
+) -> None:
+    settings.LAB_SIMULATOR_SECONDS = 60
+    connector = SimulatorConnector(
+        lab_code="gb1",
+        capabilities=frozenset(),
+        cancel_share=shares.get("cancel_share", Decimal(0)),
+        error_share=shares.get("error_share", Decimal(0)),
+    )
+    order = lab_order("shp_79")
+
+    before = connector.progress(order, submitted_at=SUBMITTED, now=SUBMITTED)
+    at_production = connector.progress(
+        order, submitted_at=SUBMITTED, now=SUBMITTED + timedelta(seconds=30)
+    )
+
+    assert before == LabProgress(next_check_at=SUBMITTED + timedelta(seconds=30))
+    assert at_production == LabProgress(ended=ended, message=message)
+
+
+def test_the_simulators_cancel_and_error_shares_are_deterministic_per_shipment(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.LAB_SIMULATOR_SECONDS = 60
+    connector = SimulatorConnector(
+        lab_code="gb1",
+        capabilities=frozenset(),
+        cancel_share=Decimal("0.2"),
+        error_share=Decimal("0.25"),
+    )
+    late = SUBMITTED + timedelta(days=1)
+
+    ends = [
+        connector.progress(lab_order(f"shp_{n}"), submitted_at=SUBMITTED, now=late).ended
+        for n in range(2000)
+    ]
+    again = [
+        connector.progress(lab_order(f"shp_{n}"), submitted_at=SUBMITTED, now=late).ended
+        for n in range(2000)
+    ]
+
+    assert ends == again
+    assert 0.17 < ends.count("cancelled") / 2000 < 0.23
+    # The error share applies to those not cancelled: about 0.25 of the other 80%.
+    assert 0.17 < ends.count("error") / 2000 < 0.23

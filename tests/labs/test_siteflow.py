@@ -19,7 +19,8 @@ from PIL import Image
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
-from labs.connectors import LabOrder, LabOrderItem, LabResult, connector_for
+from backoffice.resubmission import shipment_resubmit
+from labs.connectors import LabOrder, LabOrderItem, LabProgress, LabResult, connector_for
 from labs.connectors.registry import UnavailableConnector
 from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings, sign
 from labs.models import Lab, LabProduct
@@ -36,6 +37,7 @@ from orders.models import (
 )
 from orders.pipeline.state_machine import order_advance
 from tests.labs.factories import LabFactory, LabProductFactory
+from tests.support.orders import events_of
 from tests.support.siteflow import SiteflowServer, site_running
 
 TOKEN = "token-gb1"
@@ -532,6 +534,8 @@ def test_the_admin_keeps_the_secret_write_only(admin_client: Client) -> None:
         "connector": "siteflow",
         "capabilities": "[]",
         "simulator_failure_share": "0",
+        "simulator_cancel_share": "0",
+        "simulator_error_share": "0",
         "siteflow_base_url": "https://lab.example/api",
         "siteflow_token": "tok-8",
         "siteflow_secret": SECRET,
@@ -945,3 +949,123 @@ def test_a_cancel_the_site_already_made_is_a_cancel_done(
     assert too_late == LabResult(
         False, reference="sf000001", message="Order sf000001 is shipped and cannot be changed"
     )
+
+
+# --- the site's own cancel and error (decisions.md, "Lab-side cancellation and failure") -------
+
+
+def test_progress_reports_the_sites_cancel_and_error_with_its_message_and_no_next_check(
+    site: SiteflowServer, print_url: str
+) -> None:
+    lab = connector(site)
+    for shipment_id, status in (("shp_71", "cancelled"), ("shp_72", "error")):
+        reference = lab.submit(lab_order(shipment_id, file=print_url)).reference
+        site.advance(shipment_id, status, message=f"Site says {status}")
+
+        progress = lab.progress(
+            lab_order(shipment_id, reference=reference), submitted_at=SUBMITTED, now=SUBMITTED
+        )
+
+        assert progress == LabProgress(
+            ended=status, message=f"Site says {status}", extra={"status": status}
+        )
+    site.advance("shp_71", "cancelled")  # no message: none is made up
+    assert lab.progress(
+        lab_order("shp_71", reference="sf000001"), submitted_at=SUBMITTED, now=SUBMITTED
+    ) == LabProgress(ended="cancelled", extra={"status": "cancelled"})
+
+
+def _gets(site: SiteflowServer) -> int:
+    return sum(1 for r in site.received if r.method == "GET")
+
+
+def _run_due(order_pk: int, times: int) -> None:
+    """Make the order due and run its step ``times`` times (a lab order ended at its lab is
+    not asked about again, however often the step runs)."""
+    for _ in range(times):
+        Order.objects.filter(id=order_pk, due_at__isnull=False).update(due_at=timezone.now())
+        order_advance(order_id=order_pk)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+@pytest.mark.parametrize(
+    ("status", "message", "code", "description", "event", "shipment_status", "in_production"),
+    [
+        ("cancelled", "Out of paper stock", "order.shipments.LabCancelled",
+         "Out of paper stock", "shipments.shipment#Cancelled", "Cancelled", "InProgress"),
+        ("cancelled", "", "order.shipments.LabCancelled",
+         "The lab cancelled this lab order.", "shipments.shipment#Cancelled", "Cancelled",
+         "InProgress"),
+        ("error", "Printer jam on line 4", "order.shipments.LabError",
+         "Printer jam on line 4", "status.details.inProduction#Error", "Processing", "Error"),
+    ],
+)  # fmt: skip
+def test_a_site_that_ends_its_lab_order_is_recorded_once_and_no_longer_polled(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any, status: str, message: str, code: str, description: str, event: str,
+    shipment_status: str, in_production: str,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    order_pk = live_photo_order(live_api, httpserver, f"siteflow-{status}-{bool(message)}")
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+    shipment = Shipment.objects.get(order_id=order_pk)
+    order_advance(order_id=order_pk)  # still print-ready: polled again later
+    assert _gets(site) == 1
+
+    site.advance(shipment.public_id, status, message=message)
+    _run_due(order_pk, 3)
+
+    assert _gets(site) == 2  # the check that saw it; none after
+    order = Order.objects.get(id=order_pk)
+    assert (order.pipeline_step, order.due_at, order.stage) == (
+        PipelineStep.FAILED,
+        None,
+        "InProgress",
+    )
+    shown = live_api.get(f"/v4.0/orders/ord_{order_pk}").json()["order"]
+    assert shown["status"]["stage"] == "InProgress"
+    assert shown["status"]["details"]["inProduction"] == in_production
+    assert shown["status"]["issues"] == [
+        {"objectId": shipment.public_id, "errorCode": code, "description": description}
+    ]
+    assert [s["status"] for s in shown["shipments"]] == [shipment_status]
+    types = [e["type"] for e in events_of(f"ord_{order_pk}")]
+    assert types.count(f"com.service.order.{event}") == 1
+    assert types[-1] == f"com.service.order.{event}"
+    assert "com.service.order.status.stage.changed#Complete" not in types
+    assert site.unauthorised == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_resubmission_after_the_site_cancelled_clears_the_issue_and_is_followed_to_complete(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    order_pk = live_photo_order(live_api, httpserver, "siteflow-cancel-resubmit")
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+    original = Shipment.objects.get(order_id=order_pk)
+    site.advance(original.public_id, "cancelled", message="Stock withdrawn")
+    advance_until(order_pk, PipelineStep.FAILED)
+
+    outcome = shipment_resubmit(shipment_id=original.id, lab="gb1")
+
+    assert outcome.successful and outcome.new_shipment_id is not None, outcome.message
+    new = Shipment.objects.get(id=outcome.new_shipment_id)
+    shown = live_api.get(f"/v4.0/orders/ord_{order_pk}").json()["order"]
+    assert shown["status"]["issues"] == []
+    assert Order.objects.get(id=order_pk).pipeline_step == PipelineStep.PRODUCTION
+    site.ship(
+        new.public_id,
+        tracking_number="RM1GB",
+        tracking_url="https://track.example/RM1GB",
+        carrier_name="Royal Mail",
+        carrier_service="Tracked 48",
+        shipped_at="2026-03-02T09:30:00Z",
+    )
+    done = advance_until(order_pk, PipelineStep.DONE)
+    assert done.stage == Stage.COMPLETE

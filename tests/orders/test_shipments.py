@@ -22,8 +22,8 @@ pytestmark = pytest.mark.usefixtures("catalogue")
 def track(order: Order) -> list[str]:
     """Follow production once, as the pipeline does; the ids shipped just now."""
     with transaction.atomic():
-        _, _, _, shipped = order_shipments_track(order=Order.objects.get(id=order.id))
-    return [s.public_id for s in shipped]
+        tracked = order_shipments_track(order=Order.objects.get(id=order.id))
+    return [s.public_id for s in tracked.shipped_now]
 
 
 def test_a_held_shipment_does_not_ship_while_the_other_does(

@@ -36,6 +36,7 @@ class SiteOrder:
     tracking_number: str = ""
     tracking_url: str = ""
     shipped_at: str = ""
+    message: str = ""  # the site's word on a cancelled or failed order
 
     def as_json(self) -> dict[str, Any]:
         shipment: dict[str, Any] = {
@@ -45,7 +46,10 @@ class SiteOrder:
             "trackingUrl": self.tracking_url or None,
             "shippedAt": self.shipped_at or None,
         }
-        return {"_id": self.id, "status": self.status, "shipments": [shipment]}
+        answer = {"_id": self.id, "status": self.status, "shipments": [shipment]}
+        if self.message:
+            answer["message"] = self.message
+        return answer
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,11 @@ class SiteflowServer:
     def order(self, source_order_id: str) -> SiteOrder:
         return self.orders[source_order_id]
 
-    def advance(self, source_order_id: str, status: str) -> None:
+    def advance(self, source_order_id: str, status: str, *, message: str = "") -> None:
+        """Move the order to ``status``; ``cancelled`` and ``error`` are the site's own end of
+        it, with its ``message`` when given."""
         self.orders[source_order_id].status = status
+        self.orders[source_order_id].message = message
 
     def ship(
         self,

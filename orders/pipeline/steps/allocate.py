@@ -8,7 +8,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Sum
 
-from labs.allocation import AllocationPlan, BasketItem, Infeasible, plan_basket
+from labs.allocation import NO_CONFIGURED_LAB, AllocationPlan, BasketItem, Infeasible, plan_basket
+from labs.connectors import simulator_serves
 from orders.charges import charges_write
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import Asset, Charge, ItemAvailability, Order, OrderIssue, OrderItem, Shipment
@@ -32,11 +33,14 @@ def order_basket(order: Order, items: list[OrderItem]) -> list[BasketItem]:
 
 
 def _plan(order: Order, basket: list[BasketItem]) -> AllocationPlan:
+    """At the labs that may make the order's environment's orders: a Live order goes only to
+    labs with a real connector unless the simulator may make Live orders."""
     return plan_basket(
         items=basket,
         country_code=order.address_country_code,
         shipping_method=order.shipping_method,
         currency=order.currency,
+        real_labs_only=not simulator_serves(sandbox=order.environment.is_sandbox),
     )
 
 
@@ -61,15 +65,18 @@ def order_cost(order: Order) -> Decimal | None:
 
 
 TEMPORARILY_UNAVAILABLE = "TemporarilyUnavailable"
+# Failures an order waits out at allocation: stock may come back, a lab may be configured.
+WAITING_FAILURES = frozenset({TEMPORARILY_UNAVAILABLE, NO_CONFIGURED_LAB})
 
 
 def order_allocate(*, order: Order) -> bool | None:
     """Create shipments and charges (inside the caller's transaction).
 
     True when allocated; None when every failure is ``TemporarilyUnavailable`` (out of stock at
-    every lab: the order waits and allocation is tried again later); False when no plan can
-    ever exist. Each item that cannot be placed has one ``order.items.ItemUnavailable`` issue,
-    updated at each attempt (not appended) and removed once the order is allocated.
+    every lab) or ``NoConfiguredLab`` (a Live item only the simulator makes, where it may not):
+    the order waits and allocation is tried again later; False when no plan can ever exist.
+    Each item that cannot be placed has one ``order.items.ItemUnavailable`` issue, updated at
+    each attempt (not appended) and removed once the order is allocated.
     """
     parts = order_allocation_parts(order=order)
     if parts.shipments:
@@ -80,7 +87,7 @@ def order_allocate(*, order: Order) -> bool | None:
     except Infeasible as infeasible:
         temporary = True
         for key, failures in infeasible.failures_by_item_key.items():
-            temporary = temporary and all(f.code == TEMPORARILY_UNAVAILABLE for f in failures)
+            temporary = temporary and all(f.code in WAITING_FAILURES for f in failures)
             item = items.get(key)
             if item is None:
                 continue

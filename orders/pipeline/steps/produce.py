@@ -1,15 +1,17 @@
 """Steps 5 to 7: submit each shipment to its lab, then follow production and shipping."""
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
 from common.db import rows_update
-from labs.connectors import LabConnector, LabProgress, lab_connector
+from labs.connectors import LAB_CANCELLED, LabConnector, LabProgress, lab_connector
 from orders.charges import refund_write
 from orders.events import shipment_changed
+from orders.issues import LAB_CANCELLED as LAB_CANCELLED_ISSUE
+from orders.issues import LAB_ERROR as LAB_ERROR_ISSUE
 from orders.issues import SUBMISSION_FAILED
 from orders.lab_orders import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
@@ -106,7 +108,11 @@ def shipment_submission_record(
             rows_update(
                 Shipment,
                 {"id": shipment.id, "status": ShipmentStatus.PROCESSING},
-                {"submitted_at": submitted_at, "lab_order_reference": reference},
+                {
+                    "submitted_at": submitted_at,
+                    "lab_order_reference": reference,
+                    "simulated": connector.simulated,
+                },
             )
             OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
     except BaseException as exc:
@@ -116,13 +122,31 @@ def shipment_submission_record(
         raise  # otherwise the worker that took over submits again (same id) and records it
 
 
-def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None, list[Shipment]]:
-    """Ask each lab where its shipment stands; record production and dispatch (inside the
-    caller's transaction).
+@dataclass
+class Tracked:
+    """What one round of asking the labs found (``order_shipments_track``)."""
 
-    Returns (any shipped, all shipped, when to ask again, the shipments shipped just now). The
-    caller records their ``Shipped`` events once it has moved the order on, so each event shows
-    the order as it then is (``shipping: InProgress``).
+    any_shipped: bool = False
+    all_shipped: bool = True
+    next_check: datetime | None = None  # when to ask again (None: nothing left to ask)
+    shipped_now: list[Shipment] = field(default_factory=list)
+    # Ended by their labs just now (cancelled: status Cancelled; failed: still Processing).
+    cancelled_now: list[Shipment] = field(default_factory=list)
+    failed_now: list[Shipment] = field(default_factory=list)
+    # A lab order its lab ended still holds items (not resubmitted yet): the order cannot
+    # complete until staff resubmit or cancel it.
+    stranded: bool = False
+
+
+def order_shipments_track(*, order: Order) -> Tracked:
+    """Ask each lab where its shipment stands; record production, dispatch and a lab's own
+    cancel or failure (inside the caller's transaction).
+
+    The caller records the ``Shipped`` events once it has moved the order on, so each event
+    shows the order as it then is (``shipping: InProgress``), and the events of lab orders the
+    labs ended (``shipments.shipment#Cancelled``, ``details.inProduction#Error``). A lab order
+    its lab ended is recorded once (its ``lab_ended_at``, with one ``LabCancelled`` or
+    ``LabError`` issue) and never asked about again.
 
     Asking a lab holds no lock; before its first write to a shipment, the step renews its claim,
     which locks the order row first, as the actions lock it before its shipments: a cancel
@@ -139,14 +163,15 @@ def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None,
 
     now = timezone.now()
     sandbox = order.environment.is_sandbox
-    any_shipped = False
-    all_shipped = True
-    next_check: datetime | None = None
-    shipped_now: list[Shipment] = []
+    tracked = Tracked()
     parts = order_shipment_parts(order=order)
     for shipment in parts.shipments:
         if shipment.status == ShipmentStatus.SHIPPED:
-            any_shipped = True
+            tracked.any_shipped = True
+            continue
+        if shipment.lab_ended_at is not None:  # failed at its lab: waits for staff
+            tracked.all_shipped = False
+            tracked.stranded = True
             continue
         assert shipment.submitted_at is not None
         planned = replace(
@@ -157,22 +182,78 @@ def order_shipments_track(*, order: Order) -> tuple[bool, bool, datetime | None,
         progress = _connector(parts, shipment, sandbox=sandbox).progress(
             planned, submitted_at=shipment.submitted_at, now=now
         )
+        if progress.ended:
+            order_locked()
+            tracked.all_shipped = False
+            tracked.stranded = True
+            if _lab_end_record(order, shipment, progress, now=now):
+                cancelled = progress.ended == LAB_CANCELLED
+                (tracked.cancelled_now if cancelled else tracked.failed_now).append(shipment)
+            continue
         produced = bool(progress.in_production_at and shipment.in_production_at is None)
         if produced:
             shipment.in_production_at = progress.in_production_at
         if produced or progress.shipped_at:
             order_locked()
         if progress.shipped_at and _shipped_record(shipment, progress, produced=produced):
-            shipped_now.append(shipment)
+            tracked.shipped_now.append(shipment)
         elif produced:
             shipment.save(update_fields=["in_production_at"])
         if progress.shipped_at:
-            any_shipped = True
+            tracked.any_shipped = True
             continue
-        all_shipped = False
+        tracked.all_shipped = False
         if progress.next_check_at is not None:
-            next_check = min(next_check or progress.next_check_at, progress.next_check_at)
-    return any_shipped, all_shipped, next_check, shipped_now
+            wanted = progress.next_check_at
+            tracked.next_check = min(tracked.next_check or wanted, wanted)
+    if tracked.all_shipped and _lab_cancelled_with_items(order):
+        tracked.all_shipped = False
+        tracked.stranded = True
+    return tracked
+
+
+def _lab_cancelled_with_items(order: Order) -> bool:
+    """Whether a lab order its lab cancelled still holds items (cancelled shipments are not
+    among those tracked): asked only when everything else has shipped."""
+    return Shipment.objects.filter(
+        order=order,
+        status=ShipmentStatus.CANCELLED,
+        lab_ended_at__isnull=False,
+        items__isnull=False,
+    ).exists()
+
+
+def _lab_end_record(
+    order: Order, shipment: Shipment, progress: LabProgress, *, now: datetime
+) -> bool:
+    """Record that the lab ended the lab order on its side, once: a cancel makes the shipment
+    ``Cancelled`` with a ``LabCancelled`` issue, a failure leaves it ``Processing`` with a
+    ``LabError`` issue; either is no longer followed. False when it was recorded already (or
+    the shipment is no longer processing). The instance shows what was written."""
+    cancelled = progress.ended == LAB_CANCELLED
+    written: dict[str, object] = {"lab_ended_at": now}
+    if cancelled:
+        written["status"] = ShipmentStatus.CANCELLED
+    changed = Shipment.objects.filter(
+        id=shipment.id, status=ShipmentStatus.PROCESSING, lab_ended_at__isnull=True
+    ).update(**written)
+    if not changed:
+        return False
+    for name, value in written.items():
+        setattr(shipment, name, value)
+    if cancelled:
+        code = LAB_CANCELLED_ISSUE
+        description = progress.message or "The lab cancelled this lab order."
+    else:
+        code = LAB_ERROR_ISSUE
+        description = progress.message or f"Lab {shipment.lab_code} reported the lab order failed."
+    OrderIssue.objects.update_or_create(
+        order=order,
+        object_id=shipment.public_id,
+        error_code=code,
+        defaults={"description": description},
+    )
+    return True
 
 
 def _shipped_record(shipment: Shipment, progress: LabProgress, *, produced: bool) -> bool:
