@@ -13,6 +13,7 @@ from django.db import models
 from common.countries import validate_country_code, validate_country_codes, validate_currency_code
 from common.shipping import ShippingMethod
 from labs.capabilities import CAPABILITIES
+from labs.variant_codes import validate_variant_codes
 from products.models import Product
 
 
@@ -150,6 +151,9 @@ class Lab(models.Model):
 class LabProduct(models.Model):
     """A product a lab makes, at a unit cost in the lab's currency.
 
+    ``variant_codes`` maps attribute values to the lab's own code of that variant
+    (``labs.variant_codes``); ``lab_sku`` is the code otherwise.
+
     For products priced by page, ``unit_cost`` covers the product's ``pages_included`` and each
     further page costs ``extra_page_cost``. ``in_stock`` off makes the lab skip the product
     for now (paper ran out, machine down) without losing its price.
@@ -170,6 +174,15 @@ class LabProduct(models.Model):
         max_length=100,
         blank=True,
         help_text="What the lab calls the product (Site Flow's sku); blank: the product SKU.",
+    )
+    variant_codes = models.JSONField(
+        "lab's codes per variant",
+        default=dict,
+        blank=True,
+        validators=[validate_variant_codes],
+        help_text='Attribute values → the lab\'s code for that variant, e.g. {"wrap=ImageWrap": '
+        '"CAN-IW", "wrap=Black": "CAN-BK"}; several pairs joined by commas. The match with the '
+        "most pairs wins; without one, the lab's product code above.",
     )
 
     class Meta:

@@ -22,6 +22,7 @@ from labs.allocation import (
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from labs.connectors import simulator_serves
 from merchants.models import Environment, PauseMode
+from orders.artwork.spine import SPINE_AREA, spine_failures, spine_size
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
     Asset,
@@ -96,6 +97,25 @@ def _spine_failures(
     return failures
 
 
+def _spine_fit_failures(
+    *, data: Mapping[str, Any], items: list[ValidatedItem]
+) -> dict[str, list[tuple[str, str]]]:
+    """A spine the service is to draw (no ``spine`` asset) whose text is longer than the
+    spine holds, or whose text size is wider than it (``orders.artwork.spine``)."""
+    failures: dict[str, list[tuple[str, str]]] = {}
+    for item in items:
+        spine = data["items"][item.index].get("spine")
+        if not spine or SPINE_AREA in item.print_areas or not item.product.has_spine:
+            continue
+        pages = item.page_count or item.product.pages_included
+        size = spine_size(product=item.product, attributes=item.attributes, pages=pages or 0)
+        if size is None:
+            continue
+        for field, message in spine_failures(spine, size).items():
+            _add(failures, f"items[{item.index}].spine.{field}", "SpineTooSmall", message)
+    return failures
+
+
 def order_validate(
     *,
     data: Mapping[str, Any],
@@ -132,6 +152,7 @@ def order_validate(
         )
     except ValidationFailed as invalid:
         raise ValidationFailed({**invalid.failures, **spines}) from invalid
+    spines.update(_spine_fit_failures(data=data, items=items))
     if spines:
         raise ValidationFailed(spines)
     basket = [BasketItem.of_validated(item) for item in items]

@@ -1,17 +1,45 @@
 """What a lab is sent for a shipment (the connectors' ``LabOrder``)."""
 
+from collections.abc import Mapping
+
 from django.conf import settings
 
 from common.files import file_url
+from labs.catalogue import catalogue_snapshot
 from labs.connectors import LabOrder, LabOrderItem
-from orders.models import OrderFile, OrderFileKind, Shipment
+from orders.artwork.spine import SPINE_AREA
+from orders.models import Asset, OrderFile, OrderFileKind, OrderItem, Shipment
 from orders.parts import ShipmentParts
 from orders.representation import order_recipient, shipment_address
+from products.models import Product
 
 
 def lab_file_url(name: str, base_url: str) -> str | None:
     """A print file's URL for its lab: signed, and valid long enough for any production."""
     return file_url(name, base_url, max_age_seconds=settings.LAB_FILE_URL_DAYS * 24 * 3600)
+
+
+def item_attributes(
+    item: OrderItem, products: Mapping[str, Product] | None = None
+) -> dict[str, str]:
+    """The item's canonical attributes, as a lab needs them: every attribute of its product in
+    the catalogue's spelling, defaults filled in for those the order did not name (the order
+    stores only those it named). A product gone from the catalogue: the item's own."""
+    catalogue = catalogue_snapshot().products if products is None else products
+    product = catalogue.get(item.sku.strip().upper())
+    if product is None:
+        return dict(item.attributes)
+    given = {name.lower(): str(value) for name, value in item.attributes.items()}
+    resolved: dict[str, str] = {}
+    for attribute in product.attributes.all():
+        wanted = given.get(attribute.name.lower())
+        if wanted is None:
+            resolved[attribute.name] = attribute.default
+        else:
+            resolved[attribute.name] = next(
+                (v for v in attribute.values if v.lower() == wanted.lower()), wanted
+            )
+    return resolved
 
 
 def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrder:
@@ -29,6 +57,7 @@ def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrde
         files = list(order.files.all())
     else:
         items, assets, files = parts.items[shipment.id], parts.assets, parts.files
+    products = catalogue_snapshot().products
     return LabOrder(
         shipment_id=shipment.public_id,
         order_id=order.public_id,
@@ -40,11 +69,9 @@ def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrde
                 item_id=item.public_id,
                 sku=item.sku,
                 copies=item.copies,
-                attributes=item.attributes,
-                files={
-                    a.print_area: lab_file_url(a.print_file, base_url) or a.url
-                    for a in assets[item.id]
-                },
+                attributes=item_attributes(item, products),
+                files=_item_files(item, assets[item.id], base_url),
+                spine=item.spine or None,
             )
             for item in items
         ),
@@ -58,6 +85,15 @@ def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrde
         held_since=shipment.held_since,
         held_seconds=shipment.held_seconds,
     )
+
+
+def _item_files(item: OrderItem, assets: list[Asset], base_url: str) -> dict[str, str]:
+    """Print area → print file URL: the assets' and, for a photobook whose spine was drawn
+    (no ``spine`` asset), the drawn spine."""
+    files = {a.print_area: lab_file_url(a.print_file, base_url) or a.url for a in assets}
+    if item.spine_print_file and SPINE_AREA not in files:
+        files[SPINE_AREA] = lab_file_url(item.spine_print_file, base_url) or ""
+    return files
 
 
 def _file_url(order_file: OrderFile, base_url: str) -> str:

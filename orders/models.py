@@ -219,6 +219,15 @@ class OrderItem(PublicIdModel):
     thumbnail = models.CharField(
         max_length=500, blank=True, help_text="Storage name of the thumbnail."
     )
+    spine_print_file = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Storage name of the spine drawn from ``spine`` (a photobook without a spine "
+        "asset).",
+    )
+    spine_thumbnail = models.CharField(
+        max_length=500, blank=True, help_text="Storage name of the drawn spine's thumbnail."
+    )
 
     class Meta:
         ordering = ["position"]

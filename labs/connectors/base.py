@@ -12,8 +12,9 @@ class LabOrderItem:
     item_id: str
     sku: str
     copies: int
-    attributes: Mapping[str, str]
+    attributes: Mapping[str, str]  # canonical: every attribute of the product, defaults filled
     files: Mapping[str, str]  # print area → print-ready file URL
+    spine: Mapping[str, Any] | None = None  # a photobook's spine object as the order gave it
 
 
 @dataclass(frozen=True)

@@ -94,11 +94,15 @@ def lab_connector(*, lab_code: str, lab: Lab | None, sandbox: bool) -> LabConnec
         )
         message = f"Site Flow lab {lab_code} is missing its {listed}."
         return UnavailableConnector(lab_code=lab_code, capabilities=capabilities, message=message)
-    product_codes = dict(
-        LabProduct.objects.filter(lab=lab)
-        .exclude(lab_sku="")
-        .values_list("product__sku", "lab_sku")
-    )
+    product_codes: dict[str, str] = {}
+    variant_codes: dict[str, dict[str, str]] = {}
+    for sku, code, codes in LabProduct.objects.filter(lab=lab).values_list(
+        "product__sku", "lab_sku", "variant_codes"
+    ):
+        if code:
+            product_codes[sku] = code
+        if codes:
+            variant_codes[sku] = dict(codes)
     site = SiteflowSettings(
         base_url=lab.siteflow_base_url,
         token=lab.siteflow_token,
@@ -106,5 +110,6 @@ def lab_connector(*, lab_code: str, lab: Lab | None, sandbox: bool) -> LabConnec
         destination=lab.siteflow_destination,
         carrier_aliases=dict(lab.siteflow_carrier_aliases or {}),
         product_codes=product_codes,
+        variant_codes=variant_codes,
     )
     return SiteflowConnector(lab_code=lab_code, capabilities=capabilities, site=site)

@@ -12,7 +12,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -26,9 +26,11 @@ from labs.connectors.base import (
     LAB_ERROR,
     LabConnector,
     LabOrder,
+    LabOrderItem,
     LabProgress,
     LabResult,
 )
+from labs.variant_codes import variant_code
 
 # Everything Site Flow can do to an order after submission.
 SITEFLOW_CAPABILITIES = CAPABILITIES
@@ -37,6 +39,7 @@ MAX_RESPONSE_BYTES = 1024 * 1024
 # component code of the packing slip (branding files use their branding name).
 INSERTS_SKU = "inserts"
 PACKING_SLIP_CODE = "packingSlip"
+SPINE_AREA = "spine"
 # Statuses that say "try later" although they are 4xx.
 _RETRYABLE_CLIENT_STATUSES = frozenset({408, 425, 429})
 
@@ -51,6 +54,8 @@ class SiteflowSettings:
     destination: str
     carrier_aliases: Mapping[str, str]
     product_codes: Mapping[str, str]  # product SKU → the lab's product code
+    # Product SKU → the lab's codes per variant (``labs.variant_codes``).
+    variant_codes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,15 @@ def _without_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_nulls(v) for v in value]
     return value
+
+
+def component_attributes(item: LabOrderItem, area: str) -> dict[str, Any]:
+    """A component's ``attributes``: the item's canonical attributes, and on a photobook's
+    ``spine`` component the item's spine object as given (``attributes.spine``)."""
+    attributes: dict[str, Any] = dict(item.attributes)
+    if area == SPINE_AREA and item.spine is not None:
+        attributes["spine"] = dict(item.spine)
+    return attributes
 
 
 def ship_to(recipient: Mapping[str, Any]) -> dict[str, Any]:
@@ -223,10 +237,15 @@ class SiteflowConnector(LabConnector):
                 "items": [
                     {
                         "sourceItemId": item.item_id,
-                        "sku": self.site.product_codes.get(item.sku) or item.sku,
+                        "sku": self._product_code(item),
                         "quantity": item.copies,
                         "components": [
-                            {"code": area, "path": url, "fetch": True}
+                            {
+                                "code": area,
+                                "path": url,
+                                "fetch": True,
+                                "attributes": component_attributes(item, area),
+                            }
                             for area, url in item.files.items()
                         ],
                     }
@@ -243,6 +262,15 @@ class SiteflowConnector(LabConnector):
         }
         return data if include_nulls else _without_nulls(data)
 
+    def _product_code(self, item: LabOrderItem) -> str:
+        """The lab's code for the item's variant, else for its product, else the SKU."""
+        codes = self.site.variant_codes.get(item.sku) or {}
+        return (
+            variant_code(codes, item.attributes)
+            or self.site.product_codes.get(item.sku)
+            or item.sku
+        )
+
     def _inserts(self, order: LabOrder) -> list[dict[str, Any]]:
         """The packing slip and branding files as one more item whose components the site
         fetches and puts in the parcel (none without them)."""
@@ -256,7 +284,10 @@ class SiteflowConnector(LabConnector):
                 "sourceItemId": f"{order.shipment_id}-inserts",
                 "sku": self.site.product_codes.get(INSERTS_SKU) or INSERTS_SKU,
                 "quantity": 1,
-                "components": [{"code": code, "path": url, "fetch": True} for code, url in files],
+                "components": [
+                    {"code": code, "path": url, "fetch": True, "attributes": {}}
+                    for code, url in files
+                ],
             }
         ]
 

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
@@ -104,7 +105,7 @@ def lab_order(
                 item_id="ori_1",
                 sku="GLOBAL-FAP-16X24",
                 copies=2,
-                attributes={},
+                attributes={"paperType": "Photo Rag"},
                 files={"default": file},
             ),
         ),
@@ -147,6 +148,7 @@ def test_submit_sends_site_flows_order_shape_and_answers_its_id(
                             "code": "default",
                             "path": print_url,
                             "fetch": True,
+                            "attributes": {"paperType": "Photo Rag"},
                         }
                     ],
                 }
@@ -644,7 +646,14 @@ def test_a_live_order_at_a_site_flow_lab_is_submitted_polled_to_shipped_and_comp
             "sourceItemId": item.public_id,
             "sku": "PHOTO-4X6-GLOSS",
             "quantity": 1,
-            "components": [{"code": "default", "path": print_url, "fetch": True}],
+            "components": [
+                {
+                    "code": "default",
+                    "path": print_url,
+                    "fetch": True,
+                    "attributes": {"finish": "lustre"},
+                }
+            ],
         }
     ]
     assert submitted["orderData"]["shipments"][0]["carrier"] == {"alias": "royalmail-48"}
@@ -826,8 +835,8 @@ def test_the_packing_slip_and_branding_reach_the_site_as_components_of_their_own
         "sku": "inserts",
         "quantity": 1,
         "components": [
-            {"code": "packingSlip", "path": slip, "fetch": True},
-            {"code": "postcard", "path": postcard, "fetch": True},
+            {"code": "packingSlip", "path": slip, "fetch": True, "attributes": {}},
+            {"code": "postcard", "path": postcard, "fetch": True, "attributes": {}},
         ],
     }
     assert site.fetched[slip] == 200 and site.fetched[postcard] == 200
@@ -1069,3 +1078,136 @@ def test_a_resubmission_after_the_site_cancelled_clears_the_issue_and_is_followe
     )
     done = advance_until(order_pk, PipelineStep.DONE)
     assert done.stage == Stage.COMPLETE
+
+
+# --- what a lab receives: the variant's code and the item's attributes ---------------------
+
+
+def test_the_sku_sent_is_the_labs_code_for_the_items_variant_else_its_product_code() -> None:
+    site = SiteflowSettings(
+        base_url="https://lab.example/api",
+        token=TOKEN,
+        secret=SECRET,
+        destination="acme-print",
+        carrier_aliases={},
+        product_codes={"GLOBAL-CAN-10X10": "CAN-10X10", "GLOBAL-PHO-4X6": "PHO-4X6"},
+        variant_codes={
+            "GLOBAL-CAN-10X10": {
+                "wrap=ImageWrap": "CAN-10X10-IW",
+                "wrap=black": "CAN-10X10-BK",
+                "wrap=Black,size=Large": "CAN-10X10-BK-L",
+            }
+        },
+    )
+    lab = SiteflowConnector(lab_code="gb1", capabilities=EVERY_CAPABILITY, site=site)
+
+    def sent(sku: str, **attributes: str) -> tuple[str, list[dict[str, Any]]]:
+        item = LabOrderItem(
+            item_id="ori_1", sku=sku, copies=1, attributes=attributes, files={"default": "u"}
+        )
+        mapped = lab.map_to_json(LabOrder(**{**lab_order().__dict__, "items": (item,)}))
+        [first] = mapped["orderData"]["items"]
+        return first["sku"], first["components"]
+
+    assert sent("GLOBAL-CAN-10X10", wrap="ImageWrap") == (
+        "CAN-10X10-IW",
+        [{"code": "default", "path": "u", "fetch": True, "attributes": {"wrap": "ImageWrap"}}],
+    )
+    assert sent("GLOBAL-CAN-10X10", wrap="Black")[0] == "CAN-10X10-BK"
+    assert sent("GLOBAL-CAN-10X10", wrap="Black", size="Large")[0] == "CAN-10X10-BK-L"
+    assert sent("GLOBAL-CAN-10X10", wrap="White")[0] == "CAN-10X10"  # no mapping: product code
+    assert sent("GLOBAL-PHO-4X6", finish="gloss")[0] == "PHO-4X6"
+    assert sent("GLOBAL-FAP-8X10")[0] == "GLOBAL-FAP-8X10"  # no code at all: the SKU
+
+
+@pytest.mark.django_db
+def test_variant_codes_are_checked_when_a_lab_product_is_saved() -> None:
+    LabProductFactory(variant_codes={"wrap": "X"})
+    lab_product = LabProduct.objects.get()
+    with pytest.raises(ValidationError, match="'wrap' is not name=value"):
+        lab_product.full_clean()
+    lab_product.variant_codes = {"wrap=Black": ""}
+    with pytest.raises(ValidationError, match="needs the lab's code"):
+        lab_product.full_clean()
+    lab_product.variant_codes = {"wrap=Black, color=white": "C-1", "wrap=ImageWrap": "C-2"}
+    lab_product.full_clean()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_canvas_reaches_the_site_with_its_variants_code_and_attributes_and_maptojson_agrees(
+    site: SiteflowServer, settings: Any, live_api: APIClient, staff_api: APIClient,
+    httpserver: HTTPServer, live_server: Any, admin_client: Client,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    canvas = LabProduct.objects.get(lab__code="gb1", product__sku="GLOBAL-CAN-10X10")
+    # Edited in the admin, as staff would.
+    url = reverse("admin:labs_labproduct_change", args=[canvas.pk])
+    page = admin_client.get(url)
+    assert page.status_code == 200 and "variant_codes" in page.content.decode()
+    LabProduct.objects.filter(lab__code__in=["gb2", "gb3"], product=canvas.product).delete()
+    form = {
+        "lab": canvas.lab_id,
+        "product": canvas.product_id,
+        "unit_cost": str(canvas.unit_cost),
+        "extra_page_cost": "0",
+        "in_stock": "on",
+        "lab_sku": "CANVAS-10X10",
+        "variant_codes": (
+            '{"wrap=ImageWrap": "CANVAS-10X10-IMAGEWRAP", "wrap=Black": "CANVAS-10X10-BLACK"}'
+        ),
+    }
+    assert admin_client.post(url, form).status_code == 302
+    httpserver.expect_request("/canvas.jpg").respond_with_data(
+        jpeg_bytes(), content_type="image/jpeg"
+    )
+    body = {
+        "shippingMethod": "Standard",
+        "recipient": lab_order().recipient,
+        "items": [
+            {
+                "sku": "global-can-10x10",
+                "copies": 1,
+                "attributes": {"WRAP": "imagewrap"},
+                "assets": [{"url": httpserver.url_for("/canvas.jpg")}],
+            }
+        ],
+    }
+    created = live_api.post("/v4.0/orders", body, format="json")
+    assert created.status_code == 200, created.content
+    order_pk = int(created.json()["order"]["id"].split("_", 1)[1])
+
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+
+    shipment = Shipment.objects.get(order_id=order_pk)
+    assert shipment.lab_code == "gb1"
+    submitted = site.order(shipment.public_id).submitted
+    [item] = submitted["orderData"]["items"]
+    assert item["sku"] == "CANVAS-10X10-IMAGEWRAP"
+    assert [c["attributes"] for c in item["components"]] == [{"wrap": "ImageWrap"}]
+    mapped = staff_api.get(f"/v4.0/orders/ord_{order_pk}/shipments/{shipment.public_id}/maptojson")
+    assert mapped.json() == submitted
+
+
+def test_a_photobooks_spine_component_carries_the_spine_object_as_given(
+    site: SiteflowServer,
+) -> None:
+    spine = {"text": "Our Summer", "backgroundColourHexCode": "#1E3A8A", "textSizePx": 40}
+    item = LabOrderItem(
+        item_id="ori_2",
+        sku="BOOK-A4-L-HARD-M",
+        copies=1,
+        attributes={},
+        files={"default": "https://files.example/book.pdf", "spine": "https://files.example/s.jpg"},
+        spine=spine,
+    )
+
+    mapped = connector(site).map_to_json(LabOrder(**{**lab_order().__dict__, "items": (item,)}))
+
+    assert mapped["orderData"]["items"][0]["components"] == [
+        {"code": "default", "path": "https://files.example/book.pdf", "fetch": True,
+         "attributes": {}},
+        {"code": "spine", "path": "https://files.example/s.jpg", "fetch": True,
+         "attributes": {"spine": spine}},
+    ]  # fmt: skip

@@ -1,7 +1,8 @@
-"""Step 4: print-ready files and thumbnails for every image asset.
+"""Step 4: print-ready files and thumbnails for every image asset, and the spines to draw.
 
 The target pixel size is the recommended size of the asset's print area on the item's product
-variant. Print-ready PDFs (products priced by page) are used as they are.
+variant. Print-ready PDFs (products priced by page) are used as they are. A photobook with a
+``spine`` object and no ``spine`` asset gets its spine drawn (``orders.artwork.spine``).
 """
 
 import contextlib
@@ -16,11 +17,12 @@ from django.db import DatabaseError
 from common.db import rows_update
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from orders.artwork.printready import PrintReadyError, render_print_ready
+from orders.artwork.spine import SPINE_AREA, area_pixels, render_spine, spine_size
 from orders.issues import PRINT_READY_FAILED
 from orders.models import Asset, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
 from orders.selectors import order_items_get
-from products.validation import DEFAULT_PRINT_AREA, resolve_attributes
+from products.validation import DEFAULT_PRINT_AREA, item_page_count
 
 
 @contextlib.contextmanager
@@ -48,13 +50,7 @@ def target_size(
     product = catalogue.products_by_sku([item.sku]).get(item.sku.strip().upper())
     if product is None:
         return None
-    resolved = resolve_attributes(product=product, attributes=item.attributes)
-    for variant in product.variants.all():
-        if variant.attributes == resolved:
-            size = (variant.print_area_sizes or {}).get(print_area)
-            if size:
-                return int(size["horizontalResolution"]), int(size["verticalResolution"])
-    return None
+    return area_pixels(product, item.attributes, print_area)
 
 
 def order_assets_prepare(*, order: Order) -> bool:
@@ -102,7 +98,51 @@ def order_assets_prepare(*, order: Order) -> bool:
         if asset.print_area != DEFAULT_PRINT_AREA:
             item_row["thumbnail"] = ""
         rows_update(OrderItem, item_row, {"thumbnail": result.thumbnail})
+    for item in items:
+        given = any(a.print_area == SPINE_AREA for a in assets[item.id])  # an asset wins
+        if item.spine and not item.spine_print_file and not given:
+            if catalogue is None:
+                catalogue = catalogue_snapshot()
+            ok = _spine_draw(order, item, assets[item.id], catalogue) and ok
     return ok
+
+
+def _spine_draw(
+    order: Order, item: OrderItem, assets: list[Asset], catalogue: CatalogueSnapshot
+) -> bool:
+    """Draw the item's spine from its ``spine`` object; False (with an issue) when it cannot."""
+    order_claim_renew(order=order, unless_fresh=True)
+    product = catalogue.products_by_sku([item.sku]).get(item.sku.strip().upper())
+    pages = item_page_count((a.print_area, a.page_count) for a in assets)
+    size = (
+        spine_size(product=product, attributes=item.attributes, pages=pages)
+        if product is not None and pages is not None
+        else None
+    )
+    try:
+        if size is None:
+            raise PrintReadyError(f"{item.sku} has no spine size for {pages} pages.")
+        result = render_spine(
+            spine=item.spine or {},
+            size=size,
+            storage_prefix=f"orders/{order.id}/items/{item.id}/spine",
+        )
+    except PrintReadyError as exc:
+        OrderIssue.objects.update_or_create(
+            order=order,
+            object_id=item.public_id,
+            asset=None,
+            error_code=PRINT_READY_FAILED,
+            defaults={"description": f"The spine of {item.public_id} cannot be printed: {exc}"},
+        )
+        return False
+    item.spine_print_file, item.spine_thumbnail = result.print_file, result.thumbnail
+    rows_update(
+        OrderItem,
+        {"id": item.id},
+        {"spine_print_file": result.print_file, "spine_thumbnail": result.thumbnail},
+    )
+    return True
 
 
 def _asset_record(asset: Asset, **files: str) -> None:
