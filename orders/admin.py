@@ -94,8 +94,15 @@ class ShipmentInline(PublicIdColumn, ReadOnlyInline):
     fields = ("public_id", "lab_code", "status", "shipping_method", "carrier_name",
               "carrier_service", "tracking_number", "dispatch_date", "lab_order_reference",
               "submit_attempts", "submitted_at", "in_production_at", "lab_ended_at",
-              "made_by")  # fmt: skip
+              "made_by", "lab_address")  # fmt: skip
     readonly_fields = fields
+
+    @admin.display(description="address at its lab")
+    def lab_address(self, shipment: Shipment) -> str:
+        """The address its lab has: its own when a lab kept another (a refused change)."""
+        if shipment.address is None:
+            return "the order's"
+        return ", ".join(str(v) for v in shipment_address(shipment).values() if v)
 
     @admin.display(description="made by")
     def made_by(self, shipment: Shipment) -> str:

@@ -579,3 +579,32 @@ def test_actions_follow_what_the_shipments_labs_can_do(sandbox_api: APIClient) -
         "changeMetaData": "Yes",
     }
     assert (cancel["outcome"], method["outcome"]) == ("FailedToCancel", "FailedToUpdate")
+
+
+def test_a_refused_update_recipient_leaves_that_shipments_address_as_its_lab_has_it(
+    sandbox_api: APIClient, staff_api: APIClient
+) -> None:
+    order = allocated(sandbox_api, items=[order_body()["items"][0], book_item()])
+    first, second = Shipment.objects.filter(order=order).order_by("lab_code")
+    Shipment.objects.filter(id__in=[first.id, second.id]).update(
+        submitted_at=timezone.now(), lab_order_reference="SIM-1"
+    )
+    Lab.objects.filter(code=second.lab_code).update(capabilities=["cancel"])
+    old_address = order_body()["recipient"]["address"]
+
+    body = act(sandbox_api, order, "updateRecipient", NEW_RECIPIENT).json()
+
+    assert body["outcome"] == "PartiallyUpdated"
+    assert body["order"]["recipient"]["address"]["townOrCity"] == "Manchester"
+    refused = Shipment.objects.get(id=second.id)
+    assert refused.address == {**old_address}
+    assert Shipment.objects.get(id=first.id).address is None  # follows the order's
+    mapped = staff_api.get(
+        f"/v4.0/orders/{order.public_id}/shipments/{second.public_id}/maptojson"
+    ).json()
+    took = staff_api.get(
+        f"/v4.0/orders/{order.public_id}/shipments/{first.public_id}/maptojson"
+    ).json()
+    assert mapped["recipient"]["address"]["townOrCity"] == "London"
+    assert mapped["recipient"]["address"]["postalOrZipCode"] == "SW1A 1AA"
+    assert took["recipient"]["address"]["townOrCity"] == "Manchester"
