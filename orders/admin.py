@@ -18,6 +18,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -48,6 +49,7 @@ from orders.pipeline.claims import ACTIVE_STEPS
 from orders.pipeline.scheduling import order_enqueue_on_commit
 from orders.pipeline.state_machine import order_submit_now
 from orders.representation import file_url, shipment_address
+from orders.retry import FailedStep, RetryRefused, order_failed_step, order_failed_step_retry
 from orders.shipments import (
     ShipmentOperationResult,
     shipment_cancel,
@@ -355,7 +357,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     )
     change_form_template = "admin/orders/order/change_form.html"
     date_hierarchy = "created"
-    actions = ["submit_held_orders_now", "queue_due_step"]
+    actions = ["submit_held_orders_now", "queue_due_step", "retry_failed_step"]
     inlines = [OrderItemInline, ShipmentInline, ChargeInline, OrderIssueInline]
     fieldsets = (
         ("Order", {"classes": ["collapse"],
@@ -366,8 +368,8 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
                     "fields": ("stage", "download_assets", "allocate_production_location",
                                "print_ready_assets_prepared", "in_production", "shipping")}),
         ("Pipeline", {"classes": ["collapse"],
-                      "fields": ("pipeline_state", "pipeline_step", "due_at", "claimed_until",
-                                 "held_until", "submitted_at", "files_deleted_at",
+                      "fields": ("pipeline_state", "retry_link", "pipeline_step", "due_at",
+                                 "claimed_until", "held_until", "submitted_at", "files_deleted_at",
                                  "callback_sequence")}),
         ("Recipient", {"classes": ["collapse"],
                        "fields": ("recipient_name", "recipient_email", "recipient_phone",
@@ -424,6 +426,11 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     def get_urls(self) -> list[URLPattern]:
         return [
             path(
+                "<int:order_id>/retry/",
+                self.admin_site.admin_view(self.retry_view),
+                name="orders_order_retry",
+            ),
+            path(
                 "<int:order_id>/shipments/<int:shipment_id>/<str:operation>/",
                 self.admin_site.admin_view(self.shipment_operation_view),
                 name="orders_order_shipment_operation",
@@ -474,6 +481,57 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
                 "form": form,
             },
         )
+
+    @admin.display(description="failed step")
+    def retry_link(self, order: Order) -> str:
+        if order.pipeline_step != PipelineStep.FAILED:
+            return "-"
+        url = reverse("admin:orders_order_retry", args=[order.id])
+        return format_html('<a href="{}" id="retry-link">Run the failed step again…</a>', url)
+
+    def retry_view(self, request: HttpRequest, order_id: int) -> HttpResponse:
+        """Confirm, then run the order's failed step again (``orders.retry``), with the failed
+        assets' URLs corrected as typed."""
+        if not super().has_change_permission(request):
+            return TemplateResponse(request, "admin/403.html", status=403)
+        order = get_object_or_404(Order, id=order_id)
+        change_url = reverse("admin:orders_order_change", args=[order.id])
+        context: dict[str, Any] = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Run the failed step of {order.public_id} again",
+            "order": order,
+            "change_url": change_url,
+        }
+        try:
+            failed = order_failed_step(order=order)
+        except RetryRefused as refused:
+            return TemplateResponse(request, _RETRY_TEMPLATE, {**context, "refused": refused})
+        form = AssetUrlsForm(request.POST or None, failed=failed)
+        if request.method == "POST" and form.is_valid():
+            try:
+                user = request.user if isinstance(request.user, User) else None
+                order_failed_step_retry(order=order, user=user, asset_urls=form.urls())
+            except RetryRefused as refused:
+                return TemplateResponse(request, _RETRY_TEMPLATE, {**context, "refused": refused})
+            self.message_user(
+                request, f"{order.public_id}: {failed.step} runs again.", messages.SUCCESS
+            )
+            return HttpResponseRedirect(change_url)
+        return TemplateResponse(
+            request, _RETRY_TEMPLATE, {**context, "failed": failed, "form": form}
+        )
+
+    @admin.action(description="Run the failed step again (one order)", permissions=["change"])
+    def retry_failed_step(
+        self, request: HttpRequest, queryset: QuerySet[Order]
+    ) -> HttpResponse | None:
+        """Opens the confirmation page of the one order chosen."""
+        if queryset.count() != 1:
+            self.message_user(request, "Choose one order.", level=messages.WARNING)
+            return None
+        order = queryset.get()
+        return HttpResponseRedirect(reverse("admin:orders_order_retry", args=[order.id]))
 
     @admin.display(description="assets")
     def assets_table(self, order: Order) -> str:
@@ -546,3 +604,28 @@ class ShipmentResubmissionAdmin(NoAddOrDelete, admin.ModelAdmin):
         if not record.plan:
             return "-"
         return f"{record.plan['total']} {record.plan['currency']}"
+
+
+_RETRY_TEMPLATE = "admin/orders/order/retry.html"
+
+
+class AssetUrlsForm(forms.Form):
+    """One URL field per asset that failed to download, holding its URL as it is."""
+
+    def __init__(self, *args: Any, failed: FailedStep, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for asset in failed.assets:
+            self.fields[f"asset_{asset.id}"] = forms.URLField(
+                label=f"{asset.public_id} ({asset.print_area}): {asset.last_error or 'failed'}",
+                initial=asset.url,
+                max_length=2000,
+                assume_scheme="https",
+            )
+
+    def urls(self) -> dict[int, str]:
+        """Asset id → URL, for those changed from what the asset has."""
+        return {
+            int(name.removeprefix("asset_")): url
+            for name, url in self.cleaned_data.items()
+            if url != self.fields[name].initial
+        }

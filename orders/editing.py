@@ -70,9 +70,7 @@ def order_held_update(
     request.update(shippingMethod=shipping_method, recipient=dict(recipient), metadata=metadata)
     for entry, number in zip(request["items"], copies, strict=True):
         entry["copies"] = number
-    order_validate(
-        data=request, currency=locked.currency, sandbox=locked.environment.is_sandbox
-    )
+    order_validate(data=request, currency=locked.currency, sandbox=locked.environment.is_sandbox)
 
     for column, path in RECIPIENT_FIELDS.items():
         value: Any = recipient

@@ -90,7 +90,9 @@ def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrde
 def _item_files(item: OrderItem, assets: list[Asset], base_url: str) -> dict[str, str]:
     """Print area → print file URL: the assets' and, for a photobook whose spine was drawn
     (no ``spine`` asset), the drawn spine."""
-    files = {a.print_area: lab_file_url(a.print_file, base_url) or a.url for a in assets}
+    # Never the merchant's original: an unprocessed file is no print file (a submission after
+    # retention deleted them renders them again first: ``steps.prepare``).
+    files = {a.print_area: lab_file_url(a.print_file, base_url) or "" for a in assets}
     if item.spine_print_file and SPINE_AREA not in files:
         files[SPINE_AREA] = lab_file_url(item.spine_print_file, base_url) or ""
     return files

@@ -51,9 +51,10 @@ from django.utils import timezone
 from common.chunks import chunks
 from common.ids import PREFIXES, format_id, new_id
 from labs.allocation import AllocationPlan, Infeasible, plan_basket
+from labs.connectors import simulator_serves
 from labs.models import Lab
 from orders.events import shipment_changed
-from orders.issues import SUBMISSION_FAILED
+from orders.issues import PRINT_READY_FAILED, SUBMISSION_FAILED
 from orders.lab_orders import lab_order
 from orders.models import (
     CancelOption,
@@ -68,6 +69,7 @@ from orders.models import (
 )
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket
+from orders.pipeline.steps.prepare import order_assets_prepare, order_print_files_ready
 from orders.shipments import (
     BUSY_MESSAGE,
     lab_call,
@@ -236,6 +238,7 @@ def _cheapest_plan(
                 shipping_method=shipping_method or shipment.shipping_method,
                 currency=order.currency,
                 lab_codes=[code],
+                real_labs_only=not simulator_serves(sandbox=order.environment.is_sandbox),
             )
         except Infeasible as infeasible:
             why = "; ".join(
@@ -301,6 +304,9 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
     original = Shipment.objects.select_related("order__environment").get(id=record.original_id)
     order = original.order
     new_public_id = format_id(PREFIXES["shipment"], record.new_shipment_id)
+    missing = _print_files_restore(order)
+    if missing:
+        return Resubmission(False, " ".join([*notes, missing]))
     payload = replace(
         lab_order(original),
         shipment_id=new_public_id,
@@ -365,6 +371,22 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
         [f"Resubmitted as {new_public_id} at {locked.lab_code}.", *notes, _cost_note(locked)]
     )
     return Resubmission(True, message, locked.new_shipment_id)
+
+
+def _print_files_restore(order: Order) -> str:
+    """A late resubmission (retention deleted the order's files) downloads and renders them
+    again first: "" when they are there, else why they cannot be made again."""
+    if order.files_deleted_at is None or order_print_files_ready(order=order):
+        return ""
+    if not order_assets_prepare(order=order, claimed=False):
+        issue = (
+            OrderIssue.objects.filter(order=order, error_code=PRINT_READY_FAILED)
+            .order_by("-id")
+            .first()
+        )
+        return issue.description if issue else "The print files could not be made again."
+    Order.objects.filter(id=order.id).update(files_deleted_at=None)
+    return ""
 
 
 def _cost_note(record: ShipmentResubmission) -> str:

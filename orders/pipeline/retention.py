@@ -47,7 +47,12 @@ def _files_delete(order_id: int) -> None:
     Asset.objects.filter(item__order_id=order_id).update(
         source_file="", print_file="", thumbnail=""
     )
-    OrderItem.objects.filter(order_id=order_id).update(thumbnail="")
+    for item in OrderItem.objects.filter(order_id=order_id).exclude(spine_print_file=""):
+        for name in {item.spine_print_file, item.spine_thumbnail} - {""}:
+            default_storage.delete(name)
+    OrderItem.objects.filter(order_id=order_id).update(
+        thumbnail="", spine_print_file="", spine_thumbnail=""
+    )
     for order_file in OrderFile.objects.filter(order_id=order_id).exclude(source_file=""):
         default_storage.delete(order_file.source_file)
     OrderFile.objects.filter(order_id=order_id).update(source_file="")

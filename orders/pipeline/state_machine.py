@@ -33,6 +33,9 @@ A move not in ``TRANSITIONS`` raises ``MoveRefused`` and writes nothing. These a
     Prepare     --every print file rendered-----> Submit
                 --a file cannot be rendered-----> Failed         (printReady... Error)
     Submit      --cost above what was paid------> AwaitingPayment (the difference asked for)
+    Submit      --print files deleted (a late
+                  submission), made again-------> Submit on (or Failed: printReady... Error,
+                                                   the originals gone too)
                 --every shipment accepted-------> Production
                 --a lab refused for now---------> Submit later
                 --refused for good--------------> Production (kept shipments) or Failed
@@ -43,6 +46,8 @@ A move not in ``TRANSITIONS`` raises ``MoveRefused`` and writes nothing. These a
                   follow------------------------> Failed (LabCancelled / LabError issues;
                                                    stage stays; a resubmission follows again)
     Failed, Done --a shipment resubmitted-------> Production     (``orders.resubmission``)
+    Failed      --staff retry, after correcting--> the step that failed: Download, Allocate,
+                  (``orders.retry``)                Prepare or Submit, due now
     (any open step) --cancel action, or the last shipment cancelled--> Cancelled
     (any active step) --the step raised---------> the same step, due in ``ERROR_RETRY``
 
@@ -85,7 +90,7 @@ from orders.pipeline.routing import pipeline_queue
 from orders.pipeline.scheduling import order_enqueue_on_commit, order_follow_up
 from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate, order_cost
 from orders.pipeline.steps.download import order_assets_download
-from orders.pipeline.steps.prepare import order_assets_prepare
+from orders.pipeline.steps.prepare import order_assets_prepare, order_print_files_ready
 from orders.pipeline.steps.produce import (
     order_shipments_submit,
     order_shipments_track,
@@ -146,6 +151,10 @@ TRANSITIONS: tuple[Move, ...] = (
     Move(Step.PRODUCTION, Step.DONE, "every shipment shipped"),
     Move(Step.PRODUCTION, Step.FAILED, "labs ended the lab orders left: waits for staff"),
     Move(Step.FAILED, Step.PRODUCTION, "a shipment resubmitted: a lab order to follow again"),
+    *(
+        Move(Step.FAILED, step, "staff run the failed step again")
+        for step in (Step.DOWNLOAD, Step.ALLOCATE, Step.PREPARE, Step.SUBMIT)
+    ),
     Move(Step.DONE, Step.PRODUCTION, "a shipment resubmitted: a lab order to follow again"),
     *(Move(step, Step.CANCELLED, "cancelled") for step in _CANCELLABLE),
     Move(Step.HELD, Step.HELD, "submitted now (due at once), or the step raised"),
@@ -350,6 +359,17 @@ def _payment_awaited(order: Order) -> bool:
 def _submit(order: Order) -> None:
     if _payment_awaited(order):
         return
+    if order.files_deleted_at is not None:  # by retention: made again first
+        if not order_print_files_ready(order=order) and not order_assets_prepare(order=order):
+            with transaction.atomic():
+                _step_finished(
+                    order,
+                    detail="print_ready_assets_prepared",
+                    ok=False,
+                    next_step=PipelineStep.SUBMIT,
+                )
+            return
+        Order.objects.filter(id=order.id).update(files_deleted_at=None)
     submitted, retry_at = order_shipments_submit(order=order)
     # Accepted, or refused for now: the move alone, atomic by itself.
     if submitted:
@@ -524,6 +544,16 @@ def _advance_once(
         if ran == PipelineStep.DOWNLOAD:
             woken = downloads_wake(merchant_id=order.environment.merchant_id, hand_over=hand_over)
     return outcome, woken[0] if woken and hand_over else None
+
+
+def order_failed_step_reopen(*, order: Order, step: str, detail: str) -> None:
+    """Failed --staff retry--> ``step`` due now, its ``detail`` shown InProgress again: a
+    row-locked transition (``order`` locked by the caller, ``orders.retry``), rung for once
+    it commits. ``MoveRefused`` when the order is not at the Failed step."""
+    order_transition(
+        order=order, step=step, due_at=timezone.now(), **{detail: DetailState.IN_PROGRESS}
+    )
+    order_enqueue_on_commit(order_id=order.id, step=step)
 
 
 @transaction.atomic

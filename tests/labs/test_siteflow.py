@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
@@ -20,13 +21,13 @@ from PIL import Image
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
-from backoffice.resubmission import shipment_resubmit
 from labs.connectors import LabOrder, LabOrderItem, LabProgress, LabResult, connector_for
 from labs.connectors.registry import UnavailableConnector
 from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings, sign
 from labs.models import Lab, LabProduct
 from orders.lab_orders import lab_file_url
 from orders.models import (
+    Asset,
     Charge,
     ChargeType,
     Order,
@@ -36,7 +37,9 @@ from orders.models import (
     Shipment,
     Stage,
 )
+from orders.pipeline.retention import images_purge_expired
 from orders.pipeline.state_machine import order_advance
+from orders.resubmission import shipment_resubmit
 from tests.labs.factories import LabFactory, LabProductFactory
 from tests.support.orders import events_of
 from tests.support.siteflow import SiteflowServer, site_running
@@ -1061,7 +1064,7 @@ def test_a_resubmission_after_the_site_cancelled_clears_the_issue_and_is_followe
     site.advance(original.public_id, "cancelled", message="Stock withdrawn")
     advance_until(order_pk, PipelineStep.FAILED)
 
-    outcome = shipment_resubmit(shipment_id=original.id, lab="gb1")
+    outcome = shipment_resubmit(shipment_id=original.id, labs=["gb1"])
 
     assert outcome.successful and outcome.new_shipment_id is not None, outcome.message
     new = Shipment.objects.get(id=outcome.new_shipment_id)
@@ -1211,3 +1214,71 @@ def test_a_photobooks_spine_component_carries_the_spine_object_as_given(
         {"code": "spine", "path": "https://files.example/s.jpg", "fetch": True,
          "attributes": {"spine": spine}},
     ]  # fmt: skip
+
+
+# --- a late resubmission renders again (retention deleted the print files) -------------------
+
+
+def _cancelled_and_purged(site: SiteflowServer, live_api: APIClient, httpserver: HTTPServer,
+                          name: str) -> tuple[int, Shipment]:  # fmt: skip
+    """A Live order whose lab order the site cancelled, its files deleted by retention."""
+    siteflow_lab(site)
+    order_pk = live_photo_order(live_api, httpserver, name)
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+    original = Shipment.objects.get(order_id=order_pk)
+    site.advance(original.public_id, "cancelled", message="Stock withdrawn")
+    advance_until(order_pk, PipelineStep.FAILED)
+    Order.objects.filter(id=order_pk).update(submitted_at=timezone.now() - timedelta(days=31))
+    assert images_purge_expired() == 1
+    asset = Asset.objects.get(item__order_id=order_pk)
+    assert (asset.source_file, asset.print_file) == ("", "")
+    return order_pk, original
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_resubmission_after_retention_downloads_and_renders_again_and_sends_no_original(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    order_pk, original = _cancelled_and_purged(site, live_api, httpserver, "late-resubmit")
+    source_url = Asset.objects.get(item__order_id=order_pk).url
+
+    outcome = shipment_resubmit(shipment_id=original.id, labs=["gb1"])
+
+    assert outcome.successful and outcome.new_shipment_id is not None, outcome.message
+    asset = Asset.objects.get(item__order_id=order_pk)
+    assert asset.print_file and default_storage.exists(asset.print_file)
+    assert asset.source_file and default_storage.exists(asset.source_file)
+    new = Shipment.objects.get(id=outcome.new_shipment_id)
+    [item] = site.order(new.public_id).submitted["orderData"]["items"]
+    [component] = item["components"]
+    assert component["path"] == lab_file_url(asset.print_file, live_server.url)
+    assert component["path"] != source_url
+    assert site.fetched[component["path"]] == 200
+    assert Order.objects.get(id=order_pk).files_deleted_at is None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_resubmission_after_retention_fails_saying_so_when_the_originals_are_gone(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    order_pk, original = _cancelled_and_purged(site, live_api, httpserver, "late-gone")
+    httpserver.clear_all_handlers()
+    httpserver.expect_request("/late-gone.jpg").respond_with_data("gone", status=404)
+    asset = Asset.objects.get(item__order_id=order_pk)
+
+    outcome = shipment_resubmit(shipment_id=original.id, labs=["gb1"])
+
+    assert not outcome.successful
+    assert outcome.message.startswith(
+        f"The print files of asset {asset.public_id} were deleted (30 days after submission) "
+        f"and its original could not be downloaded again from {asset.url}: "
+    )
+    assert "404" in outcome.message
+    assert list(site.orders) == [original.public_id]  # nothing new sent to the site
+    assert Asset.objects.get(id=asset.id).print_file == ""

@@ -11,10 +11,14 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from orders.models import Asset, Order, OrderItem, PipelineStep, Stage
+from orders.lab_orders import lab_order
+from orders.models import Asset, Order, OrderItem, PipelineStep, Shipment, Stage
 from orders.pipeline.retention import images_purge_expired
 from orders.tasks import images_purge_expired_task
+from tests.support.images import jpeg_bytes
 from tests.support.orders import order_via_api
+from tests.support.pipeline import advance_to
+from tests.support.servers import serve
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
@@ -98,3 +102,30 @@ def test_one_run_purges_every_expired_order_batch_after_batch(
 
     assert not any(default_storage.exists(name) for _, files in made for name in files)
     assert not Order.objects.filter(files_deleted_at__isnull=True).exists()
+
+
+def test_a_submission_after_the_files_were_deleted_renders_them_again_first(
+    sandbox_api: APIClient, settings: Any, tmp_path: Path, httpserver: Any
+) -> None:
+    """The Submit step (a staff retry, a held order long after) finds the files gone: it
+    downloads and renders again, and the lab gets the print file, never the original."""
+    settings.MEDIA_ROOT = tmp_path
+    settings.ALLOW_PRIVATE_URLS = True
+    original = serve(httpserver, "/photo.jpg", jpeg_bytes(), "image/jpeg")
+    order = order_via_api(
+        sandbox_api,
+        items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": original}]}],
+    )
+    advance_to(order.public_id, PipelineStep.SUBMIT)
+    Order.objects.filter(id=order.id).update(submitted_at=timezone.now() - timedelta(days=31))
+    assert images_purge_expired() == 1
+    Order.objects.filter(id=order.id).update(submitted_at=None)
+
+    advance_to(order.public_id, PipelineStep.PRODUCTION)
+
+    asset = Asset.objects.get(item__order=order)
+    assert asset.print_file and default_storage.exists(asset.print_file)
+    [item] = lab_order(Shipment.objects.get(order=order)).items
+    assert item.files["default"] != original
+    assert asset.print_file.rsplit("/", 1)[-1] in item.files["default"]
+    assert Order.objects.get(id=order.id).files_deleted_at is None

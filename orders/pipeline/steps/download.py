@@ -167,6 +167,17 @@ def _fetch_order_file(order_file: OrderFile, folder: Path) -> Fetched:
     )
 
 
+def original_fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
+    """One attempt at the asset's URL, checked as its downloads are (a late submission's
+    download of an original whose files were deleted: ``steps.prepare``)."""
+    return _fetch(asset, priced_by_page, folder)
+
+
+def original_store(asset: Asset, fetched: Fetched) -> None:
+    """Keep what ``original_fetch`` downloaded as the asset's source (the instance only)."""
+    _store(asset, fetched)
+
+
 def _store(asset: Asset, fetched: Fetched) -> None:
     assert fetched.downloaded is not None and fetched.info is not None
     name = f"orders/{asset.item.order_id}/assets/{asset.id}/source.{fetched.info.format.value}"

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import DatabaseError
 
@@ -21,6 +22,7 @@ from orders.artwork.spine import SPINE_AREA, area_pixels, render_spine, spine_si
 from orders.issues import PRINT_READY_FAILED
 from orders.models import Asset, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
+from orders.pipeline.steps.download import original_fetch, original_store
 from orders.selectors import order_items_get
 from products.validation import DEFAULT_PRINT_AREA, item_page_count
 
@@ -53,20 +55,43 @@ def target_size(
     return area_pixels(product, item.attributes, print_area)
 
 
-def order_assets_prepare(*, order: Order) -> bool:
-    """Render what is not rendered yet; False (with an issue) when an image cannot be used."""
+def order_print_files_ready(*, order: Order) -> bool:
+    """Whether every asset has its print file and every spine to draw is drawn: not so once
+    retention deleted the order's files (``orders.pipeline.retention``)."""
+    items, assets = order_items_get(order=order)
+    return all(a.print_file for i in items for a in assets[i.id]) and not any(
+        _spine_wanted(item, assets[item.id]) for item in items
+    )
+
+
+def _spine_wanted(item: OrderItem, assets: list[Asset]) -> bool:
+    given = any(a.print_area == SPINE_AREA for a in assets)  # an asset wins
+    return bool(item.spine) and not item.spine_print_file and not given
+
+
+def order_assets_prepare(*, order: Order, claimed: bool = True) -> bool:
+    """Render what is not rendered yet; False (with an issue) when an image cannot be used.
+
+    An asset whose files retention deleted (a late submission) is downloaded again from its
+    URL first, one attempt: the merchant's original is never sent as a print file. When it
+    cannot be had, the issue says so. ``claimed``: run by the pipeline under the order's claim
+    (renewed between renderings); a staff resubmission runs it without one."""
     ok = True
     items, assets = order_items_get(order=order)
     catalogue: CatalogueSnapshot | None = None  # read once, for the first image to render
     for item, asset in [(i, a) for i in items for a in assets[i.id] if not a.print_file]:
         # A long rendering after another: the claim renewed first (not the claim just taken).
-        order_claim_renew(order=order, unless_fresh=True)
+        if claimed:
+            order_claim_renew(order=order, unless_fresh=True)
+        if catalogue is None:
+            catalogue = catalogue_snapshot()
+        if not asset.source_file and not _original_fetch(order, item, asset, catalogue):
+            ok = False
+            continue
         if asset.source_file.endswith(".pdf"):
             asset.print_file = asset.source_file
             _asset_record(asset, print_file=asset.print_file)
             continue
-        if catalogue is None:
-            catalogue = catalogue_snapshot()
         size = target_size(catalogue, item, asset.print_area)
         try:
             with local_copy(asset.source_file) as source:
@@ -99,19 +124,52 @@ def order_assets_prepare(*, order: Order) -> bool:
             item_row["thumbnail"] = ""
         rows_update(OrderItem, item_row, {"thumbnail": result.thumbnail})
     for item in items:
-        given = any(a.print_area == SPINE_AREA for a in assets[item.id])  # an asset wins
-        if item.spine and not item.spine_print_file and not given:
+        if _spine_wanted(item, assets[item.id]):
             if catalogue is None:
                 catalogue = catalogue_snapshot()
-            ok = _spine_draw(order, item, assets[item.id], catalogue) and ok
+            ok = _spine_draw(order, item, assets[item.id], catalogue, claimed=claimed) and ok
     return ok
 
 
+def _original_fetch(
+    order: Order, item: OrderItem, asset: Asset, catalogue: CatalogueSnapshot
+) -> bool:
+    """Download an asset again whose files were deleted (one attempt, checked as the first
+    download was); False, with an issue saying so, when the original is gone too."""
+    product = catalogue.products_by_sku([item.sku]).get(item.sku.strip().upper())
+    priced_by_page = product is not None and product.priced_by_page
+    with tempfile.TemporaryDirectory(prefix="original-") as folder:
+        fetched = original_fetch(asset, priced_by_page, Path(folder))
+        if fetched.downloaded is None:
+            OrderIssue.objects.update_or_create(
+                order=order,
+                asset=asset,
+                error_code=PRINT_READY_FAILED,
+                defaults={
+                    "object_id": item.public_id,
+                    "description": f"The print files of asset {asset.public_id} were deleted "
+                    f"({settings.IMAGE_RETENTION_DAYS} days after submission) and its original "
+                    f"could not be downloaded again from {asset.url}: {fetched.error}",
+                },
+            )
+            return False
+        original_store(asset, fetched)
+    _asset_record(asset, source_file=asset.source_file)
+    OrderIssue.objects.filter(order=order, asset=asset, error_code=PRINT_READY_FAILED).delete()
+    return True
+
+
 def _spine_draw(
-    order: Order, item: OrderItem, assets: list[Asset], catalogue: CatalogueSnapshot
+    order: Order,
+    item: OrderItem,
+    assets: list[Asset],
+    catalogue: CatalogueSnapshot,
+    *,
+    claimed: bool,
 ) -> bool:
     """Draw the item's spine from its ``spine`` object; False (with an issue) when it cannot."""
-    order_claim_renew(order=order, unless_fresh=True)
+    if claimed:
+        order_claim_renew(order=order, unless_fresh=True)
     product = catalogue.products_by_sku([item.sku]).get(item.sku.strip().upper())
     pages = item_page_count((a.print_area, a.page_count) for a in assets)
     size = (
