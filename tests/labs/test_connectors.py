@@ -210,6 +210,7 @@ def test_map_to_json_gives_the_whole_lab_order_as_plain_data() -> None:
                 "copies": 2,
                 "attributes": {"color": "black"},
                 "files": {"default": "https://files.example/print.jpg"},
+                "spine": None,
             },
         ),
         "packing_slip": "",

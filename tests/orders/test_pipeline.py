@@ -811,10 +811,13 @@ def test_print_ready_and_submission_each_move_on_in_one_statement_with_no_transa
     assert step_statements(PipelineStep.PREPARE) == [
         "SELECT", "SELECT", "UPDATE", "UPDATE", "UPDATE",
     ]  # fmt: skip
-    # The shipments with what the lab order needs, the simulator's record, the submission
-    # recorded under the order's lock (claim renewed, shipment, its issue cleared), the move.
+    # The shipments with what the lab order needs, the catalogue version (the items' canonical
+    # attributes for the lab; in a worker's run read once with the steps before), the
+    # simulator's record, the submission recorded under the order's lock (claim renewed,
+    # shipment, its issue cleared), the move.
     assert step_statements(PipelineStep.SUBMIT) == [
-        "SELECT", "INSERT", "SAVEPOINT", "UPDATE", "UPDATE", "DELETE", "RELEASE", "UPDATE",
+        "SELECT", "SELECT", "INSERT", "SAVEPOINT", "UPDATE", "UPDATE", "DELETE", "RELEASE",
+        "UPDATE",
     ]  # fmt: skip
     assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.PRODUCTION
 

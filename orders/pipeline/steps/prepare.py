@@ -56,8 +56,9 @@ def target_size(
 
 
 def order_print_files_ready(*, order: Order) -> bool:
-    """Whether every asset has its print file and every spine to draw is drawn: not so once
-    retention deleted the order's files (``orders.pipeline.retention``)."""
+    """Whether every asset has its print file and every spine to draw is drawn: asked once
+    retention deleted the order's files (``Order.files_deleted_at``, ``orders.pipeline.
+    retention``)."""
     items, assets = order_items_get(order=order)
     return all(a.print_file for i in items for a in assets[i.id]) and not any(
         _spine_wanted(item, assets[item.id]) for item in items
