@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('orders', '0013_order_payments'),
+        ('orders', '0014_shipmentresubmission'),
     ]
 
     operations = [
