@@ -63,6 +63,7 @@ from staff.services import audit_entry_record
 from webhooks.models import CallbackEvent
 
 OPERATE_SHIPMENT = "orders.operate_shipment"
+ACT_ON_ORDER = "orders.act_on_order"
 # The lab's own cancel or error (decisions.md, "Lab-side cancellation and failure"), and a
 # submission the lab refused: what an operator looks at first.
 LAB_SIDE_ISSUES = ("order.shipments.LabCancelled", "order.shipments.LabError", SUBMISSION_FAILED)
@@ -321,6 +322,9 @@ def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
         "summary": {
             "stage": order.stage,
             "state": pipeline_state(order),
+            "retry_url": reverse("admin:orders_order_retry", args=[order.id])
+            if order.pipeline_step == PipelineStep.FAILED and request.user.has_perm(ACT_ON_ORDER)
+            else "",
             "details": [(label, getattr(order, field)) for field, label in DETAILS],
             "merchant": order.environment.merchant,
             "environment": order.environment,
@@ -368,7 +372,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
                     "fields": ("stage", "download_assets", "allocate_production_location",
                                "print_ready_assets_prepared", "in_production", "shipping")}),
         ("Pipeline", {"classes": ["collapse"],
-                      "fields": ("pipeline_state", "retry_link", "pipeline_step", "due_at",
+                      "fields": ("pipeline_state", "pipeline_step", "due_at",
                                  "claimed_until", "held_until", "submitted_at", "files_deleted_at",
                                  "callback_sequence")}),
         ("Recipient", {"classes": ["collapse"],
@@ -386,7 +390,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         return False  # an order's page is a view, never a form; staff act through services
 
     def has_act_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("orders.act_on_order")
+        return request.user.has_perm(ACT_ON_ORDER)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Order], search_term: str
@@ -482,18 +486,11 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             },
         )
 
-    @admin.display(description="failed step")
-    def retry_link(self, order: Order) -> str:
-        if order.pipeline_step != PipelineStep.FAILED:
-            return "-"
-        url = reverse("admin:orders_order_retry", args=[order.id])
-        return format_html('<a href="{}" id="retry-link">Run the failed step again…</a>', url)
-
     def retry_view(self, request: HttpRequest, order_id: int) -> HttpResponse:
         """Confirm, then run the order's failed step again (``orders.retry``), with the failed
         assets' URLs corrected as typed."""
-        if not super().has_change_permission(request):
-            return TemplateResponse(request, "admin/403.html", status=403)
+        if not self.has_act_permission(request):
+            raise PermissionDenied("Your role does not allow acting on an order's work.")
         order = get_object_or_404(Order, id=order_id)
         change_url = reverse("admin:orders_order_change", args=[order.id])
         context: dict[str, Any] = {
@@ -522,7 +519,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             request, _RETRY_TEMPLATE, {**context, "failed": failed, "form": form}
         )
 
-    @admin.action(description="Run the failed step again (one order)", permissions=["change"])
+    @admin.action(description="Run the failed step again (one order)", permissions=["act"])
     def retry_failed_step(
         self, request: HttpRequest, queryset: QuerySet[Order]
     ) -> HttpResponse | None:
