@@ -1016,7 +1016,7 @@ def _run_due(order_pk: int, times: int) -> None:
 def test_a_site_that_ends_its_lab_order_is_recorded_once_and_no_longer_polled(
     site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
     live_server: Any, status: str, message: str, code: str, description: str, event: str,
-    shipment_status: str, in_production: str,
+    shipment_status: str, in_production: str, admin_client: Client,
 ) -> None:  # fmt: skip
     settings.LIVE_BASE_URL = live_server.url
     siteflow_lab(site)
@@ -1048,6 +1048,8 @@ def test_a_site_that_ends_its_lab_order_is_recorded_once_and_no_longer_polled(
     assert types[-1] == f"com.service.order.{event}"
     assert "com.service.order.status.stage.changed#Complete" not in types
     assert site.unauthorised == 0
+    attention = admin_client.get("/admin/orders/order/?attention=lab").content.decode()
+    assert f"ord_{order_pk}" in attention
 
 
 @pytest.mark.django_db(transaction=True)

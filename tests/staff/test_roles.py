@@ -165,6 +165,8 @@ def test_only_an_administrator_changes_a_lab(operator: Client, administrator: Cl
         "connector": "simulator",
         "capabilities": "[]",
         "simulator_failure_share": "0",
+        "simulator_cancel_share": "0",
+        "simulator_error_share": "0",
         "siteflow_carrier_aliases": "{}",
         **{f"{prefix}-{field}": "0" for prefix in ("products", "shipping_rates")
            for field in ("TOTAL_FORMS", "INITIAL_FORMS")},
