@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('orders', '0014_shipmentresubmission'),
+        ('orders', '0015_order_payments_several'),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('orders', '0015_shipment_simulated_and_lab_ended'),
+        ('orders', '0016_shipment_simulated_and_lab_ended'),
     ]
 
     operations = [
