@@ -24,6 +24,17 @@ def _money_field() -> models.DecimalField:
     )
 
 
+def _share_field(help_text: str = "") -> models.DecimalField:
+    """A share between 0 and 1 (the simulator's failure modes)."""
+    return models.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        default=Decimal("0"),
+        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+        help_text=help_text,
+    )
+
+
 class Connector(models.TextChoices):
     SIMULATOR = "simulator", "Built-in simulator"
     SITEFLOW = "siteflow", "Site Flow over HTTP"
@@ -71,25 +82,12 @@ class Lab(models.Model):
     capabilities = models.JSONField(
         default=list, blank=True, validators=[validate_capabilities], help_text=str(CAPABILITIES)
     )
-    simulator_failure_share = models.DecimalField(
-        max_digits=4,
-        decimal_places=3,
-        default=Decimal("0"),
-        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
+    simulator_failure_share = _share_field()
+    simulator_cancel_share = _share_field(
+        "Share of accepted lab orders the simulator cancels on its side."
     )
-    simulator_cancel_share = models.DecimalField(
-        max_digits=4,
-        decimal_places=3,
-        default=Decimal("0"),
-        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
-        help_text="Share of accepted lab orders the simulator cancels on its side.",
-    )
-    simulator_error_share = models.DecimalField(
-        max_digits=4,
-        decimal_places=3,
-        default=Decimal("0"),
-        validators=[MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("1"))],
-        help_text="Share of accepted lab orders the simulator reports failed in production.",
+    simulator_error_share = _share_field(
+        "Share of accepted lab orders the simulator reports failed in production."
     )
     siteflow_base_url = models.URLField(
         "Site Flow base URL", blank=True, help_text="For example https://lab.example.com/api"

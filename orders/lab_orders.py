@@ -12,6 +12,7 @@ from orders.models import Asset, OrderFile, OrderFileKind, OrderItem, Shipment
 from orders.parts import ShipmentParts
 from orders.representation import order_recipient, shipment_address
 from products.models import Product
+from products.validation import resolve_attributes
 
 
 def lab_file_url(name: str, base_url: str) -> str | None:
@@ -24,22 +25,16 @@ def item_attributes(
 ) -> dict[str, str]:
     """The item's canonical attributes, as a lab needs them: every attribute of its product in
     the catalogue's spelling, defaults filled in for those the order did not name (the order
-    stores only those it named). A product gone from the catalogue: the item's own."""
+    stores only those it named). A product gone from the catalogue, or one whose values
+    changed since the order: the item's own."""
     catalogue = catalogue_snapshot().products if products is None else products
     product = catalogue.get(item.sku.strip().upper())
     if product is None:
         return dict(item.attributes)
-    given = {name.lower(): str(value) for name, value in item.attributes.items()}
-    resolved: dict[str, str] = {}
-    for attribute in product.attributes.all():
-        wanted = given.get(attribute.name.lower())
-        if wanted is None:
-            resolved[attribute.name] = attribute.default
-        else:
-            resolved[attribute.name] = next(
-                (v for v in attribute.values if v.lower() == wanted.lower()), wanted
-            )
-    return resolved
+    try:
+        return resolve_attributes(product=product, attributes=item.attributes)
+    except StopIteration:  # a value the catalogue no longer lists
+        return dict(item.attributes)
 
 
 def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrder:

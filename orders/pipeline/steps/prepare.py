@@ -106,14 +106,8 @@ def order_assets_prepare(*, order: Order, claimed: bool = True) -> bool:
                 )
         except (PrintReadyError, ValueError) as exc:
             ok = False
-            OrderIssue.objects.update_or_create(
-                order=order,
-                asset=asset,
-                error_code=PRINT_READY_FAILED,
-                defaults={
-                    "object_id": item.public_id,
-                    "description": f"Asset {asset.public_id} cannot be printed: {exc}",
-                },
+            _print_ready_issue(
+                order, item, asset, f"Asset {asset.public_id} cannot be printed: {exc}"
             )
             continue
         asset.print_file = result.print_file
@@ -132,6 +126,16 @@ def order_assets_prepare(*, order: Order, claimed: bool = True) -> bool:
     return ok
 
 
+def _print_ready_issue(order: Order, item: OrderItem, asset: Asset, description: str) -> None:
+    """The asset's one ``PrintReadyFailed`` issue (on its item), replaced, not appended."""
+    OrderIssue.objects.update_or_create(
+        order=order,
+        asset=asset,
+        error_code=PRINT_READY_FAILED,
+        defaults={"object_id": item.public_id, "description": description},
+    )
+
+
 def _original_fetch(
     order: Order, item: OrderItem, asset: Asset, catalogue: CatalogueSnapshot
 ) -> bool:
@@ -142,16 +146,13 @@ def _original_fetch(
     with tempfile.TemporaryDirectory(prefix="original-") as folder:
         fetched = original_fetch(asset, priced_by_page, Path(folder))
         if fetched.downloaded is None:
-            OrderIssue.objects.update_or_create(
-                order=order,
-                asset=asset,
-                error_code=PRINT_READY_FAILED,
-                defaults={
-                    "object_id": item.public_id,
-                    "description": f"The print files of asset {asset.public_id} were deleted "
-                    f"({settings.IMAGE_RETENTION_DAYS} days after submission) and its original "
-                    f"could not be downloaded again from {asset.url}: {fetched.error}",
-                },
+            _print_ready_issue(
+                order,
+                item,
+                asset,
+                f"The print files of asset {asset.public_id} were deleted "
+                f"({settings.IMAGE_RETENTION_DAYS} days after submission) and its original "
+                f"could not be downloaded again from {asset.url}: {fetched.error}",
             )
             return False
         original_store(asset, fetched)
