@@ -15,6 +15,7 @@ from staff.services import staff_user_save
 from tests.support.images import jpeg_bytes
 from tests.support.orders import order_at_labs, order_via_api
 from tests.support.servers import serve
+from tests.support.staff import admin_sign_in
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("catalogue")]
 PASSWORD = "correct-horse-battery"
@@ -35,11 +36,7 @@ def test_an_operator_holds_and_releases_a_shipment_from_the_order_page(
     shipment: Shipment, page: Any, live_server: Any
 ) -> None:
     base = live_server.url
-    page.goto(f"{base}/admin/")
-    page.fill("#id_username", "olga")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_selector("text=Site administration")
+    admin_sign_in(page, base, "olga", PASSWORD)
 
     page.goto(f"{base}/admin/orders/order/")
     page.fill("#searchbar", "grace hopper")
@@ -98,11 +95,7 @@ def test_an_operator_retries_a_failed_download_from_the_order_page(
     settings.ALLOW_PRIVATE_URLS = True  # the corrected photo is on this host
     request.getfixturevalue("eager_tasks")  # the pipeline runs as the retry commits
     base = live_server.url
-    page.goto(f"{base}/admin/")
-    page.fill("#id_username", "olga")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_selector("text=Site administration")
+    admin_sign_in(page, base, "olga", PASSWORD)
 
     page.goto(f"{base}/admin/orders/order/{order.id}/change/")
     assert "Download: Error" in page.inner_text("#summary")

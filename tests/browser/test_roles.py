@@ -8,6 +8,7 @@ import pytest
 
 from staff.services import staff_user_save
 from tests.labs.factories import LabFactory
+from tests.support.staff import admin_sign_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "correct-horse-battery"
@@ -22,11 +23,7 @@ def people(transactional_db: None) -> int:
 
 
 def sign_in(page: Any, base: str, username: str) -> str:
-    page.goto(f"{base}/admin/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_selector("text=Site administration")
+    admin_sign_in(page, base, username, PASSWORD)
     assert page.title() == "Site administration | Print Fulfilment back-office"
     return str(page.inner_text("#content-main"))
 
