@@ -45,7 +45,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _listening(port: int, process: subprocess.Popen[bytes], seconds: float) -> None:
+def _listening(port: int, process: subprocess.Popen[bytes], log: Path, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while True:
         try:
@@ -53,7 +53,7 @@ def _listening(port: int, process: subprocess.Popen[bytes], seconds: float) -> N
             return
         except OSError:
             if time.monotonic() > deadline or process.poll() is not None:
-                error = process.stderr.read().decode(errors="replace") if process.stderr else ""
+                error = log.read_text(errors="replace")
                 raise RuntimeError(f"pgbouncer did not start: {error}") from None
             time.sleep(0.05)
 
@@ -97,9 +97,13 @@ def pgbouncer_in_front_of(url: str, *, pool_size: int = 20) -> Iterator[str]:
         if os.geteuid() == 0:  # PgBouncer refuses to run as root
             os.chmod(folder, 0o755)
             command[1:1] = ["-u", "nobody"]
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Its log goes to a file: a pipe nobody reads would fill up with a long run's
+        # connection lines and stall PgBouncer on its next write.
+        log = Path(folder) / "pgbouncer.log"
+        with log.open("wb") as log_file:
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file)
         try:
-            _listening(port, process, 15)
+            _listening(port, process, log, 15)
             netloc = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
             yield urlunsplit(parts._replace(netloc=f"{netloc}127.0.0.1:{port}"))
         finally:
