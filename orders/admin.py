@@ -31,7 +31,7 @@ from django.utils.html import format_html, format_html_join
 from common.admin_mixins import NoAddOrDelete, PublicIdColumn
 from common.countries import is_country_code
 from common.shipping import ShippingMethod
-from orders.issues import ITEM_UNAVAILABLE, SUBMISSION_FAILED
+from orders.issues import ITEM_UNAVAILABLE, LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED
 from orders.models import (
     Asset,
     Charge,
@@ -66,7 +66,7 @@ OPERATE_SHIPMENT = "orders.operate_shipment"
 ACT_ON_ORDER = "orders.act_on_order"
 # The lab's own cancel or error (decisions.md, "Lab-side cancellation and failure"), and a
 # submission the lab refused: what an operator looks at first.
-LAB_SIDE_ISSUES = ("order.shipments.LabCancelled", "order.shipments.LabError", SUBMISSION_FAILED)
+LAB_SIDE_ISSUES = (LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED)
 DETAILS = (
     ("download_assets", "Download"),
     ("allocate_production_location", "Allocation"),
