@@ -103,11 +103,14 @@ def merchant_key_get(*, environment: Environment, key_id: int) -> ApiKey:
 
 
 def environment_events(
-    *, environment: Environment, subject: str = "", failed: bool = False
+    *, environment: Environment, subject: str = "", failed: bool = False, with_body: bool = False
 ) -> list[CallbackEvent]:
     """The newest callback events (of one order, or those not delivered) with every delivery
-    attempt."""
+    attempt; their payloads only ``with_body`` (the callback log shows them, the order page
+    does not)."""
     queryset = CallbackEvent.objects.filter(environment=environment)
+    if not with_body:
+        queryset = queryset.defer("body")
     if subject:
         queryset = queryset.filter(subject=subject)
     if failed:  # tried and not accepted (yet)

@@ -536,7 +536,9 @@ def callbacks(request: HttpRequest) -> HttpResponse:
     environment: Environment = request.environment  # type: ignore[attr-defined]
     subject = request.GET.get("order", "").strip()[:40]
     failed = request.GET.get("failed") == "1"
-    events = environment_events(environment=environment, subject=subject, failed=failed)
+    events = environment_events(
+        environment=environment, subject=subject, failed=failed, with_body=True
+    )
     for event in events:
         event.payload_text = event_payload_text(event)  # type: ignore[attr-defined]
     return _page(
