@@ -1,7 +1,7 @@
 """The base of every rate limit: counts atomically in Redis, and fails open when it is down.
 
-With Redis as the cache, a request is counted by one Lua script (one round trip, run by Redis
-alone, so concurrent requests on any number of processes and hosts never count over each
+With Redis as the cache, a request is counted by one Lua script (run by Redis atomically,
+so concurrent requests on any number of processes and hosts never count over each
 other): the window's timestamps live in a sorted set under the throttle's key, with Redis's own
 clock, and a request is added only while fewer than the limit are inside the window. Exactly
 the limit passes in any window, however many requests arrive at once.

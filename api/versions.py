@@ -1,5 +1,5 @@
-"""One read of the in-memory data versions per request (``common.versions``): the API key and
-the catalogue snapshot a request uses are checked against the same numbers, in one query."""
+"""The in-memory data versions read once per request (``common.versions``): the API key and
+the catalogue snapshot a request uses are checked against the same numbers."""
 
 from collections.abc import Callable
 

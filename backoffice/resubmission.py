@@ -44,8 +44,8 @@ class RowAssessment:
 def rows_assess(
     *, rows: Sequence[SheetRow], lab: str = "", shipping_method: str = ""
 ) -> list[RowAssessment]:
-    """Every data row's fate: the review shows it and the job is made of it. A few queries
-    for the rows, and one plan per resubmittable row (the plan the job then makes first)."""
+    """Every data row's fate: the review shows it and the job is made of it. A resubmittable
+    row carries its plan (the very plan the job then makes first)."""
     found = rows_shipments([row for row in rows if not row.skip_row])
     ids = [s.id for s in found.values() if isinstance(s, Shipment)]
     standings = shipments_standing(shipment_ids=ids)

@@ -13,9 +13,9 @@ from orders.models import Shipment
 def rows_shipments(rows: Sequence[SheetRow]) -> dict[int, Shipment | str]:
     """Each row naming a lab order (by sheet row number) with its shipment, or the sentence
     saying why none: ``shp_123`` and ``123`` are our shipment ids, any other text (and digits
-    naming no shipment of ours) the lab's own order reference. Two queries, whatever the
-    number of rows (a query per ``QUERY_CHUNK`` of them); rows with an empty ``Lab Order Id``
-    are left out."""
+    naming no shipment of ours) the lab's own order reference. Rows with an empty
+    ``Lab Order Id`` are left out; the shipments are read in chunks of ``QUERY_CHUNK`` ids,
+    never row by row."""
     named = [row for row in rows if row.lab_order_text]
     by_id = _by_id(row.lab_order_id for row in named if row.lab_order_id is not None)
     references = {row.lab_order_text for row in named if row.lab_order_id not in by_id}

@@ -42,7 +42,7 @@ def _refusal(shipment: Shipment, siteflow_labs: set[str]) -> str:
 
 def shipping_rows_assess(rows: Sequence[SheetRow]) -> list[ShippingAssessment]:
     """Every row naming a lab order: queued when its shipment is at a Site Flow lab and not
-    shipped or cancelled; else why not. A few queries, whatever the number of rows."""
+    shipped or cancelled; else why not. Nothing is read row by row."""
     named = [row for row in rows if row.lab_order_text]
     shipments = rows_shipments([row for row in named if not row.skip_row])
     codes = {s.lab_code for s in shipments.values() if isinstance(s, Shipment)}

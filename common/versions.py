@@ -1,5 +1,5 @@
 """Version numbers of data that processes keep in memory (the catalogue, the API keys), read
-together: one query per request, whatever uses them.
+together, once per request: whatever a request uses is checked against the same numbers.
 
 Each kept kind of data has a one-row table whose number triggers change in the transaction of
 every write to that data (``common.versioning``); its app registers the table here when Django
@@ -30,7 +30,8 @@ def version_register(name: str, model: type[models.Model]) -> None:
 
 
 def versions_read() -> dict[str, int | None]:
-    """Every registered version, in one query (None for a row missing after a flush)."""
+    """Every registered version, all read at the same moment (None for a row missing after a
+    flush)."""
     names = sorted(_tables)
     quote = connection.ops.quote_name
     sql = " UNION ALL ".join(

@@ -1,5 +1,6 @@
 """What the dashboard's order pages show in words: stage names, issues with what to do, the
-money of an order, its timeline. Plain functions over rows already loaded (no queries)."""
+money of an order, its timeline. Plain functions over rows already loaded: none reads the
+database."""
 
 import json
 from dataclasses import dataclass

@@ -2,7 +2,7 @@
 version (``products.models.CatalogueVersion``, changed by triggers in the transaction of every
 catalogue write) stays the one it was loaded with.
 
-Every request that prices or validates a basket reads the version (one query) and gets the
+Every request that prices or validates a basket reads the version and gets the
 snapshot for it, so a price changed in the admin is used by the very next request of every
 process. The rows in a snapshot are shared by every request of the process: nothing may modify
 them.
@@ -59,8 +59,8 @@ def _grouped(pairs: list[tuple[int, _Row]]) -> dict[int, tuple[_Row, ...]]:
 
 
 def catalogue_load(*, version: int | None) -> CatalogueSnapshot:
-    """Read the whole catalogue (a few queries whatever its size); ``version`` is the one read
-    before, so the data is at least as new as the version it is filed under."""
+    """Read the whole catalogue; ``version`` is the one read before, so the data is at least
+    as new as the version it is filed under."""
     lab_products = LabProduct.objects.filter(lab__is_active=True).select_related("lab")
     units_per_base = {ExchangeRate.BASE_CURRENCY: Decimal(1)}
     units_per_base.update(ExchangeRate.objects.values_list("currency", "units_per_base"))

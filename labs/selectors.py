@@ -31,8 +31,7 @@ def countries_reached(*, product: Product) -> list[str]:
 
 def products_with_countries(*, category: str | None = None) -> list[tuple[Product, list[str]]]:
     """Every active product (of ``category``, if given) in SKU order, each with what
-    ``countries_reached`` answers for it, from the process's catalogue snapshot (no query
-    beyond the catalogue version's while the snapshot stands)."""
+    ``countries_reached`` answers for it, from the process's catalogue snapshot."""
     snapshot = catalogue_snapshot()
     zones = {zone.id: zone for zone in snapshot.zones}
     listed: list[tuple[Product, list[str]]] = []

@@ -100,6 +100,6 @@ _process_keys = ApiKeyCache()
 
 def api_key_authenticate(*, key: str) -> ApiKey | None:
     """The active key with this clear text, with its environment and merchant, or None: from
-    this process's kept keys while the accounts version stands (one read of the versions per
-    request, shared with the catalogue), else one query."""
+    this process's kept keys while the accounts version read for the request (the one the
+    catalogue is checked against) stands, else from the database."""
     return _process_keys.authenticate(key=key)

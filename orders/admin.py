@@ -305,8 +305,7 @@ def shipment_operations(shipment: Shipment) -> list[str]:
 
 
 def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
-    """What the order page shows above the order's fields (a few queries, whatever the size
-    of the order)."""
+    """What the order page shows above the order's fields; nothing is read item by item."""
     base_url = request.build_absolute_uri("/").rstrip("/")
     items = list(order.items.order_by("position"))
     shipments = list(order.shipments.select_related("order__environment").order_by("id"))

@@ -62,8 +62,8 @@ def _charges_create(
     *, order: Order, currency: str, charges: list[tuple[str, list[ChargeItem]]]
 ) -> list[Charge]:
     """Charges (of each type, with its lines) whose totals are the sums of their lines (the
-    plan's totals are such sums too): one INSERT for the charges, one for all their lines, the
-    charges made in the order given (their ``created`` follows it)."""
+    plan's totals are such sums too), created together with their lines in the order given
+    (their ``created`` follows it)."""
     made = []
     for charge_type, lines in charges:
         charge = Charge(

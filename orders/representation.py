@@ -2,7 +2,7 @@
 
 A plain function over rows already loaded (``OrderParts``, see ``orders.selectors.order_parts``
 and ``orders_with_parts``): it runs for every order of a list page and every callback, so it
-does no queries of its own.
+reads nothing from the database itself.
 """
 
 from datetime import UTC, datetime

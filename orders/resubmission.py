@@ -33,8 +33,8 @@ Public functions:
   raises for a refusal: the answer says whether it was resubmitted, why not, and the new
   shipment's id. Calling it again for the same shipment answers "Already resubmitted as ...".
 - ``shipments_standing(*, shipment_ids) -> dict[int, ShipmentStanding]``: what stands in the
-  way of resubmitting each of the shipments (read in a few queries whatever their number),
-  for a review before any is resubmitted.
+  way of resubmitting each of the shipments (read in bulk, never one by one), for a review
+  before any is resubmitted.
 - ``shipment_resubmission_offer(*, shipment, labs=(), shipping_method="")``: the lab a
   resubmission would go to now and its cost (``ResubmissionOffer``), or why no allowed lab
   can make it: the very plan ``shipment_resubmit`` makes first.
@@ -117,7 +117,7 @@ class ResubmissionOffer:
 
 def shipments_standing(*, shipment_ids: Iterable[int]) -> dict[int, ShipmentStanding]:
     """Each existing shipment of ``shipment_ids`` as a resubmission would find it; a shipment
-    that does not exist has no entry. Three queries per ``QUERY_CHUNK`` shipments at most."""
+    that does not exist has no entry."""
     shipments: list[Shipment] = []
     resubmitted: dict[int, int | None] = {}
     for piece in chunks(sorted(set(shipment_ids))):

@@ -38,7 +38,8 @@ def product_get(*, sku: str) -> Product | None:
 
 
 def products_by_sku(*, skus: Iterable[str]) -> dict[str, Product]:
-    """Active products keyed by canonical (upper-case) SKU, in two queries whatever the count."""
+    """Active products keyed by canonical (upper-case) SKU, attributes, print areas and
+    variants loaded."""
     wanted = {sku.strip().upper() for sku in skus}
     return {p.sku: p for p in _products().filter(sku__in=wanted)}
 

@@ -276,7 +276,7 @@ if DOWNLOADS_PER_MERCHANT < 1:
 DOWNLOAD_DEFER_SECONDS = env.float("DOWNLOAD_DEFER_SECONDS", default=30.0)
 # An order's task message goes to the queue of the step it names (orders/pipeline/routing.py).
 CELERY_TASK_ROUTES.append("orders.pipeline.routing.pipeline_task_route")
-# The sweepers are a few queries each and must run on time whatever the backlog (they rescue
+# The sweepers are short and must run on time whatever the backlog (they rescue
 # lost work): their own queue, with the callbacks' sweeper.
 CELERY_TASK_ROUTES.append(
     {

@@ -257,8 +257,9 @@ def _lab_end_record(
 
 
 def _shipped_record(shipment: Shipment, progress: LabProgress, *, produced: bool) -> bool:
-    """Record the shipment as shipped, with its production time too when ``produced`` just now
-    (one UPDATE); False when it is no longer processing. The instance shows what was written."""
+    """Record the shipment as shipped, with its production time too when ``produced`` just now,
+    only if it is still processing (checked and written atomically); False when it is no longer
+    processing. The instance shows what was written."""
     shipped = {
         "status": ShipmentStatus.SHIPPED,
         "dispatch_date": progress.shipped_at,
