@@ -8,15 +8,15 @@ from datetime import datetime
 from decimal import Decimal
 
 from orders import issues as codes
-from orders.models import ChargeType, Order, OrderIssue
+from orders.models import ChargeType, Order, OrderIssue, Stage
 from webhooks.models import CallbackEvent
 
-STAGE_NAMES = {
-    "OnHold": "On hold",
-    "AwaitingPayment": "Awaiting payment",
-    "InProgress": "In progress",
-    "Complete": "Complete",
-    "Cancelled": "Cancelled",
+STAGE_NAMES: dict[str, str] = {
+    Stage.ON_HOLD: "On hold",
+    Stage.AWAITING_PAYMENT: "Awaiting payment",
+    Stage.IN_PROGRESS: "In progress",
+    Stage.COMPLETE: "Complete",
+    Stage.CANCELLED: "Cancelled",
 }
 
 # Issue code: (what happened, what to do), in the merchant's words.

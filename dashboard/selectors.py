@@ -4,13 +4,12 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from common.errors import ValidationFailed
 from common.ids import PREFIXES
-from labs.selectors import products_with_countries
 from merchants.models import ApiKey, Environment, Merchant
-from orders.models import DetailState, Order, PipelineStep, Stage
+from orders.models import DetailState, Order, OrderIssue, PipelineStep, Stage
 from orders.selectors import LIST_STATUS_STAGES, orders_with_parts
 from products.models import Product
 from products.validation import ItemInput
@@ -59,7 +58,8 @@ def _needs_attention() -> Q:
     errors = Q()
     for detail in DETAIL_FIELDS:
         errors |= Q(**{detail: DetailState.ERROR})
-    return Q(stage=Stage.AWAITING_PAYMENT) | Q(issues__isnull=False) | errors
+    has_issue = Exists(OrderIssue.objects.filter(order=OuterRef("pk")))
+    return Q(stage=Stage.AWAITING_PAYMENT) | Q(has_issue) | errors
 
 
 def _search(text: str) -> Q:
@@ -80,7 +80,7 @@ def environment_orders(
     if filters.search:
         queryset = queryset.filter(_search(filters.search))
     if filters.attention:
-        queryset = queryset.filter(id__in=Order.objects.filter(_needs_attention()).values("id"))
+        queryset = queryset.filter(_needs_attention())
     if filters.created_from is not None:
         queryset = queryset.filter(created__date__gte=filters.created_from)
     if filters.created_to is not None:
@@ -184,12 +184,19 @@ class CatalogueEntry:
 
 
 def catalogue_entries(
-    *, country_code: str, currency: str, category: str | None = None
+    *,
+    listed: list[tuple[Product, list[str]]],
+    country_code: str,
+    currency: str,
+    category: str | None = None,
 ) -> list[CatalogueEntry]:
-    """Every active product (of ``category``) with a price for ``country_code`` from the quote
-    engine, as a quote for one copy would give it."""
+    """Every product of ``listed`` (``labs.selectors.products_with_countries()``'s answer) of
+    ``category`` with a price for ``country_code`` from the quote engine, as a quote for one
+    copy would give it."""
     entries = []
-    for product, ships_to in products_with_countries(category=category):
+    for product, ships_to in listed:
+        if category is not None and product.category != category:
+            continue
         price, method = None, ""
         if country_code in ships_to:
             variant = next(iter(product.variants.all()), None)

@@ -48,7 +48,7 @@ from dashboard.selectors import (
 )
 from dashboard.services import registration_signup
 from dashboard.throttling import RegistrationThrottle
-from labs.selectors import countries_shipped_to
+from labs.selectors import countries_shipped_to, products_with_countries
 from merchants.models import Environment, EnvironmentKind, Merchant
 from merchants.registration import registration_complete
 from merchants.services import (
@@ -64,18 +64,14 @@ from orders.editing import order_held_submit, order_held_update
 from orders.models import Order, PipelineStep, Stage
 from orders.payments import PaymentUnavailable, payment_issue
 from orders.representation import file_url
-from orders.selectors import charges_of_invoice
+from orders.selectors import LIST_STATUS_STAGES, charges_of_invoice
 from products.models import Category
 from webhooks.services import event_replay
 
 ENVIRONMENT_SESSION_KEY = "dashboard_environment"
 STATUS_FILTERS = [
     ("", "Any status"),
-    ("draft", "On hold"),
-    ("awaitingPayment", "Awaiting payment"),
-    ("inProgress", "In progress"),
-    ("complete", "Complete"),
-    ("cancelled", "Cancelled"),
+    *((status, STAGE_NAMES[stage]) for status, stage in LIST_STATUS_STAGES.items()),
 ]
 
 View = Callable[..., HttpResponse]
@@ -245,12 +241,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     environment: Environment = request.environment  # type: ignore[attr-defined]
     orders, _ = environment_orders(environment=environment, filters=OrderListFilter())
     counts = {
-        label: Order.objects.filter(environment=environment, stage=stage).count()
-        for stage, label in [
-            (Stage.ON_HOLD, "On hold"),
-            (Stage.AWAITING_PAYMENT, "Awaiting payment"),
-            (Stage.IN_PROGRESS, "In progress"),
-        ]
+        STAGE_NAMES[stage]: Order.objects.filter(environment=environment, stage=stage).count()
+        for stage in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT, Stage.IN_PROGRESS)
     }
     return _page(request, "dashboard/overview.html", {"orders": orders[:5], "counts": counts})
 
@@ -644,7 +636,8 @@ def catalogue(request: HttpRequest) -> HttpResponse:
     """Every product with its attributes and print areas, and a price for one copy to the
     chosen destination (the quote engine's cheapest method), in the merchant's currency."""
     merchant: Merchant = request.merchant  # type: ignore[attr-defined]
-    countries = countries_shipped_to()
+    listed = products_with_countries()
+    countries = countries_shipped_to(listed=listed)
     country = request.GET.get("country", "").upper()
     if country not in countries:
         country = "GB" if "GB" in countries else (countries[0] if countries else "")
@@ -652,7 +645,10 @@ def catalogue(request: HttpRequest) -> HttpResponse:
     if category not in Category.values:
         category = ""
     entries = catalogue_entries(
-        country_code=country, currency=merchant.billing_currency, category=category or None
+        listed=listed,
+        country_code=country,
+        currency=merchant.billing_currency,
+        category=category or None,
     )
     return _page(
         request,

@@ -1,7 +1,7 @@
 """Reads of labs, their products, shipping rates and exchange rates."""
 
 from common.countries import COUNTRY_CODES
-from labs.catalogue import catalogue_snapshot
+from labs.catalogue import CatalogueSnapshot, Zone, catalogue_snapshot
 from labs.models import Lab, ShippingRate
 from products.models import Product
 
@@ -11,49 +11,48 @@ def lab_get(*, code: str) -> Lab | None:
 
 
 def countries_reached(*, product: Product) -> list[str]:
-    """Countries that some active lab making ``product`` delivers to by at least one method.
+    """Countries that some active lab making ``product`` delivers to by at least one method,
+    from the process's catalogue snapshot.
 
     Stock is ignored: a product out of stock for a while still ships to the same places.
     """
-    rates = ShippingRate.objects.filter(
-        lab__is_active=True, lab__products__product=product
-    ).select_related("zone")
+    snapshot = catalogue_snapshot()
+    return _countries_reached(snapshot, {zone.id: zone for zone in snapshot.zones}, product)
+
+
+def _countries_reached(
+    snapshot: CatalogueSnapshot, zones: dict[int, Zone], product: Product
+) -> list[str]:
     countries: set[str] = set()
-    for rate in rates:
-        if rate.zone is None:
-            countries.add(rate.country_code)
-        elif rate.zone.rest_of_world:
-            return sorted(COUNTRY_CODES)
-        else:
-            countries.update(rate.zone.countries)
+    for lab_product in snapshot.lab_products.get(product.id, ()):
+        for rate in snapshot.rates.get(lab_product.lab_id, ()):
+            if rate.zone_id is None:
+                countries.add(rate.country_code)
+            elif zones[rate.zone_id].rest_of_world:
+                return sorted(COUNTRY_CODES)
+            else:
+                countries.update(zones[rate.zone_id].countries)
     return sorted(countries)
 
 
 def products_with_countries(*, category: str | None = None) -> list[tuple[Product, list[str]]]:
     """Every active product (of ``category``, if given) in SKU order, each with what
-    ``countries_reached`` answers for it, from the process's catalogue snapshot."""
+    ``countries_reached`` answers for it."""
     snapshot = catalogue_snapshot()
     zones = {zone.id: zone for zone in snapshot.zones}
-    listed: list[tuple[Product, list[str]]] = []
-    for _, product in sorted(snapshot.products.items()):
-        if category is not None and product.category != category:
-            continue
-        countries: set[str] = set()
-        for lab_product in snapshot.lab_products.get(product.id, ()):
-            for rate in snapshot.rates.get(lab_product.lab_id, ()):
-                if rate.zone_id is None:
-                    countries.add(rate.country_code)
-                elif zones[rate.zone_id].rest_of_world:
-                    countries.update(COUNTRY_CODES)
-                else:
-                    countries.update(zones[rate.zone_id].countries)
-        listed.append((product, sorted(countries)))
-    return listed
+    return [
+        (product, _countries_reached(snapshot, zones, product))
+        for _, product in sorted(snapshot.products.items())
+        if category is None or product.category == category
+    ]
 
 
-def countries_shipped_to() -> list[str]:
-    """Every country some active product ships to, sorted."""
-    return sorted({c for _, countries in products_with_countries() for c in countries})
+def countries_shipped_to(*, listed: list[tuple[Product, list[str]]] | None = None) -> list[str]:
+    """Every country some active product ships to, sorted (from ``listed``, the answer of
+    ``products_with_countries()`` when the caller has it already)."""
+    if listed is None:
+        listed = products_with_countries()
+    return sorted({c for _, countries in listed for c in countries})
 
 
 def currencies_supported() -> set[str]:

@@ -9,6 +9,7 @@ from django.core import mail
 from django.test import Client
 from rest_framework.test import APIClient
 
+from labs.selectors import countries_shipped_to
 from merchants.services import CreatedMerchant
 from products.models import Product
 from tests.support.dashboard import PASSWORD, merchant_sign_in_create, signed_in_client
@@ -125,3 +126,7 @@ def test_the_catalogue_page_prices_one_copy_to_the_chosen_destination_as_a_quote
     cheapest = min(Decimal(q["costSummary"]["totalCost"]["amount"]) for q in quote["quotes"])
     row = page.split(f'id="product-{product.sku}"', 1)[1].split("</tr>", 1)[0]
     assert f"{cheapest} GBP" in row
+    # Every country some product of any category reaches is a destination to choose.
+    select = page.split('id="c-country"', 1)[1].split("</select>", 1)[0]
+    offered = re.findall(r'<option value="([A-Z]{2})"', select)
+    assert offered == countries_shipped_to() and '<option value="US" selected>' in page

@@ -5,6 +5,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from common.countries import COUNTRY_CODES
@@ -100,6 +102,19 @@ def test_a_rest_of_world_rate_ships_everywhere(sandbox_api: APIClient) -> None:
     body = sandbox_api.get("/v4.0/products/p").json()
 
     assert body["product"]["variants"][0]["shipsTo"] == sorted(COUNTRY_CODES)
+
+
+def test_the_lookup_reads_where_a_product_ships_from_the_catalogue_snapshot(
+    sandbox_api: APIClient,
+) -> None:
+    canvas()
+    sandbox_api.get("/v4.0/products/GLOBAL-CAN-10X10")  # the catalogue snapshot read once
+
+    with CaptureQueriesContext(connection) as read:
+        body = sandbox_api.get("/v4.0/products/GLOBAL-CAN-10X10").json()
+
+    assert body["product"]["variants"][0]["shipsTo"] == ["DE", "FR", "GB", "US"]
+    assert not [q for q in read.captured_queries if "labs_" in q["sql"]]
 
 
 def test_an_unknown_sku_is_entity_not_found(sandbox_api: APIClient) -> None:
