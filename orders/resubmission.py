@@ -69,7 +69,7 @@ from orders.models import (
 )
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket
-from orders.pipeline.steps.prepare import order_assets_prepare, order_print_files_ready
+from orders.pipeline.steps.prepare import order_print_files_restore
 from orders.shipments import (
     BUSY_MESSAGE,
     lab_call,
@@ -304,7 +304,7 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
     original = Shipment.objects.select_related("order__environment").get(id=record.original_id)
     order = original.order
     new_public_id = format_id(PREFIXES["shipment"], record.new_shipment_id)
-    missing = _print_files_restore(order)
+    missing = _print_files_missing(order)
     if missing:
         return Resubmission(False, " ".join([*notes, missing]))
     payload = replace(
@@ -373,20 +373,17 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
     return Resubmission(True, message, locked.new_shipment_id)
 
 
-def _print_files_restore(order: Order) -> str:
+def _print_files_missing(order: Order) -> str:
     """A late resubmission (retention deleted the order's files) downloads and renders them
     again first: "" when they are there, else why they cannot be made again."""
-    if order.files_deleted_at is None or order_print_files_ready(order=order):
+    if order_print_files_restore(order=order, claimed=False):
         return ""
-    if not order_assets_prepare(order=order, claimed=False):
-        issue = (
-            OrderIssue.objects.filter(order=order, error_code=PRINT_READY_FAILED)
-            .order_by("-id")
-            .first()
-        )
-        return issue.description if issue else "The print files could not be made again."
-    Order.objects.filter(id=order.id).update(files_deleted_at=None)
-    return ""
+    issue = (
+        OrderIssue.objects.filter(order=order, error_code=PRINT_READY_FAILED)
+        .order_by("-id")
+        .first()
+    )
+    return issue.description if issue else "The print files could not be made again."
 
 
 def _cost_note(record: ShipmentResubmission) -> str:

@@ -90,7 +90,7 @@ from orders.pipeline.routing import pipeline_queue
 from orders.pipeline.scheduling import order_enqueue_on_commit, order_follow_up
 from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate, order_cost
 from orders.pipeline.steps.download import order_assets_download
-from orders.pipeline.steps.prepare import order_assets_prepare, order_print_files_ready
+from orders.pipeline.steps.prepare import order_assets_prepare, order_print_files_restore
 from orders.pipeline.steps.produce import (
     order_shipments_submit,
     order_shipments_track,
@@ -359,17 +359,12 @@ def _payment_awaited(order: Order) -> bool:
 def _submit(order: Order) -> None:
     if _payment_awaited(order):
         return
-    if order.files_deleted_at is not None:  # by retention: made again first
-        if not order_print_files_ready(order=order) and not order_assets_prepare(order=order):
-            with transaction.atomic():
-                _step_finished(
-                    order,
-                    detail="print_ready_assets_prepared",
-                    ok=False,
-                    next_step=PipelineStep.SUBMIT,
-                )
-            return
-        Order.objects.filter(id=order.id).update(files_deleted_at=None)
+    if not order_print_files_restore(order=order):
+        with transaction.atomic():
+            _step_finished(
+                order, detail="print_ready_assets_prepared", ok=False, next_step=PipelineStep.SUBMIT
+            )
+        return
     submitted, retry_at = order_shipments_submit(order=order)
     # Accepted, or refused for now: the move alone, atomic by itself.
     if submitted:

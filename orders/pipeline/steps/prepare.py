@@ -55,10 +55,23 @@ def target_size(
     return area_pixels(product, item.attributes, print_area)
 
 
-def order_print_files_ready(*, order: Order) -> bool:
-    """Whether every asset has its print file and every spine to draw is drawn: asked once
-    retention deleted the order's files (``Order.files_deleted_at``, ``orders.pipeline.
-    retention``)."""
+def order_print_files_restore(*, order: Order, claimed: bool = True) -> bool:
+    """Whether the order's print files are there to send to a lab. Once retention deleted
+    them (``Order.files_deleted_at``, ``orders.pipeline.retention``: a late submission or
+    resubmission), what is missing is downloaded and rendered again first, and the order no
+    longer counts as without files; False (with a ``PrintReadyFailed`` issue) when they cannot
+    be made again. ``claimed`` as for ``order_assets_prepare``."""
+    if order.files_deleted_at is None:
+        return True
+    if not _print_files_ready(order) and not order_assets_prepare(order=order, claimed=claimed):
+        return False
+    Order.objects.filter(id=order.id).update(files_deleted_at=None)
+    order.files_deleted_at = None
+    return True
+
+
+def _print_files_ready(order: Order) -> bool:
+    """Whether every asset has its print file and every spine to draw is drawn."""
     items, assets = order_items_get(order=order)
     return all(a.print_file for i in items for a in assets[i.id]) and not any(
         _spine_wanted(item, assets[item.id]) for item in items
