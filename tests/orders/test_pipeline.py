@@ -1032,6 +1032,7 @@ def test_an_item_no_lab_makes_any_more_fails_allocation_with_item_unavailable(
     assert order["shipments"] == [] and order["charges"] == []
 
 
+@pytest.mark.django_db  # in-process: its task message must not reach the module's running worker
 @pytest.mark.parametrize(
     ("content", "content_type", "reason"),
     [
