@@ -47,8 +47,9 @@ def rows_assess(
     """Every data row's fate: the review shows it and the job is made of it. A resubmittable
     row carries its plan (the very plan the job then makes first)."""
     found = rows_shipments([row for row in rows if not row.skip_row])
-    ids = [s.id for s in found.values() if isinstance(s, Shipment)]
-    standings = shipments_standing(shipment_ids=ids)
+    shipments = {s.id: s for s in found.values() if isinstance(s, Shipment)}
+    ids = list(shipments)
+    standings = shipments_standing(shipments=shipments.values())
     queued_in = {
         shipment_id: job_id
         for piece in chunks(ids)
@@ -85,7 +86,7 @@ def rows_assess(
             answers.append(RowAssessment(row, shipment, reason, status))
             continue
         offer = shipment_resubmission_offer(
-            shipment=standing.shipment,
+            shipment=shipment,
             labs=[lab] if lab else list(row.labs),
             shipping_method=shipping_method,
         )

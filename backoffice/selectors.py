@@ -48,8 +48,5 @@ def _by_id(ids: Iterable[int]) -> dict[int, Shipment]:
 
 def _shipments(condition: Q) -> list[Shipment]:
     return list(
-        Shipment.objects.filter(condition)
-        .select_related("order__environment")
-        .prefetch_related("items")
-        .order_by("id")
+        Shipment.objects.filter(condition).select_related("order__environment").order_by("id")
     )

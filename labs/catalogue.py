@@ -15,7 +15,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import TypeVar
 
-from labs.models import ExchangeRate, LabProduct, ShippingRate, ShippingZone, TaxRule
+from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
 from products.models import Product
 from products.selectors import catalogue_version, products_all
 
@@ -36,6 +36,8 @@ class CatalogueSnapshot:
     version: int | None
     # Active products keyed by upper-case SKU, attributes, print areas and variants loaded.
     products: Mapping[str, Product]
+    # The codes of the active labs, in code order.
+    lab_codes: tuple[str, ...]
     # Product id -> what active labs charge for it (with the lab), in lab code order.
     lab_products: Mapping[int, tuple[LabProduct, ...]]
     zones: tuple[Zone, ...]
@@ -67,6 +69,9 @@ def catalogue_load(*, version: int | None) -> CatalogueSnapshot:
     return CatalogueSnapshot(
         version=version,
         products=MappingProxyType(products_all()),
+        lab_codes=tuple(
+            Lab.objects.filter(is_active=True).order_by("code").values_list("code", flat=True)
+        ),
         lab_products=MappingProxyType(
             _grouped(
                 [

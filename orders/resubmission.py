@@ -32,8 +32,8 @@ Public functions:
   (every active lab when empty), by ``shipping_method`` (the shipment's own when empty). Never
   raises for a refusal: the answer says whether it was resubmitted, why not, and the new
   shipment's id. Calling it again for the same shipment answers "Already resubmitted as ...".
-- ``shipments_standing(*, shipment_ids) -> dict[int, ShipmentStanding]``: what stands in the
-  way of resubmitting each of the shipments (read in bulk, never one by one), for a review
+- ``shipments_standing(*, shipments) -> dict[int, ShipmentStanding]``: what stands in the way
+  of resubmitting each of the shipments (loaded with their orders by the caller), for a review
   before any is resubmitted.
 - ``shipment_resubmission_offer(*, shipment, labs=(), shipping_method="")``: the lab a
   resubmission would go to now and its cost (``ResubmissionOffer``), or why no allowed lab
@@ -51,8 +51,8 @@ from django.utils import timezone
 from common.chunks import chunks
 from common.ids import PREFIXES, format_id, new_id
 from labs.allocation import AllocationPlan, Infeasible, plan_basket
+from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from labs.connectors import simulator_serves
-from labs.models import Lab
 from orders.events import shipment_changed
 from orders.issues import PRINT_READY_FAILED, SUBMISSION_FAILED
 from orders.lab_orders import lab_order
@@ -95,11 +95,9 @@ class Resubmission:
 
 @dataclass(frozen=True)
 class ShipmentStanding:
-    """One shipment as a resubmission would find it: ``resubmitted`` (already, and recorded as
-    accepted, as ``resubmitted_as``), ``shipped``, and ``order_cancelled``."""
+    """One shipment as a resubmission would find it: ``shipped``, ``order_cancelled``, and
+    already resubmitted (accepted by the new lab) as ``resubmitted_as``."""
 
-    shipment: Shipment
-    resubmitted: bool
     shipped: bool
     order_cancelled: bool
     resubmitted_as: int | None = None
@@ -115,17 +113,11 @@ class ResubmissionOffer:
     cost: Decimal
 
 
-def shipments_standing(*, shipment_ids: Iterable[int]) -> dict[int, ShipmentStanding]:
-    """Each existing shipment of ``shipment_ids`` as a resubmission would find it; a shipment
-    that does not exist has no entry."""
-    shipments: list[Shipment] = []
-    resubmitted: dict[int, int | None] = {}
-    for piece in chunks(sorted(set(shipment_ids))):
-        shipments += (
-            Shipment.objects.filter(id__in=piece)
-            .select_related("order__environment")
-            .prefetch_related("items")
-        )
+def shipments_standing(*, shipments: Iterable[Shipment]) -> dict[int, ShipmentStanding]:
+    """Each of ``shipments`` (their orders loaded) as a resubmission would find it, by id."""
+    shipments = list(shipments)
+    resubmitted: dict[int, int] = {}
+    for piece in chunks(sorted({shipment.id for shipment in shipments})):
         resubmitted.update(
             ShipmentResubmission.objects.filter(
                 original_id__in=piece, submitted_at__isnull=False
@@ -133,8 +125,6 @@ def shipments_standing(*, shipment_ids: Iterable[int]) -> dict[int, ShipmentStan
         )
     return {
         shipment.id: ShipmentStanding(
-            shipment=shipment,
-            resubmitted=shipment.id in resubmitted,
             shipped=shipment.status == ShipmentStatus.SHIPPED,
             order_cancelled=shipment.order.stage == Stage.CANCELLED,
             resubmitted_as=resubmitted.get(shipment.id),
@@ -143,10 +133,9 @@ def shipments_standing(*, shipment_ids: Iterable[int]) -> dict[int, ShipmentStan
     }
 
 
-def _candidates(labs: Sequence[str]) -> list[str]:
-    return list(labs) or list(
-        Lab.objects.filter(is_active=True).order_by("code").values_list("code", flat=True)
-    )
+def _candidates(labs: Sequence[str], catalogue: CatalogueSnapshot) -> list[str]:
+    """``labs``, else every active lab."""
+    return list(labs) or list(catalogue.lab_codes)
 
 
 def shipment_resubmission_offer(
@@ -154,9 +143,7 @@ def shipment_resubmission_offer(
 ) -> ResubmissionOffer | str:
     """The lab ``shipment_resubmit`` would send the shipment to now, with its cost; else the
     sentence saying why no allowed lab can make it."""
-    plan, why = _cheapest_plan(
-        shipment=shipment, candidates=_candidates(labs), shipping_method=shipping_method
-    )
+    plan, why = _cheapest_plan(shipment=shipment, labs=labs, shipping_method=shipping_method)
     if plan is None:
         return why
     (planned,) = plan.shipments
@@ -185,9 +172,7 @@ def shipment_resubmit(
             return Resubmission(False, ALREADY_SHIPPED)
         if shipment.order.stage == Stage.CANCELLED:
             return Resubmission(False, ORDER_CANCELLED)
-        plan, why = _cheapest_plan(
-            shipment=shipment, candidates=_candidates(labs), shipping_method=shipping_method
-        )
+        plan, why = _cheapest_plan(shipment=shipment, labs=labs, shipping_method=shipping_method)
         if plan is None:
             return Resubmission(False, why)
         go_on, note = _cancel_original(shipment, cancel_option)
@@ -217,9 +202,12 @@ def shipment_resubmit(
 
 
 def _cheapest_plan(
-    *, shipment: Shipment, candidates: Sequence[str], shipping_method: str
+    *, shipment: Shipment, labs: Sequence[str], shipping_method: str
 ) -> tuple[AllocationPlan | None, str]:
-    """The cheapest plan that makes all the shipment's items at one of ``candidates``."""
+    """The cheapest plan that makes all the shipment's items at one of ``labs`` (every active
+    lab when empty), each priced against the same catalogue snapshot."""
+    catalogue = catalogue_snapshot()
+    candidates = _candidates(labs, catalogue)
     order = shipment.order
     items = list(
         OrderItem.objects.filter(shipment=shipment).prefetch_related("assets").order_by("position")
@@ -237,6 +225,7 @@ def _cheapest_plan(
                 or order.address_country_code,
                 shipping_method=shipping_method or shipment.shipping_method,
                 currency=order.currency,
+                catalogue=catalogue,
                 lab_codes=[code],
                 real_labs_only=not simulator_serves(sandbox=order.environment.is_sandbox),
             )

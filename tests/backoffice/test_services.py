@@ -86,6 +86,8 @@ def test_each_rows_fate_is_read_with_a_fixed_number_of_queries_besides_one_plan_
     with CaptureQueriesContext(connection) as counted_more:
         rows_assess(rows=[*rows, *more], lab="us1")
     assert len(counted_more) == len(counted)  # more rows that are not resubmitted: no query more
+    # The shipments are read once: by id, then by lab reference for the row naming none of ours.
+    assert len([q for q in counted if q["sql"].startswith('SELECT "orders_shipment"')]) == 2
 
     fates = _fates(assessments)
     assert fates[0] == (2, True, RowStatus.PENDING, "")
@@ -103,6 +105,40 @@ def test_each_rows_fate_is_read_with_a_fixed_number_of_queries_besides_one_plan_
     ]
     assert assessments[0].shipment == ready
     assert assessments[0].offer is not None and assessments[0].offer.lab_code == "us1"
+
+
+def _active_labs_reads(queries: CaptureQueriesContext) -> int:
+    """The reads of which labs are active (the codes alone, where a plan would begin)."""
+    return len(
+        [
+            q
+            for q in queries
+            if q["sql"].startswith('SELECT "labs_lab"."code"') and "is_active" in q["sql"]
+        ]
+    )
+
+
+def test_rows_naming_no_lab_are_planned_at_every_active_lab_read_once() -> None:
+    rows = [_row(2 + n, _at_its_lab().public_id) for n in range(3)]
+    rows_assess(rows=rows[:1])  # the catalogue snapshot, labs included, read once
+
+    with CaptureQueriesContext(connection) as counted:
+        assessments = rows_assess(rows=rows)
+
+    assert [a.offer.lab_code if a.offer else a.reason for a in assessments] == ["gb1"] * 3
+    assert _active_labs_reads(counted) == 0
+
+
+def test_a_job_of_rows_naming_no_lab_reads_the_active_labs_once_at_most() -> None:
+    job = BulkJobFactory.create()
+    for n in range(3):
+        BulkJobRowFactory.create(job=job, row_index=2 + n, lab_order_id=_at_its_lab().id, labs=[])
+
+    with CaptureQueriesContext(connection) as counted:
+        bulk_job_run(job_id=job.id)
+
+    assert set(job.rows.values_list("status", flat=True)) == {RowStatus.SUCCEEDED}
+    assert _active_labs_reads(counted) <= 1
 
 
 def test_a_chosen_lab_that_cannot_make_the_items_fails_the_row_with_why() -> None:
