@@ -13,6 +13,7 @@ from django.utils.dateparse import parse_datetime
 
 from backoffice.sheets import Table, rows_read_most, table_from_values, too_many_rows
 from common.errors import ValidationFailed
+from common.ids import PREFIXES, id_number
 
 LAB_ORDER_ID = "Lab Order Id"
 MESSAGE = "Message"
@@ -78,14 +79,10 @@ class SheetRow:
 def shipment_number(text: str) -> int | None:
     """``shp_123`` or ``123`` as 123; None for anything else (or blank). Only ASCII digits
     count: full-width or other Unicode digits name no shipment."""
-    value = text.strip().lower()
-    if value.startswith("shp_"):
-        value = value[4:]
+    value = text.strip()
     if value.endswith(".0"):  # a number cell read back from a spreadsheet
         value = value[:-2]
-    if not (value.isascii() and value.isdigit()) or len(value) > 19 or int(value) >= 2**63:
-        return None
-    return int(value)
+    return id_number(PREFIXES["shipment"], value, allow_bare=True)
 
 
 def rows_parse(table: Table) -> list[SheetRow]:

@@ -65,20 +65,29 @@ def format_id(prefix: str, number: int) -> str:
 _DIGITS = re.compile(r"[0-9]{1,19}")
 
 
-def parse_id(prefix: str, value: str, *, field: str = "id", allow_bare: bool = False) -> int:
-    """The number inside a public id, or ``ValidationFailed`` when its form is wrong."""
+def id_number(prefix: str, value: str, *, allow_bare: bool = False) -> int | None:
+    """The number inside a public id (``prefix`` in any letter case, or none at all when
+    ``allow_bare``), else None: ASCII digits only (full-width or other Unicode digits are no
+    id), below 2**63."""
     text = value.strip()
     if text.lower().startswith(prefix):
         text = text[len(prefix) :]
     elif not allow_bare:
-        raise ValidationFailed.single(
-            field, "InvalidId", f"'{value}' is not a valid id; expected '{prefix}' and digits."
-        )
+        return None
     if not _DIGITS.fullmatch(text) or int(text) >= 2**63:
+        return None
+    return int(text)
+
+
+def parse_id(prefix: str, value: str, *, field: str = "id", allow_bare: bool = False) -> int:
+    """The number inside a public id (as ``id_number`` reads it), or ``ValidationFailed``
+    naming ``field`` when its form is wrong."""
+    number = id_number(prefix, value, allow_bare=allow_bare)
+    if number is None:
         raise ValidationFailed.single(
             field, "InvalidId", f"'{value}' is not a valid id; expected '{prefix}' and digits."
         )
-    return int(text)
+    return number
 
 
 def new_hex_id(prefix: str) -> str:

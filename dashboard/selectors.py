@@ -7,7 +7,7 @@ from decimal import Decimal
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from common.errors import ValidationFailed
-from common.ids import PREFIXES
+from common.ids import PREFIXES, id_number
 from merchants.models import ApiKey, Environment, Merchant
 from orders.models import DetailState, Order, OrderIssue, PipelineStep, Stage
 from orders.selectors import LIST_STATUS_STAGES, orders_with_parts
@@ -64,9 +64,9 @@ def _needs_attention() -> Q:
 
 def _search(text: str) -> Q:
     found = Q(merchant_reference__icontains=text) | Q(recipient_name__icontains=text)
-    number = text.lower().removeprefix(PREFIXES["order"])
-    if number.isdigit() and len(number) < 19:
-        found |= Q(id=int(number))
+    number = id_number(PREFIXES["order"], text, allow_bare=True)
+    if number is not None:
+        found |= Q(id=number)
     return found
 
 

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.documents import invoice_pdf, receipt_pdf
 from billing.selectors import merchant_invoice_get, merchant_invoices, order_payments_get
 from common.errors import ValidationFailed
-from common.ids import PREFIXES, parse_id
+from common.ids import PREFIXES, id_number, parse_id
 from dashboard import forms
 from dashboard.presentation import (
     STAGE_NAMES,
@@ -377,7 +377,7 @@ def orders(request: HttpRequest) -> HttpResponse:
         attention=request.GET.get("attention") == "1",
         created_from=_date(request.GET.get("from", "")),
         created_to=_date(request.GET.get("to", "")),
-        before_id=int(before) if before.isdigit() else None,
+        before_id=id_number(PREFIXES["order"], before, allow_bare=True),
     )
     page, more = environment_orders(environment=environment, filters=filters)
     base_url = _base_url(request)

@@ -30,6 +30,7 @@ from django.utils.html import format_html, format_html_join
 
 from common.admin_mixins import NoAddOrDelete, PublicIdColumn
 from common.countries import is_country_code
+from common.ids import PREFIXES, id_number
 from common.shipping import ShippingMethod
 from orders.issues import ITEM_UNAVAILABLE, LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED
 from orders.models import (
@@ -144,13 +145,6 @@ def pipeline_state(order: Order, now: datetime | None = None) -> str:
     if order.due_at <= now:
         return f"{step}: due now"
     return f"{step}: due in {(order.due_at - now).total_seconds():.0f} s"
-
-
-def _number(text: str) -> int | None:
-    """ASCII digits as a 64-bit id, else None."""
-    if text.isascii() and text.isdigit() and int(text) < 2**63:
-        return int(text)
-    return None
 
 
 class NeedsAttention(admin.SimpleListFilter):
@@ -398,12 +392,15 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         shipment; other text the merchant reference, the recipient's name, a lab order
         reference (digits too: a lab's reference may be a number) or the merchant's name."""
         term = search_term.strip().lower()
-        for prefix, condition in (("ord_", "id"), ("shp_", "shipments__id")):
-            number = _number(term.removeprefix(prefix)) if term.startswith(prefix) else None
+        for prefix, condition in (
+            (PREFIXES["order"], "id"),
+            (PREFIXES["shipment"], "shipments__id"),
+        ):
+            number = id_number(prefix, term)
             if number is not None:
                 return queryset.filter(**{condition: number}), False
         found, duplicates = super().get_search_results(request, queryset, search_term)
-        number = _number(term)
+        number = id_number(PREFIXES["order"], term, allow_bare=True)
         if number is not None:
             return found | queryset.filter(id=number), True
         return found, duplicates
@@ -590,7 +587,7 @@ class ShipmentResubmissionAdmin(NoAddOrDelete, admin.ModelAdmin):
     ) -> tuple[QuerySet[ShipmentResubmission], bool]:
         if not search_term.strip():
             return queryset, False
-        number = _number(search_term.strip().lower().removeprefix("shp_"))
+        number = id_number(PREFIXES["shipment"], search_term, allow_bare=True)
         if number is None:
             return queryset.none(), False
         return queryset.filter(Q(original_id=number) | Q(new_shipment_id=number)), False

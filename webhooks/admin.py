@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from common.admin_mixins import NoAddOrDelete, PublicIdColumn
+from common.ids import PREFIXES, id_number
 from webhooks.models import CallbackAttempt, CallbackEvent, GoneCallbackUrl
 from webhooks.services import event_replay
 
@@ -78,9 +79,9 @@ class CallbackEventAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     ) -> tuple[QuerySet[CallbackEvent], bool]:
         """``evt_…`` finds the event, ``ord_…`` (any subject) the subject's events; else text."""
         term = search_term.strip().lower()
-        digits = term.removeprefix("evt_")
-        if term.startswith("evt_") and digits.isdigit() and int(digits) < 2**63:
-            return queryset.filter(id=int(digits)), False
+        number = id_number(PREFIXES["event"], term)
+        if number is not None:
+            return queryset.filter(id=number), False
         if term.startswith("ord_"):
             return queryset.filter(subject=term), False
         return super().get_search_results(request, queryset, search_term)

@@ -1,10 +1,14 @@
-"""Primary keys: unique and growing within a process, fresh in a forked one."""
+"""Primary keys: unique and growing within a process, fresh in a forked one; public ids read
+one way everywhere."""
 
 import multiprocessing
 import threading
 
+import pytest
+
 from common import ids
-from common.ids import new_id
+from common.errors import ValidationFailed
+from common.ids import id_number, new_id, parse_id
 
 
 def test_keys_made_in_a_burst_are_unique_and_grow() -> None:
@@ -50,3 +54,35 @@ def test_a_forked_process_does_not_count_on_from_its_parents_last_key() -> None:
     assert inherited == 0
     assert child_key != parent_last + 1
     assert new_id() > parent_last
+
+
+@pytest.mark.parametrize(
+    ("value", "allow_bare", "number"),
+    [
+        ("ord_123", False, 123),
+        (" ORD_123 ", False, 123),
+        ("123", True, 123),
+        ("123", False, None),
+        ("shp_123", True, None),
+        ("ord_\uff11\uff12\uff13", False, None),  # full-width digits
+        ("ord_\u0661\u0662", False, None),  # Arabic-Indic digits
+        ("ord_\u00b2", False, None),  # a superscript two: a digit to str.isdigit
+        (f"ord_{2**63 - 1}", False, 2**63 - 1),
+        (f"ord_{2**63}", False, None),
+        ("ord_", False, None),
+        ("ord_-1", False, None),
+        ("ord_12 3", False, None),
+    ],
+)
+def test_an_id_is_its_prefix_in_any_case_and_ascii_digits_below_two_to_the_63(
+    value: str, allow_bare: bool, number: int | None
+) -> None:
+    assert id_number("ord_", value, allow_bare=allow_bare) == number
+    if number is None:
+        with pytest.raises(ValidationFailed) as refused:
+            parse_id("ord_", value, field="orderId", allow_bare=allow_bare)
+        assert refused.value.failures == {
+            "orderId": [("InvalidId", f"'{value}' is not a valid id; expected 'ord_' and digits.")]
+        }
+    else:
+        assert parse_id("ord_", value, allow_bare=allow_bare) == number

@@ -319,3 +319,18 @@ def test_the_orders_list_filters_by_status(
     assert held_order in html
     assert held_order not in owner.get("/dashboard/orders?status=complete").content.decode()
     assert owner.get("/dashboard/orders?status=bogus&before=x").status_code == 200
+
+
+def test_the_orders_list_finds_an_order_by_its_id_in_ascii_digits_only(
+    owner: Client, held_order: str
+) -> None:
+    number = held_order.removeprefix("ord_")
+    full_width = number.translate({ord(d): 0xFF10 + int(d) for d in "0123456789"})
+
+    assert held_order in owner.get(f"/dashboard/orders?q={held_order.upper()}").content.decode()
+    assert held_order in owner.get(f"/dashboard/orders?q={number}").content.decode()
+    assert held_order not in owner.get(f"/dashboard/orders?q=ord_{full_width}").content.decode()
+    # A page before an id beyond any is the first page, not an error.
+    beyond = owner.get(f"/dashboard/orders?before={'9' * 25}")
+    assert beyond.status_code == 200 and held_order in beyond.content.decode()
+    assert held_order in owner.get(f"/dashboard/orders?before={full_width}").content.decode()

@@ -233,6 +233,10 @@ def test_search_by_ids_reference_recipient_and_lab_order_reference(
     assert results(operator, q="grace hop") == {order}
     assert results(operator, q=shipment.lab_order_reference) == {order}
     assert results(operator, q="OTHER-1") == {other}
+    assert results(operator, q=order.public_id.upper()) == {order}  # the prefix in any case
+    full_width = str(order.id).translate({ord(d): 0xFF10 + int(d) for d in "0123456789"})
+    assert results(operator, q=f"ord_{full_width}") == set()  # ASCII digits only
+    assert results(operator, q=f"shp_{'9' * 20}") == set()  # beyond any id: no search by id
 
 
 def test_the_needs_attention_filter(operator: Client, sandbox_api: APIClient) -> None:
