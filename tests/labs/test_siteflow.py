@@ -42,7 +42,7 @@ from orders.pipeline.state_machine import order_advance
 from orders.resubmission import shipment_resubmit
 from tests.labs.factories import LabFactory, LabProductFactory
 from tests.support.orders import events_of
-from tests.support.siteflow import SiteflowServer, site_running
+from tests.support.siteflow import SiteflowServer, site_running, siteflow_lab
 
 TOKEN = "token-gb1"
 SECRET = "s3cret-siteflow-value"
@@ -606,20 +606,6 @@ def advance_until(order_pk: int, *steps: str, limit: int = 20) -> Order:
         Order.objects.filter(id=order_pk, due_at__isnull=False).update(due_at=timezone.now())
         order_advance(order_id=order_pk)
     pytest.fail(f"order {order_pk} never reached {steps}")
-
-
-def siteflow_lab(site: SiteflowServer, *, secret: str = SECRET) -> None:
-    Lab.objects.filter(code="gb1").update(
-        connector="siteflow",
-        siteflow_base_url=site.base_url,
-        siteflow_token=TOKEN,
-        siteflow_secret=secret,
-        siteflow_destination="acme-print",
-        siteflow_carrier_aliases={"Standard": "royalmail-48"},
-    )
-    LabProduct.objects.filter(lab__code="gb1", product__sku="GLOBAL-PHO-4X6").update(
-        lab_sku="PHOTO-4X6-GLOSS"
-    )
 
 
 @pytest.mark.django_db(transaction=True)

@@ -4,7 +4,6 @@ deletes from the bucket."""
 
 import time
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -14,13 +13,11 @@ import requests
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.test import Client
-from django.utils import timezone
 from rest_framework.test import APIClient
 
 from common.files import file_store, file_url
-from orders.models import Asset, Order, OrderItem
 from orders.pipeline.retention import images_purge_expired
-from tests.support.orders import order_via_api
+from tests.support.orders import submitted_order_with_files
 from tests.support.s3 import Bucket, new_bucket, s3_server
 
 DAY = 24 * 3600
@@ -104,24 +101,8 @@ def test_an_edited_or_expired_url_is_not_redirected(bucket: Bucket) -> None:
 def test_retention_deletes_an_expired_orders_files_from_the_bucket(
     bucket: Bucket, sandbox_api: APIClient
 ) -> None:
-    def order_with_files(days_ago: int) -> list[str]:
-        order = order_via_api(sandbox_api)
-        asset = Asset.objects.get(item__order=order)
-        names = [
-            default_storage.save(f"orders/{order.id}/assets/{asset.id}/{kind}", ContentFile(b"x"))
-            for kind in ("source.jpg", "print.jpg", "thumbnail.jpg")
-        ]
-        Asset.objects.filter(id=asset.id).update(
-            source_file=names[0], print_file=names[1], thumbnail=names[2]
-        )
-        OrderItem.objects.filter(order=order).update(thumbnail=names[2])
-        Order.objects.filter(id=order.id).update(
-            submitted_at=timezone.now() - timedelta(days=days_ago)
-        )
-        return names
-
-    old = order_with_files(31)
-    recent = order_with_files(29)
+    _, old = submitted_order_with_files(sandbox_api, days_ago=31)
+    _, recent = submitted_order_with_files(sandbox_api, days_ago=29)
     assert bucket.keys() == sorted(old + recent)
 
     assert images_purge_expired() == 1

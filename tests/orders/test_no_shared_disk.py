@@ -15,14 +15,13 @@ import requests
 from PIL import Image
 from pytest_httpserver import HTTPServer
 
-from labs.models import Lab, LabProduct
 from merchants.services import CreatedMerchant
 from orders.models import Asset, Order, PipelineStep, Shipment, Stage
 from tests.support.images import jpeg_bytes
 from tests.support.orders import order_body, pk
 from tests.support.s3 import Bucket, new_bucket, s3_server
 from tests.support.servers import serve
-from tests.support.siteflow import SiteflowServer
+from tests.support.siteflow import SiteflowServer, siteflow_lab
 from tests.support.web import Web, gunicorn_serving, needs_shared_database
 from tests.support.worker import (
     CAN_RUN_WORKER,
@@ -117,20 +116,6 @@ def workers(
         with django_db_blocker.unblock():
             running.kill()
         purge_queues()
-
-
-def siteflow_lab(site: SiteflowServer) -> None:
-    Lab.objects.filter(code="gb1").update(
-        connector="siteflow",
-        siteflow_base_url=site.base_url,
-        siteflow_token=TOKEN,
-        siteflow_secret=SECRET,
-        siteflow_destination="acme-print",
-        siteflow_carrier_aliases={"Standard": "royalmail-48"},
-    )
-    LabProduct.objects.filter(lab__code="gb1", product__sku="GLOBAL-PHO-4X6").update(
-        lab_sku="PHOTO-4X6-GLOSS"
-    )
 
 
 def files_under(folder: Path) -> list[Path]:

@@ -6,44 +6,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from orders.lab_orders import lab_order
-from orders.models import Asset, Order, OrderItem, PipelineStep, Shipment, Stage
+from orders.models import Asset, Order, PipelineStep, Shipment, Stage
 from orders.pipeline.retention import images_purge_expired
 from orders.tasks import images_purge_expired_task
 from tests.support.images import jpeg_bytes
-from tests.support.orders import order_via_api
+from tests.support.orders import order_via_api, submitted_order_with_files
 from tests.support.pipeline import advance_to
 from tests.support.servers import serve
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
 
-def submitted_order(api: APIClient, *, days_ago: int) -> tuple[Order, list[str]]:
-    order = order_via_api(api)
-    asset = Asset.objects.get(item__order=order)
-    names = [
-        default_storage.save(f"orders/{order.id}/assets/{asset.id}/{kind}", ContentFile(b"data"))
-        for kind in ("source.jpg", "print.jpg", "thumbnail.jpg")
-    ]
-    Asset.objects.filter(id=asset.id).update(
-        source_file=names[0], print_file=names[1], thumbnail=names[2]
-    )
-    OrderItem.objects.filter(order=order).update(thumbnail=names[2])
-    Order.objects.filter(id=order.id).update(submitted_at=timezone.now() - timedelta(days=days_ago))
-    return order, names
-
-
 def test_files_go_thirty_days_after_submission(
     sandbox_api: APIClient, settings: Any, tmp_path: Path
 ) -> None:
     settings.MEDIA_ROOT = tmp_path
-    old, old_files = submitted_order(sandbox_api, days_ago=31)
-    recent, recent_files = submitted_order(sandbox_api, days_ago=29)
+    old, old_files = submitted_order_with_files(sandbox_api, days_ago=31)
+    recent, recent_files = submitted_order_with_files(sandbox_api, days_ago=29)
 
     assert images_purge_expired_task() == 1
 
@@ -60,7 +44,7 @@ def test_an_order_still_in_progress_keeps_its_files(
     sandbox_api: APIClient, settings: Any, tmp_path: Path
 ) -> None:
     settings.MEDIA_ROOT = tmp_path
-    order, files = submitted_order(sandbox_api, days_ago=40)
+    order, files = submitted_order_with_files(sandbox_api, days_ago=40)
     Order.objects.filter(id=order.id).update(
         submitted_at=None,
         pipeline_step=PipelineStep.DOWNLOAD,
@@ -76,8 +60,8 @@ def test_an_order_ended_without_submission_loses_its_files_after_its_last_update
     sandbox_api: APIClient, settings: Any, tmp_path: Path, step: str
 ) -> None:
     settings.MEDIA_ROOT = tmp_path
-    old, old_files = submitted_order(sandbox_api, days_ago=0)
-    recent, recent_files = submitted_order(sandbox_api, days_ago=0)
+    old, old_files = submitted_order_with_files(sandbox_api, days_ago=0)
+    recent, recent_files = submitted_order_with_files(sandbox_api, days_ago=0)
     ended = {"submitted_at": None, "pipeline_step": step}
     if step == PipelineStep.CANCELLED:
         ended["stage"] = Stage.CANCELLED
@@ -96,7 +80,7 @@ def test_one_run_purges_every_expired_order_batch_after_batch(
     sandbox_api: APIClient, settings: Any, tmp_path: Path
 ) -> None:
     settings.MEDIA_ROOT = tmp_path
-    made = [submitted_order(sandbox_api, days_ago=31) for _ in range(5)]
+    made = [submitted_order_with_files(sandbox_api, days_ago=31) for _ in range(5)]
 
     assert images_purge_expired(batch=2) == 5
 

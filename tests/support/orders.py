@@ -7,14 +7,17 @@
 import copy
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
-from orders.models import Order, Shipment
+from orders.models import Asset, Order, OrderItem, Shipment
 from orders.pipeline.steps.allocate import order_allocate
 from tests.support.images import jpeg_bytes, pdf_bytes
 from tests.support.servers import serve
@@ -214,3 +217,21 @@ def order_at_labs(api: APIClient, *, two_shipments: bool = False, **changes: Any
         shipment.lab_order_reference = f"SIM-{shipment.lab_code.upper()}-{shipment.id}"
         shipment.save(update_fields=["submitted_at", "lab_order_reference"])
     return order
+
+
+def submitted_order_with_files(api: APIClient, *, days_ago: int) -> tuple[Order, list[str]]:
+    """An order submitted ``days_ago`` days ago whose asset has a source, a print file and a
+    thumbnail in the media storage (the item showing the thumbnail too), and those files'
+    names, as retention finds one."""
+    order = order_via_api(api)
+    asset = Asset.objects.get(item__order=order)
+    names = [
+        default_storage.save(f"orders/{order.id}/assets/{asset.id}/{kind}", ContentFile(b"data"))
+        for kind in ("source.jpg", "print.jpg", "thumbnail.jpg")
+    ]
+    Asset.objects.filter(id=asset.id).update(
+        source_file=names[0], print_file=names[1], thumbnail=names[2]
+    )
+    OrderItem.objects.filter(order=order).update(thumbnail=names[2])
+    Order.objects.filter(id=order.id).update(submitted_at=timezone.now() - timedelta(days=days_ago))
+    return order, names

@@ -256,6 +256,24 @@ def lab_at_site(server: "SiteflowServer", code: str = "gb1") -> None:
     )
 
 
+def siteflow_lab(server: "SiteflowServer", *, secret: str | None = None) -> None:
+    """Lab gb1 a Site Flow lab at ``server``, as a configured one is: destination
+    ``acme-print``, Standard sent by the site's carrier ``royalmail-48``, GLOBAL-PHO-4X6 made as
+    the site's ``PHOTO-4X6-GLOSS``. ``secret``: the lab's when it is not the site's (a secret
+    the site no longer takes)."""
+    from labs.models import Lab, LabProduct
+
+    lab_at_site(server)
+    Lab.objects.filter(code="gb1").update(
+        siteflow_secret=server.secret if secret is None else secret,
+        siteflow_destination="acme-print",
+        siteflow_carrier_aliases={"Standard": "royalmail-48"},
+    )
+    LabProduct.objects.filter(lab__code="gb1", product__sku="GLOBAL-PHO-4X6").update(
+        lab_sku="PHOTO-4X6-GLOSS"
+    )
+
+
 @contextmanager
 def site_running(settings: Any, *, token: str, secret: str) -> Iterator[SiteflowServer]:
     """A Site Flow site on loopback, which the service may reach while it runs."""
