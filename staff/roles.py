@@ -1,6 +1,7 @@
 """The two staff roles and the exact model permissions each group holds.
 
-Every staff user is an ``Operators`` member; ``Administrators`` hold all of that and may also
+Every staff user is an ``Operators`` member (who sees orders, merchants, labs, callbacks, bulk
+jobs and billing's Stripe events and invoices); ``Administrators`` hold all of that and may also
 change labs (Site Flow settings), merchants (billing, pause window) and staff keys, and run the
 Site Flow shipping tool. The groups are made by a migration (``staff/migrations/0002_roles``)
 and kept exactly so by ``staff_roles_sync`` each time ``create_staff`` runs.
@@ -33,6 +34,8 @@ OPERATOR_PERMISSIONS: tuple[str, ...] = (
     "backoffice.view_bulkjob",
     "backoffice.view_bulkjobrow",
     "backoffice.run_resubmission",
+    "billing.view_stripeevent",
+    "billing.view_invoice",
 )
 
 ADMINISTRATOR_PERMISSIONS: tuple[str, ...] = (

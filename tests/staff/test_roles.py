@@ -87,6 +87,8 @@ OPERATOR_PAGES = [
     "/admin/backoffice/bulkjob/",
     "/admin/backoffice/bulkjob/resubmission/",
     "/admin/orders/shipmentresubmission/",
+    "/admin/billing/stripeevent/",
+    "/admin/billing/invoice/",
 ]
 ADMINISTRATOR_ONLY_PAGES = [
     "/admin/staff/staffapikey/",
