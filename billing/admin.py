@@ -42,15 +42,4 @@ class InvoiceAdmin(ReadOnly, admin.ModelAdmin):
     list_select_related = ("merchant",)
     search_fields = ("number", "merchant__name")
     date_hierarchy = "period_start"
-    fields = (
-        "number",
-        "merchant",
-        "period_start",
-        "period_end",
-        "currency",
-        "total_cost",
-        "total_tax",
-        "charge_count",
-        "issued",
-    )
-    readonly_fields = fields
+    fields = readonly_fields = list_display
