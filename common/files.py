@@ -71,6 +71,6 @@ def file_url(name: str, base_url: str, *, max_age_seconds: float) -> str | None:
 
 def file_signature_valid(name: str, *, expires: str, signature: str) -> bool:
     """Whether a URL's ``expires`` and ``signature`` open ``name`` now."""
-    if not expires.isdigit() or int(expires) < time.time():
+    if not (expires.isascii() and expires.isdigit()) or int(expires) < time.time():
         return False
     return hmac.compare_digest(_signature(name, int(expires)), signature)

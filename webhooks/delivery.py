@@ -134,7 +134,7 @@ def parse_retry_after(value: str | None, *, now: dt.datetime) -> dt.timedelta | 
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         wait = dt.timedelta(seconds=int(text))
     else:
         try:

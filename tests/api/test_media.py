@@ -47,6 +47,8 @@ def test_unsigned_and_edited_urls_are_a_json_404(stored: dict[str, str]) -> None
         default_storage.url(stored["print.jpg"]),
         swapped,  # the thumbnail's signature on the original
         f"{parts.path}?expires={parse_qs(parts.query)['expires'][0]}&signature=forged",
+        f"{parts.path}?expires=%C2%B2&signature=forged",  # a superscript two: no number
+        f"{parts.path}?expires=%EF%BC%91%EF%BC%92&signature=forged",  # full-width digits
     ):
         response = fetch(url)
         assert response.status_code == 404, url

@@ -234,6 +234,8 @@ def test_the_response_excerpt_is_cut_at_2048_characters(httpserver: HTTPServer) 
         ("0", dt.timedelta(0)),
         ("120", dt.timedelta(seconds=120)),
         ("999999999", MAX_RETRY_AFTER),
+        ("\u00b2", None),  # a superscript two: a digit to str.isdigit, no number
+        ("\uff11\uff12", None),  # full-width digits
         ("Sat, 21 Nov 2026 12:10:00 GMT", dt.timedelta(minutes=10)),
         ("Sat, 21 Nov 2026 11:00:00 GMT", dt.timedelta(0)),
     ],
