@@ -8,6 +8,7 @@ from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, id_number
+from dashboard.presentation import STAGE_NAMES
 from merchants.models import ApiKey, Environment, Merchant
 from orders.models import DetailState, Order, OrderIssue, PipelineStep, Stage
 from orders.selectors import LIST_STATUS_STAGES, orders_with_parts
@@ -139,7 +140,7 @@ def order_progress(order: Order) -> list[ProgressStep]:
     """The order's steps in the order they happen, each with its state."""
     steps: list[ProgressStep] = []
     if order.stage == Stage.ON_HOLD:
-        steps.append(ProgressStep("On hold", DetailState.IN_PROGRESS))
+        steps.append(ProgressStep(STAGE_NAMES[Stage.ON_HOLD], DetailState.IN_PROGRESS))
     payment_issue = any(i.authorisation_url for i in order.issues.all())
     if payment_issue or order.payment_authorised_at is not None:
         steps.append(
