@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.apps import AppConfig
 from django.conf import settings
+from django.core.signals import request_started
 
 
 class CommonConfig(AppConfig):
@@ -9,6 +10,10 @@ class CommonConfig(AppConfig):
 
     def ready(self) -> None:
         local_folders_create()
+        from common.db import dropped_connections_closed
+
+        # After Django's own receiver (close_old_connections), which closes expired ones.
+        request_started.connect(dropped_connections_closed, dispatch_uid="common.db.dropped")
 
 
 def local_folders_create() -> None:

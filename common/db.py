@@ -12,14 +12,18 @@ joined by semicolons. Django counts and logs them as one query either way.
 ``ids_condition``, ``update_returning_joined``, ``locks_without_key_update`` and
 ``insert_returning``: what the database can take, for the statements written by hand elsewhere
 (``common.joined``, the order reads and the pipeline's claims, the lab simulator).
+
+``dropped_connections_closed``: a kept connection the server has dropped is closed before the
+next request or task uses it, which then opens a new one.
 """
 
 import functools
+import select
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, nullcontext
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import Field, JSONField, Model
 
 Statement = tuple[str, Sequence[Any]]
@@ -58,6 +62,27 @@ def locks_without_key_update() -> bool:
 def insert_returning() -> bool:
     """Whether an INSERT can return the columns of the row it wrote (or left)."""
     return bool(connection.features.can_return_columns_from_insert)
+
+
+def dropped_connections_closed(**_signal: Any) -> None:
+    """Close every kept PostgreSQL connection the server has dropped (restarted, terminated
+    the session, a proxy's idle timeout): Django opens a new one at its next use.
+
+    Between requests (and tasks) a kept connection has nothing to read; once the server has
+    ended it, its socket has (the server's notice, then the end of the stream). Asking the
+    socket costs no round trip, where Django's ``CONN_HEALTH_CHECKS`` sends ``SELECT 1`` before
+    the first query of every request. Call it where no transaction is open: at the start of a
+    request (a ``request_started`` receiver) or around a task."""
+    for wrapper in connections.all(initialized_only=True):
+        raw = wrapper.connection
+        if raw is None or wrapper.vendor != "postgresql" or wrapper.in_atomic_block:
+            continue
+        try:
+            readable, _, _ = select.select([raw.fileno()], [], [], 0)
+        except Exception:  # closed already (psycopg's OperationalError), or no socket
+            readable = [True]
+        if readable:
+            wrapper.close()
 
 
 def ids_condition(ids: Sequence[int]) -> tuple[str, list[Any]]:

@@ -37,7 +37,8 @@ def _rendering_threads_set(**_kwargs: object) -> None:
 @signals.task_postrun.connect
 def _database_connections_checked(task: Any = None, **_kwargs: object) -> None:
     """Around every task, as Django does around a request: a connection that broke or outlived
-    ``CONN_MAX_AGE`` is closed, and the others are health-checked before their next use.
+    ``CONN_MAX_AGE`` or that the server dropped is closed (``common.db``), the next use opens
+    a new one.
 
     Celery's Django fix-up would instead close every connection before and after each task,
     so each task started (and PostgreSQL forked) a new connection; ``CELERY_DB_REUSE_MAX``
@@ -45,9 +46,12 @@ def _database_connections_checked(task: Any = None, **_kwargs: object) -> None:
     process and transaction, leaves the caller's connection alone."""
     from django.db import close_old_connections
 
+    from common.db import dropped_connections_closed
+
     if task is not None and getattr(task.request, "is_eager", False):
         return
     close_old_connections()
+    dropped_connections_closed()
 
 
 @signals.task_prerun.connect

@@ -100,7 +100,10 @@ TEMPLATES = [
 if env.str("DATABASE_URL", default=""):
     DATABASES = {"default": env.db("DATABASE_URL")}
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Not Django's health checks (a ``SELECT 1`` before each request's first query): a kept
+    # connection the server dropped is noticed from its socket, at no round trip, before each
+    # request and task (``common.db.dropped_connections_closed``).
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
     # Off behind a pooler in transaction mode (PgBouncer): each transaction may run on another
     # server connection, so nothing may outlive one: no prepared statements, no server-side
     # cursors (QuerySet.iterator() outside a transaction).

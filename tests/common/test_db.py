@@ -237,3 +237,29 @@ def test_an_update_refuses_what_it_would_not_do_as_the_orm_does() -> None:
     for where, values, message in refused:
         with pytest.raises(ValueError, match=message):
             rows_update(Order, where, values)
+
+
+@needs_postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_request_after_the_server_dropped_the_kept_connection_opens_a_new_one() -> None:
+    """No ``SELECT 1`` before each request (``CONN_HEALTH_CHECKS`` off): a kept connection the
+    server ended between requests is noticed and replaced, and the request runs as if nothing
+    happened (``common.db.dropped_connections_closed``)."""
+    from django.db import connections
+    from django.test import Client
+
+    client = Client()
+    assert client.get("/healthz").status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s), pg_sleep(0.2)", [pid])
+    finally:
+        other.close()
+
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["database"] == "ok"
