@@ -7,17 +7,14 @@ from api.authentication import client_environment
 from api.schema import QUOTES, operation
 from api.views import ApiViewSet
 from labs.catalogue import catalogue_snapshot
-from quotes.api.serializers import (
-    QuoteIssueSerializer,
-    QuoteRequestSerializer,
-    QuoteResponseSerializer,
-    QuoteSerializer,
-    cost,
-)
+from quotes.api.serializers import QuoteRequestSerializer, QuoteResponseSerializer, cost
 from quotes.services import Quote, QuoteItemRequest, quotes_create
 
 
 def _quote_body(quote: Quote) -> dict[str, Any]:
+    """A quote as ``QuoteSerializer`` documents it, built as plain values: the same keys in the
+    same order, strings and integers (running the output through the serializer cost 40% of
+    the request's CPU)."""
     plan, currency = quote.plan, quote.plan.currency
     return {
         "shipmentMethod": plan.shipping_method,
@@ -90,13 +87,9 @@ class QuoteViewSet(ApiViewSet):
         return Response(
             {
                 "outcome": "CreatedWithIssues" if result.issues else "Created",
-                "quotes": QuoteSerializer([_quote_body(q) for q in result.quotes], many=True).data,
-                "issues": QuoteIssueSerializer(
-                    [
-                        {"errorCode": i.error_code, "description": i.description}
-                        for i in result.issues
-                    ],
-                    many=True,
-                ).data,
+                "quotes": [_quote_body(q) for q in result.quotes],
+                "issues": [
+                    {"errorCode": i.error_code, "description": i.description} for i in result.issues
+                ],
             }
         )
