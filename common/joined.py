@@ -7,17 +7,23 @@ naming tables as ``{<model name>}`` (those of ``columns`` and ``models``), its c
 ``{columns}`` and, for a read by ids, ``{in_ids}`` after the id column. Each result row gives
 one instance per ``TableColumns`` (None where a LEFT JOIN found nothing), converted by the
 ORM's own value converters and built by ``Model.from_db``, as a queryset builds them.
+
+The statements of other modules are described, not written: ``rows_by_ids`` (whole rows of a
+table whose key or foreign key is one of some ids, each LEFT JOINed with the rows of further
+tables that refer to it), ``rows_referred_to`` (the rows other rows name by a value) and
+``CounterIncrement`` (one more on a counter column, and the row read back).
 """
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 
-from common.db import ids_condition
+from common.db import Statement, ids_condition, update_returning_joined
 
 _Converter = Callable[[Any, Any, Any], Any]
 
@@ -73,8 +79,15 @@ class JoinedRead:
     """A statement of whole rows of a few tables joined, written once per process (see the
     module's docstring); run by the caller, its rows made instances by ``instances``."""
 
-    def __init__(self, sql: str, *tables: TableColumns, models: Iterable[type[Model]] = ()) -> None:
-        self.template = sql
+    def __init__(
+        self,
+        sql: str | Callable[[], str],
+        *tables: TableColumns,
+        models: Iterable[type[Model]] = (),
+    ) -> None:
+        # A template given as a function is written on first use (it asks the connection).
+        self.template = sql if isinstance(sql, str) else ""
+        self._writer = None if isinstance(sql, str) else sql
         self.tables = tables
         self.models = (*(table.model for table in tables), *models)
         self._sql: str | None = None
@@ -85,7 +98,8 @@ class JoinedRead:
         if self._sql is None:
             with self._lock:
                 quote = connection.ops.quote_name
-                self._sql = self.template.format(
+                template = self._writer() if self._writer is not None else self.template
+                self._sql = template.format(
                     columns=", ".join(table.sql() for table in self.tables),
                     in_ids="{in_ids}",
                     **{
@@ -128,3 +142,111 @@ class JoinedRead:
         with connection.cursor() as cursor:
             cursor.execute(self.sql(), parameters)
             return self.instances(cursor.fetchall())
+
+
+def _quoted(model: type[Model], name: str) -> str:
+    """The quoted column of the field ``name`` (or ``pk``) of ``model``."""
+    field = model._meta.pk if name == "pk" else model._meta.get_field(name)
+    return connection.ops.quote_name(str(getattr(field, "column", "")))
+
+
+def _column(model: type[Model], alias: str, name: str) -> str:
+    """``alias.column`` of the field ``name`` (or ``pk``) of ``model``."""
+    return f"{alias}.{_quoted(model, name)}"
+
+
+def _table(model: type[Model], alias: str) -> str:
+    return "{" + str(model._meta.model_name) + "} " + alias
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of ``rows_by_ids``: ``model``'s whole rows, sorted by the fields ``order_by``
+    (after the tables before it); ``refers_by`` names this model's foreign key to the previous
+    table's model, by which its rows are joined to theirs (not given for the first table)."""
+
+    model: type[Model]
+    order_by: tuple[str, ...] = ()
+    refers_by: str = ""
+
+
+def rows_by_ids(first: Table, *joined: Table, by: str) -> JoinedRead:
+    """The read of ``first``'s rows whose field ``by`` (``pk``, or a foreign key) is one of the
+    ids given to ``statement``, each with the rows of every next table that refer to the
+    previous one's row (LEFT JOIN: a row that none refers to gives None), sorted by the tables'
+    ``order_by`` in turn."""
+    tables = (first, *joined)
+    aliases = [f"t{position}" for position in range(len(tables))]
+
+    def sql() -> str:
+        text = "SELECT {columns} FROM " + _table(first.model, "t0")
+        for position, table in enumerate(joined, 1):
+            alias, previous = aliases[position], tables[position - 1].model
+            refers = _column(table.model, alias, table.refers_by)
+            text += f" LEFT JOIN {_table(table.model, alias)} ON {refers} = "
+            text += _column(previous, aliases[position - 1], "pk")
+        text += f" WHERE {_column(first.model, 't0', by)} {{in_ids}}"
+        ordering = [
+            _column(table.model, alias, name)
+            for table, alias in zip(tables, aliases, strict=True)
+            for name in table.order_by
+        ]
+        return text + (" ORDER BY " + ", ".join(ordering) if ordering else "")
+
+    return JoinedRead(
+        sql, *(TableColumns(t.model, alias) for t, alias in zip(tables, aliases, strict=True))
+    )
+
+
+def rows_referred_to(
+    model: type[Model], key: str, *, by: type[Model], naming: str, among: str
+) -> JoinedRead:
+    """The read of ``model``'s rows whose field ``key`` is named by the field ``naming`` of a
+    row of ``by`` whose field ``among`` is one of the ids given to ``statement`` (the labs of
+    an order's shipments)."""
+
+    def sql() -> str:
+        return (
+            f"SELECT {{columns}} FROM {_table(model, 't0')} WHERE {_column(model, 't0', key)} IN "
+            f"(SELECT {_column(by, 't1', naming)} FROM {_table(by, 't1')} "
+            f"WHERE {_column(by, 't1', among)} {{in_ids}})"
+        )
+
+    return JoinedRead(sql, TableColumns(model, "t0"), models=[by])
+
+
+class CounterIncrement:
+    """One added to the integer field ``field`` of a row of ``model`` (by its key), in place:
+    the increment locks the row until the transaction ends, so concurrent increments are
+    numbered in the order of their commits. ``alias`` names the table in the statement that
+    returns the row."""
+
+    def __init__(self, model: type[Model], field: str, *, alias: str = "t0") -> None:
+        self.model = model
+        self.field = field
+        self.alias = alias
+        self._returning = JoinedRead(self._returning_sql, TableColumns(model, alias))
+
+    def _returning_sql(self) -> str:
+        column, alias = _quoted(self.model, self.field), self.alias
+        return (
+            f"UPDATE {_table(self.model, alias)} SET {column} = {alias}.{column} + 1 "
+            f"WHERE {_column(self.model, alias, 'pk')} {{in_ids}} RETURNING {{columns}}"
+        )
+
+    def statement(self, pk: int) -> Statement:
+        """The increment alone (no rows), for ``common.db.rows_together``."""
+        column, key = _quoted(self.model, self.field), _quoted(self.model, "pk")
+        table = connection.ops.quote_name(self.model._meta.db_table)
+        return f"UPDATE {table} SET {column} = {column} + 1 WHERE {key} = %s", [pk]
+
+    def row(self, pk: int) -> Any:
+        """Increment, then the row as it is now (an instance of ``model``); None without one."""
+        if update_returning_joined():
+            with connection.cursor() as cursor:
+                cursor.execute(*self._returning.statement([pk]))
+                rows = self._returning.instances(cursor.fetchall())
+            return rows[0][0] if rows else None
+        with connection.cursor() as cursor:
+            cursor.execute(*self.statement(pk))
+        return self.model._default_manager.filter(pk=pk).first()
