@@ -20,7 +20,10 @@ def new_trace_parent(incoming: str | None = None) -> str:
         match = _TRACEPARENT.match(incoming.strip().lower())
         if match and match.group(1) != "0" * 32:
             trace_id = match.group(1)
-    return f"00-{trace_id or secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
+    if trace_id is None:
+        fresh = secrets.token_hex(24)  # one read of the system's randomness for both ids
+        return f"00-{fresh[:32]}-{fresh[32:]}-01"
+    return f"00-{trace_id}-{secrets.token_hex(8)}-01"
 
 
 def current_trace_parent() -> str:
@@ -37,7 +40,8 @@ class TraceParentMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        trace_parent = new_trace_parent(request.headers.get("traceparent"))
+        # From META: ``request.headers`` would build a map of every header first.
+        trace_parent = new_trace_parent(request.META.get("HTTP_TRACEPARENT"))
         token = _current.set(trace_parent)
         try:
             response = self.get_response(request)
