@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import logging
+import math
 import os
 import socket
 import threading
@@ -73,6 +74,24 @@ class OutboundError(Exception):
         super().__init__(message)
         self.retryable = retryable
         self.status_code = status_code
+
+
+class TransferTooSlow(OutboundError):
+    """A download stopped because its bytes arrive more slowly than its ``Pace`` asks (its
+    answer's headers included); trying again can help, elsewhere or later."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
+
+@dataclass(frozen=True)
+class Pace:
+    """The least a download must average: every ``check_seconds`` from its start (headers
+    awaited included) it must have received at least ``min_bytes_per_second`` on average, or it
+    stops with ``TransferTooSlow``."""
+
+    check_seconds: float
+    min_bytes_per_second: float
 
 
 # When the requests of the current budget must have ended (monotonic), or None: no budget.
@@ -247,6 +266,7 @@ def download_to_file(
     session: requests.Session | None = None,
     max_redirects: int = 3,
     md5: bool = True,
+    pace: Pace | None = None,
 ) -> DownloadedFile:
     """Stream ``url`` into ``destination``, hashing as it goes, within a size cap and a deadline.
 
@@ -257,23 +277,38 @@ def download_to_file(
     that dribbles a byte a second is cut off like one that stalls. Redirects are followed by
     hand, at most ``max_redirects``, and each target passes the same scheme and address checks
     before any request is sent to it. On any failure ``destination`` does not exist afterwards.
+
+    With a ``pace``, a download whose answer has not begun within its ``check_seconds``, or
+    that averages fewer bytes a second than it asks at any of its checks, stops with
+    ``TransferTooSlow`` as soon as that is known, not at the deadline.
     """
     deadline_seconds = _within_budget(deadline_seconds, url)
     own_session = session is None
     http = guarded_session() if session is None else session
-    deadline = time.monotonic() + deadline_seconds
+    started = time.monotonic()
+    deadline = started + deadline_seconds
+    # The answer's headers are awaited until the first check at most.
+    headers_by = deadline if pace is None else min(deadline, started + pace.check_seconds)
     current = url
     try:
         for _hop in range(max_redirects + 1):
             _check_url(current)
-            response = _send(
-                http,
-                "GET",
-                current,
-                deadline=deadline,
-                stream=True,
-                headers={"Accept-Encoding": "identity"},
-            )
+            try:
+                response = _send(
+                    http,
+                    "GET",
+                    current,
+                    deadline=headers_by,
+                    stream=True,
+                    headers={"Accept-Encoding": "identity"},
+                )
+            except OutboundError as exc:
+                if headers_by < deadline and exc.retryable and time.monotonic() >= headers_by:
+                    raise TransferTooSlow(
+                        f"{_redact(current)} did not begin to answer within "
+                        f"{pace.check_seconds if pace else 0:g} seconds."
+                    ) from exc
+                raise
             try:
                 if response.is_redirect:
                     target = response.headers.get("Location", "")
@@ -288,6 +323,7 @@ def download_to_file(
                     deadline_seconds=deadline_seconds,
                     max_bytes=max_bytes,
                     md5=md5,
+                    pace=None if pace is None else (pace, started),
                 )
             finally:
                 response.close()
@@ -419,6 +455,7 @@ def _save_body(
     deadline_seconds: float,
     max_bytes: int,
     md5: bool,
+    pace: tuple[Pace, float] | None = None,
 ) -> DownloadedFile:
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > max_bytes:
@@ -441,6 +478,7 @@ def _save_body(
                 max_bytes=max_bytes,
                 sink=write_hashed if md5 else out.write,
                 on_too_large=lambda: _too_large(max_bytes, "the body is longer"),
+                pace=pace,
             )
         os.replace(partial, destination)
     except BaseException:
@@ -462,23 +500,43 @@ def _read_body(
     max_bytes: int,
     sink: Callable[[bytes], object],
     on_too_large: Callable[[], Exception] | None,
+    pace: tuple[Pace, float] | None = None,
 ) -> int:
     """Pass the body to ``sink`` chunk by chunk; the number of bytes passed.
 
     ``read1`` returns whatever one socket read brings, and the socket's timeout is cut to the
     time left before every read, so the deadline holds however slowly the bytes arrive. Over
     ``max_bytes`` the error from ``on_too_large`` is raised, or (without one) reading stops.
+    ``pace`` (the least average, and when the download started): checked every
+    ``check_seconds``, each check ending a socket wait, so a slow body stops at the first check
+    it fails (``TransferTooSlow``).
     """
     raw = response.raw
     size = 0
     url = _redact(response.url)
+    check_at = math.inf if pace is None else pace[1] + pace[0].check_seconds
     try:
         while True:
+            now = time.monotonic()
+            if now >= check_at:
+                assert pace is not None
+                rule, started = pace
+                if size < rule.min_bytes_per_second * (now - started):
+                    raise _too_slow(url, size, now - started)
+                check_at = now + rule.check_seconds
             remaining = _remaining(deadline)
             if remaining <= 0:
                 raise TimeoutError
-            _limit_socket_wait(response, min(remaining, READ_TIMEOUT_SECONDS))
-            chunk = raw.read1(CHUNK_BYTES)
+            wait = min(remaining, READ_TIMEOUT_SECONDS, max(check_at - now, 0.001))
+            _limit_socket_wait(response, wait)
+            try:
+                chunk = raw.read1(CHUNK_BYTES)
+            except (TimeoutError, urllib3.exceptions.TimeoutError):
+                if pace is not None and time.monotonic() >= check_at:
+                    # Nothing arrived before the check: slow whatever came before (a socket
+                    # that timed out cannot be read on).
+                    raise _too_slow(url, size, time.monotonic() - pace[1]) from None
+                raise
             if not chunk:
                 return size
             if size + len(chunk) > max_bytes:
@@ -499,6 +557,10 @@ def _read_body(
             f"The connection broke while reading {url} after {size} bytes: {_reason(exc)}.",
             retryable=True,
         ) from exc
+
+
+def _too_slow(url: str, size: int, seconds: float) -> TransferTooSlow:
+    return TransferTooSlow(f"Reading {url} was too slow: {size} bytes in {seconds:.0f} seconds.")
 
 
 def _limit_socket_wait(response: requests.Response, seconds: float) -> None:

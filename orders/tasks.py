@@ -1,9 +1,9 @@
 """Celery tasks: task messages that carry ids; the state lives in the rows.
 
 Where each goes (``CELERY_TASK_ROUTES``): ``order_advance_task`` to the queue of the step it
-queues (``orders.pipeline.routing``: ``downloads`` for the Download step, ``images`` for
-every other); the sweeper to ``sweeps`` (it must run on time, behind no long work); the
-purge to ``images``, the default queue.
+queues (``orders.pipeline.routing``: ``downloads`` for the Download step, ``labs`` for Submit
+and Production, ``images`` for every other); the sweeper to ``sweeps`` (it must run on time,
+behind no long work); the purge to ``images``, the default queue.
 """
 
 from celery import shared_task

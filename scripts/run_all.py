@@ -1,10 +1,12 @@
 """Run web (gunicorn), the Celery workers and Celery beat together in the foreground.
 
-Two workers share the three queues: a prefork one for `images` (CPU-bound: `CELERY_CONCURRENCY`
+Three workers share the queues: a prefork one for `images` (CPU-bound: `CELERY_CONCURRENCY`
 processes, by default one more than the CPUs, so the CPUs stay busy while a process waits on the
-database between renders) and a thread-pool one for `downloads` and `callbacks` (both wait on other
-hosts: `CELERY_THREADS` threads), so a slow asset host never holds the rendering processes.
-`CELERY_THREADS=0` runs one prefork worker consuming all three queues instead.
+database between renders), a thread-pool one for `downloads` and `callbacks` (both wait on other
+hosts: `CELERY_THREADS` threads), so a slow asset host never holds the rendering processes, and a
+thread-pool one for `labs` (submissions and progress checks: `LABS_CONCURRENCY` threads), so a
+lab site that hangs holds neither. `CELERY_THREADS=0` runs one prefork worker consuming every
+queue instead.
 
 Ctrl-C (or SIGTERM) stops them all; if one exits, the others are stopped too. Once the web
 server answers, one line says where it serves and where the quickstart's values are.
@@ -57,13 +59,15 @@ def main() -> int:
     }  # fmt: skip
     if threads == "0":
         processes["worker"] = _worker(
-            "worker", "downloads,images,callbacks,sweeps", "--concurrency", concurrency
+            "worker", "downloads,images,labs,callbacks,sweeps", "--concurrency", concurrency
         )
     else:
         processes["images"] = _worker("images", "images", "--concurrency", concurrency)
         processes["io"] = _worker(
             "io", "downloads,callbacks,sweeps", "--pool", "threads", "--concurrency", threads
         )
+        labs = os.environ.get("LABS_CONCURRENCY", "4")
+        processes["labs"] = _worker("labs", "labs", "--pool", "threads", "--concurrency", labs)
     running = {
         name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in processes.items()
     }

@@ -174,15 +174,22 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 # Keep database connections across tasks (config/celery_app.py checks them around each).
 CELERY_DB_REUSE_MAX = 1000
-# Three queues, each for its own kind of worker (README, "Queues and workers"): `downloads`
+# Four queues, each for its own kind of worker (README, "Queues and workers"): `downloads`
 # waits on merchants' asset hosts (a thread pool), `images` is the CPU-bound rest of the
-# pipeline and every other task (prefork, a process per CPU), `callbacks` waits on merchants'
-# receivers and never queues behind either. The sweepers have a small queue of their own,
-# `sweeps`, consumed by the callbacks worker: a worker takes from its queues in turn, so a
-# sweep never waits behind a backlog of deliveries. A plain `celery -A config worker`
-# consumes all four.
+# pipeline and every other task (prefork, a process per CPU), `labs` waits on the labs' sites
+# (the pipeline's submissions and progress checks; a thread pool), `callbacks` waits on
+# merchants' receivers and never queues behind any of them. The sweepers have a small queue of
+# their own, `sweeps`, consumed by the callbacks worker: a worker takes from its queues in
+# turn, so a sweep never waits behind a backlog of deliveries. A plain `celery -A config
+# worker` consumes all five.
 CELERY_TASK_DEFAULT_QUEUE = "images"
-CELERY_TASK_QUEUES = (Queue("downloads"), Queue("images"), Queue("callbacks"), Queue("sweeps"))
+CELERY_TASK_QUEUES = (
+    Queue("downloads"),
+    Queue("images"),
+    Queue("labs"),
+    Queue("callbacks"),
+    Queue("sweeps"),
+)
 # Routers, first match wins; a task none of them names goes to the default queue (images).
 CELERY_TASK_ROUTES: list = []
 CELERY_BEAT_SCHEDULE: dict = {}
@@ -277,6 +284,32 @@ DOWNLOADS_PER_MERCHANT = env.int("DOWNLOADS_PER_MERCHANT", default=4)
 if DOWNLOADS_PER_MERCHANT < 1:
     raise ImproperlyConfigured("DOWNLOADS_PER_MERCHANT must be 1 or more.")
 DOWNLOAD_DEFER_SECONDS = env.float("DOWNLOAD_DEFER_SECONDS", default=30.0)
+# Fairness whatever the number of merchants (orders/pipeline/lanes.py): every download must
+# average SLOW_DOWNLOAD_MIN_BYTES_PER_SECOND, checked every SLOW_DOWNLOAD_CHECK_SECONDS; one
+# that falls behind stops and its host is remembered as slow for SLOW_HOST_MEMORY_SECONDS. A
+# download from a slow host runs only with a place in the slow lane: SLOW_DOWNLOADS at once
+# over all workers (keep it a small part of the download threads), SLOW_DOWNLOADS_PER_HOST
+# from one host; without one it waits DOWNLOAD_DEFER_SECONDS, holding no thread.
+SLOW_DOWNLOAD_CHECK_SECONDS = env.float("SLOW_DOWNLOAD_CHECK_SECONDS", default=5.0)
+SLOW_DOWNLOAD_MIN_BYTES_PER_SECOND = env.int(
+    "SLOW_DOWNLOAD_MIN_BYTES_PER_SECOND", default=32 * 1024
+)
+SLOW_HOST_MEMORY_SECONDS = env.float("SLOW_HOST_MEMORY_SECONDS", default=600.0)
+SLOW_DOWNLOADS = env.int("SLOW_DOWNLOADS", default=4)
+SLOW_DOWNLOADS_PER_HOST = env.int("SLOW_DOWNLOADS_PER_HOST", default=2)
+if SLOW_DOWNLOAD_CHECK_SECONDS <= 0 or SLOW_DOWNLOADS < 1 or SLOW_DOWNLOADS_PER_HOST < 1:
+    raise ImproperlyConfigured(
+        "SLOW_DOWNLOAD_CHECK_SECONDS must be above 0, SLOW_DOWNLOADS and "
+        "SLOW_DOWNLOADS_PER_HOST 1 or more."
+    )
+# The pipeline's calls to a real lab (submission, progress) run on the labs queue's threads;
+# at most LAB_CALLS_PER_LAB of one lab's run at once over all workers (keep it a small part of
+# the labs threads), so a site that hangs holds no more; a step that finds them taken asks
+# again LAB_BUSY_RETRY_SECONDS later.
+LAB_CALLS_PER_LAB = env.int("LAB_CALLS_PER_LAB", default=2)
+if LAB_CALLS_PER_LAB < 1:
+    raise ImproperlyConfigured("LAB_CALLS_PER_LAB must be 1 or more.")
+LAB_BUSY_RETRY_SECONDS = env.float("LAB_BUSY_RETRY_SECONDS", default=15.0)
 # An order's task message goes to the queue of the step it names (orders/pipeline/routing.py).
 CELERY_TASK_ROUTES.append("orders.pipeline.routing.pipeline_task_route")
 # The sweepers are short and must run on time whatever the backlog (they rescue

@@ -17,15 +17,22 @@ from typing import Any
 ADVANCE_TASK = "orders.tasks.order_advance_task"
 DOWNLOADS_QUEUE = "downloads"
 IMAGES_QUEUE = "images"
+LABS_QUEUE = "labs"
 
 
 def pipeline_queue(step: str) -> str:
-    """Downloads wait on merchants' hosts, so they run on many threads; every other step
-    (allocation, print-ready rendering, lab submission and tracking, the hold and payment
-    waits) uses the CPU and runs in the process-per-CPU pool."""
+    """Downloads wait on merchants' hosts, so they run on many threads; lab submission and
+    the following of production wait on the labs' sites, so they run on threads of their own
+    (a site that hangs holds none of the renders); every other step (allocation, print-ready
+    rendering, the hold and payment waits) uses the CPU and runs in the process-per-CPU
+    pool."""
     from orders.models import PipelineStep
 
-    return DOWNLOADS_QUEUE if step == PipelineStep.DOWNLOAD else IMAGES_QUEUE
+    if step == PipelineStep.DOWNLOAD:
+        return DOWNLOADS_QUEUE
+    if step in (PipelineStep.SUBMIT, PipelineStep.PRODUCTION):
+        return LABS_QUEUE
+    return IMAGES_QUEUE
 
 
 def pipeline_task_route(

@@ -19,12 +19,15 @@ from common.http import (
     DownloadedFile,
     OutboundError,
     OutboundRefused,
+    Pace,
+    TransferTooSlow,
     borrowed_session,
     download_to_file,
     guarded_session,
     post_json_bytes,
     unreachable_error,
 )
+from tests.support.servers import DripHost
 
 PAYLOAD = bytes(range(256)) * 400  # 102400 bytes
 
@@ -465,6 +468,75 @@ def test_download_enforces_the_deadline_when_the_server_stalls_after_headers(
         )
 
     assert time.monotonic() - started < 1.0
+
+
+def test_a_paced_download_that_falls_behind_stops_at_its_check_not_at_the_deadline(
+    private_urls_allowed: None, tmp_path: Path
+) -> None:
+    with DripHost(interval=0.1) as host:  # ten bytes a second, headers at once
+        url = host.url("/slow.jpg")
+        started = time.monotonic()
+
+        with pytest.raises(TransferTooSlow) as failed:
+            download_to_file(
+                url,
+                tmp_path / "slow",
+                max_bytes=10**6,
+                deadline_seconds=30.0,
+                pace=Pace(check_seconds=1.0, min_bytes_per_second=100),
+            )
+
+        elapsed = time.monotonic() - started
+    assert 0.95 < elapsed < 3.0
+    assert str(failed.value).startswith(f"Reading {url} was too slow: ")
+    assert failed.value.retryable is True
+    assert not (tmp_path / "slow").exists()
+
+
+def test_a_paced_download_whose_answer_does_not_begin_stops_at_its_check(
+    private_urls_allowed: None, tmp_path: Path
+) -> None:
+    with socket.socket() as listener:  # connections are taken, never answered
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/late.jpg"
+        started = time.monotonic()
+
+        with pytest.raises(TransferTooSlow, match=r"did not begin to answer within 1 seconds"):
+            download_to_file(
+                url,
+                tmp_path / "late",
+                max_bytes=10**6,
+                deadline_seconds=30.0,
+                pace=Pace(check_seconds=1.0, min_bytes_per_second=100),
+            )
+
+    assert time.monotonic() - started < 3.0
+
+
+def test_a_paced_download_that_keeps_its_pace_is_checked_and_completes(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    def steady(_request: Request) -> Response:
+        def body() -> Iterator[bytes]:
+            for _ in range(25):
+                yield PAYLOAD[:4096]
+                time.sleep(0.1)  # 40 KB a second, past two checks
+
+        return Response(body(), mimetype="image/jpeg", headers={"Content-Length": str(25 * 4096)})
+
+    httpserver.expect_request("/steady").respond_with_handler(steady)
+
+    downloaded = download_to_file(
+        httpserver.url_for("/steady"),
+        tmp_path / "steady",
+        max_bytes=10**6,
+        deadline_seconds=30.0,
+        pace=Pace(check_seconds=1.0, min_bytes_per_second=1000),
+    )
+
+    assert downloaded.size == 25 * 4096
+    assert (tmp_path / "steady").read_bytes() == PAYLOAD[:4096] * 25
 
 
 def test_connection_refused_is_retryable(private_urls_allowed: None, tmp_path: Path) -> None:

@@ -143,7 +143,7 @@ def test_stripe_without_its_keys_refuses_to_start(missing: str) -> None:
 def test_a_plain_worker_consumes_every_queue() -> None:
     from config.celery_app import app
 
-    assert set(app.amqp.queues) == {"downloads", "images", "callbacks", "sweeps"}
+    assert set(app.amqp.queues) == {"downloads", "images", "labs", "callbacks", "sweeps"}
 
 
 @pytest.mark.parametrize(
@@ -154,8 +154,8 @@ def test_a_plain_worker_consumes_every_queue() -> None:
         ("orders.tasks.order_advance_task", (1, "AwaitingPayment"), "images"),
         ("orders.tasks.order_advance_task", (1, "Allocate"), "images"),
         ("orders.tasks.order_advance_task", (1, "Prepare"), "images"),
-        ("orders.tasks.order_advance_task", (1, "Submit"), "images"),
-        ("orders.tasks.order_advance_task", (1, "Production"), "images"),
+        ("orders.tasks.order_advance_task", (1, "Submit"), "labs"),
+        ("orders.tasks.order_advance_task", (1, "Production"), "labs"),
         ("orders.tasks.order_advance_task", (1,), "images"),  # queued by an earlier release
         ("orders.tasks.orders_sweep_task", (), "sweeps"),
         ("orders.tasks.images_purge_expired_task", (), "images"),

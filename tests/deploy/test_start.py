@@ -36,12 +36,14 @@ READY = {
     "web": re.compile(r"web\.1 .*Booting worker with pid"),
     "downloads": re.compile(r"downloads\.1 .*downloads\.\d+@\S+ ready\."),
     "images": re.compile(r"images\.1 .*images\.\d+@\S+ ready\."),
+    "labs": re.compile(r"labs\.1 .*labs\.\d+@\S+ ready\."),
     "callbacks": re.compile(r"callbacks\.1 .*callbacks\.\d+@\S+ ready\."),
     "beat": re.compile(r"beat\.1 .*beat: Starting\.\.\."),
 }
 # Each worker consumes its own queue and only that one, the callbacks worker also the sweeps
 # (its start-up banner lists them).
-QUEUES = {("downloads", "downloads"), ("images", "images"), ("callbacks", "callbacks")}
+QUEUES = {("downloads", "downloads"), ("images", "images"), ("labs", "labs")}
+QUEUES.add(("callbacks", "callbacks"))
 QUEUES.add(("callbacks", "sweeps"))
 QUEUE_LINE = re.compile(r"^\S+ (\w+)\.1 +\| +\.> (\w+) +exchange=", re.MULTILINE)
 
@@ -60,6 +62,7 @@ def test_start_runs_every_process_of_the_procfile_behind_nginx(tmp_path: Path) -
             "WEB_CONCURRENCY": "1",
             "IMAGES_CONCURRENCY": "1",
             "CALLBACKS_CONCURRENCY": "1",
+            "LABS_CONCURRENCY": "1",
             "VAR_DIR": str(tmp_path / "var"),
             "MEDIA_ROOT": str(tmp_path / "media"),
         },

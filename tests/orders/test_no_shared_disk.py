@@ -1,7 +1,7 @@
-"""No shared disk: web, a downloads worker, an images worker (with beat) and a callbacks worker,
-each with its own VAR_DIR and no media folder in common, keep every file in an S3-compatible
-bucket (moto's server on loopback). An order completes at a Site Flow lab that fetches its
-print file through the web process, and its thumbnail is served."""
+"""No shared disk: web, a downloads worker, an images worker (with beat), a labs worker and a
+callbacks worker, each with its own VAR_DIR and no media folder in common, keep every file in
+an S3-compatible bucket (moto's server on loopback). An order completes at a Site Flow lab
+that fetches its print file through the web process, and its thumbnail is served."""
 
 import io
 import tempfile
@@ -64,7 +64,9 @@ def site() -> Iterator[SiteflowServer]:
 def folders() -> Iterator[dict[str, Path]]:
     """A VAR_DIR per process, none inside another."""
     with tempfile.TemporaryDirectory(prefix="no-shared-disk-") as root:
-        named = {name: Path(root) / name for name in ("web", "downloads", "images", "callbacks")}
+        named = {
+            name: Path(root) / name for name in ("web", "downloads", "images", "labs", "callbacks")
+        }
         for folder in named.values():
             folder.mkdir()
         yield named
@@ -94,6 +96,7 @@ def workers(
     kinds = {
         "images": (("images",), "prefork", 1, True),
         "downloads": (("downloads",), "threads", 2, False),
+        "labs": (("labs",), "threads", 2, False),
         "callbacks": (("callbacks", "sweeps"), "threads", 2, False),
     }
     members = {}

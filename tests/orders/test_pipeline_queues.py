@@ -2,7 +2,7 @@
 
 These run the state machine in the test's process and read what it queued on the real broker
 (Redis): the task messages a worker of each queue would take. ``test_pipeline_isolation.py`` shows
-the same with real workers on the three queues.
+the same with real workers on their queues.
 """
 
 from datetime import timedelta
@@ -94,23 +94,33 @@ def test_a_task_for_a_step_the_order_has_left_runs_nothing(
 def test_one_run_takes_an_order_through_the_steps_of_its_queue_that_are_due_at_once(
     sandbox_api: APIClient, httpserver: HTTPServer, settings: Any
 ) -> None:
-    """The task's run of Allocate goes on to the print-ready files, the submission and the first
-    production check itself, with no task message between them; the next check, due later, is
-    queued on the images queue. Run without ``follow_up`` (a test's step), one step runs."""
+    """The task's run of Allocate goes on to the print-ready files itself and queues the
+    submission on the labs queue; the labs queue's run of Submit goes on to the first production
+    check, and the next check, due later, is queued on the labs queue. Run without
+    ``follow_up`` (a test's step), one step runs."""
     settings.ALLOW_PRIVATE_URLS = True
     settings.LAB_SIMULATOR_SECONDS = 60
     order_id = photo_order(sandbox_api, httpserver, "inline")
     advance_to(order_id, PipelineStep.ALLOCATE)
     purge_queues()
 
-    due = order_advance(order_id=pk(order_id), step=PipelineStep.ALLOCATE, follow_up=True)
+    order_advance(order_id=pk(order_id), step=PipelineStep.ALLOCATE, follow_up=True)
+
+    order = Order.objects.get(id=pk(order_id))
+    assert (order.pipeline_step, order.claimed_until) == (PipelineStep.SUBMIT, None)
+    assert order.print_ready_assets_prepared == "Complete"
+    assert queued("labs") == [(ADVANCE, [order.id, "Submit"])]
+    assert queued("images") == [] and queued("downloads") == []
+    purge_queues()
+
+    due = order_advance(order_id=pk(order_id), step=PipelineStep.SUBMIT, follow_up=True)
 
     order = Order.objects.get(id=pk(order_id))
     assert order.pipeline_step == PipelineStep.PRODUCTION
     assert order.submitted_at is not None and order.claimed_until is None
     assert due is not None and order.due_at == due > timezone.now()
-    assert queued("images") == [(ADVANCE, [order.id, "Production"])]
-    assert queued("downloads") == []
+    assert queued("labs") == [(ADVANCE, [order.id, "Production"])]
+    assert queued("images") == [] and queued("downloads") == []
 
 
 def test_a_run_does_not_go_on_to_a_step_of_another_queue(

@@ -5,7 +5,8 @@ is sent (refusing the order unless each answers 200), keeps orders by ``sourceOr
 second submission of one is a 409 naming the existing ``_id``), answers ``_id``, status and
 shipments, and refuses operations on shipped or cancelled orders with a 400 ``{"error":
 {"message": ...}}``. Tests move an order on with ``advance`` and ``ship``, and can make the next
-submissions fail with a 5xx after the order was stored (``fail_next_submissions``).
+submissions fail with a 5xx after the order was stored (``fail_next_submissions``), or make the
+site hang (``hang``: every request waits unanswered until ``release``).
 """
 
 import copy
@@ -71,6 +72,12 @@ class SiteflowServer:
         self.failures_left = 0
         self.failure_status = 503
         self.delay_seconds = 0.0  # a slow site: each answer waits this long
+        # A site that hangs (``hang``): requests wait unanswered until ``release`` or ``stop``.
+        self.hanging = False
+        self.held = 0  # requests waiting unanswered now
+        self.most_held = 0  # the most that waited at once
+        self.arrived_hanging = 0  # requests that arrived while the site hung
+        self._released = threading.Event()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._server: BaseWSGIServer | None = None
@@ -84,6 +91,7 @@ class SiteflowServer:
         self._thread.start()
 
     def stop(self) -> None:
+        self.release()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -100,6 +108,16 @@ class SiteflowServer:
         first, as when a site fails after committing)."""
         self.failures_left = count
         self.failure_status = status
+
+    def hang(self) -> None:
+        """From now on every request waits unanswered (the caller's timeout ends it) until
+        ``release`` or ``stop``, which answer the waiting ones 503."""
+        self._released.clear()
+        self.hanging = True
+
+    def release(self) -> None:
+        self.hanging = False
+        self._released.set()
 
     def order(self, source_order_id: str) -> SiteOrder:
         return self.orders[source_order_id]
@@ -134,6 +152,15 @@ class SiteflowServer:
     # --- the HTTP side ------------------------------------------------------------------
 
     def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
+        if self.hanging:
+            with self._lock:
+                self.held += 1
+                self.most_held = max(self.most_held, self.held)
+                self.arrived_hanging += 1
+            self._released.wait()
+            with self._lock:
+                self.held -= 1
+            return _error(503, "The site was hanging")(environ, start_response)
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
         request = Request(environ)

@@ -31,7 +31,7 @@ from tests.support.database import ON_POSTGRES, database_url
 WORKER_APPLICATION = "pipeline-test-worker"
 WAIT_SECONDS = 60.0
 # The queues of config/settings/base.py: a worker here consumes all of them unless told otherwise.
-QUEUES = ("downloads", "images", "callbacks", "sweeps")
+QUEUES = ("downloads", "images", "labs", "callbacks", "sweeps")
 NO_WORKER = "a real Celery worker needs PostgreSQL (DATABASE_URL) and Redis (REDIS_URL)"
 CAN_RUN_WORKER = bool(ON_POSTGRES and settings.REDIS_URL)
 needs_worker = pytest.mark.skipif(not CAN_RUN_WORKER, reason=NO_WORKER)
@@ -53,11 +53,17 @@ def worker_sessions(application: str = WORKER_APPLICATION) -> int:
 
 
 def purge_queues() -> None:
-    """Drop queued and unacknowledged messages left by other tests on this broker."""
+    """Drop queued and unacknowledged messages left by other tests on this broker, and the
+    concurrency places and slow hosts its cache holds (``common.concurrency``,
+    ``orders.pipeline.lanes``): a place taken by a worker a test killed would otherwise stay
+    taken for minutes."""
     client = redis.Redis.from_url(settings.REDIS_URL)
     client.delete(*QUEUES, "default", "unacked", "unacked_index")
     for queue in (*QUEUES, "default"):
         for key in client.scan_iter(f"{queue}\x06\x16*"):
+            client.delete(key)
+    for pattern in ("*:concurrency:*", "*:slow-download-host:*"):
+        for key in client.scan_iter(pattern):
             client.delete(key)
     client.close()
 
@@ -239,12 +245,13 @@ def start_queue_workers(
     *,
     images: int = 2,
     download_threads: int = 4,
+    lab_threads: int = 2,
     callback_threads: int = 2,
     beat_alone: bool = False,
     **overrides: str,
 ) -> Workers:
-    """One worker per queue (images: prefork; downloads and callbacks: threads) and beat, on
-    the test database and broker; returns once every one of them consumes."""
+    """One worker per queue (images: prefork; downloads, labs and callbacks: threads) and
+    beat, on the test database and broker; returns once every one of them consumes."""
     purge_queues()
     env = worker_environment(folder, base_url, **overrides)
     members = {
@@ -254,6 +261,7 @@ def start_queue_workers(
         "downloads": Worker(
             env, folder, ("downloads",), "threads", download_threads, beat=False, name="downloads"
         ),
+        "labs": Worker(env, folder, ("labs",), "threads", lab_threads, beat=False, name="labs"),
         "callbacks": Worker(
             env,
             folder,

@@ -29,6 +29,7 @@ from common.http import (
     DownloadedFile,
     OutboundError,
     OutboundRefused,
+    TransferTooSlow,
     borrowed_session,
     download_to_file,
 )
@@ -61,6 +62,14 @@ from orders.models import (
     OrderItem,
 )
 from orders.pipeline.claims import order_claimed_transaction
+from orders.pipeline.lanes import (
+    asset_host,
+    download_pace,
+    slow_download_place,
+    slow_host_known,
+    slow_host_remember,
+    slow_lane_wait,
+)
 from orders.selectors import order_items_get
 
 logger = logging.getLogger(__name__)
@@ -73,6 +82,8 @@ class Fetched:
     info: AssetFileInfo | None = None
     error: str = ""
     permanent: bool = False
+    # Not attempted, or stopped as too slow: tried again after this, no attempt counted.
+    waits: timedelta | None = None
 
 
 def retry_delay(attempt: int) -> timedelta:
@@ -81,9 +92,9 @@ def retry_delay(attempt: int) -> timedelta:
     return timedelta(seconds=min(seconds, settings.ASSET_RETRY_MAX_SECONDS))
 
 
-def _fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
+def _fetch(asset: Asset, priced_by_page: bool, folder: Path, *, lanes: bool = True) -> Fetched:
     """Runs in a fetching thread (``_fetching_pool``): network and file checks only, no
-    database access."""
+    database access. ``lanes``: a slow download goes to the slow lane (``_fetch_checked``)."""
 
     def check(downloaded: DownloadedFile) -> AssetFileInfo:
         if asset.md5_hash:
@@ -102,6 +113,7 @@ def _fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
         check,
         asset.public_id,
         md5=bool(asset.md5_hash),  # hashed only to compare with the merchant's hash
+        lanes=lanes,
     )
 
 
@@ -113,9 +125,43 @@ def _fetch_checked(
     label: str,
     *,
     md5: bool = False,
+    lanes: bool = True,
 ) -> Fetched:
     """Download ``url`` through the guarded client (a kept session: keep-alive between
-    downloads from one host) and ``check`` the file: one attempt."""
+    downloads from one host) and ``check`` the file: one attempt.
+
+    ``lanes`` (the download step): a download from a host remembered as slow runs only with a
+    place in the slow lane, or is not started and waits (``orders.pipeline.lanes``); any other
+    keeps its pace, and one that falls behind stops, its host remembered as slow, and is tried
+    again at once, in the slow lane. Neither counts as an attempt."""
+    host = asset_host(url)
+    if lanes and slow_host_known(host):
+        with slow_download_place(host) as taken:
+            if not taken:
+                return Fetched(
+                    row_id,
+                    error=f"The host {host} sends slowly and every place for slow downloads is "
+                    "taken: the download waits for one.",
+                    waits=slow_lane_wait(),
+                )
+            return _fetch_once(row_id, url, destination, check, label, md5=md5, paced=False)
+    fetched = _fetch_once(row_id, url, destination, check, label, md5=md5, paced=lanes)
+    if fetched.waits is not None:
+        slow_host_remember(host)
+    return fetched
+
+
+def _fetch_once(
+    row_id: int,
+    url: str,
+    destination: Path,
+    check: Callable[[DownloadedFile], AssetFileInfo],
+    label: str,
+    *,
+    md5: bool,
+    paced: bool,
+) -> Fetched:
+    """One download of ``url``, checked; ``paced``: stopped if it falls behind the pace."""
     try:
         with borrowed_session() as session:
             downloaded = download_to_file(
@@ -125,8 +171,11 @@ def _fetch_checked(
                 deadline_seconds=settings.ASSET_DOWNLOAD_DEADLINE_SECONDS,
                 session=session,
                 md5=md5,
+                pace=download_pace() if paced else None,
             )
         return Fetched(row_id, downloaded, check(downloaded))
+    except TransferTooSlow as exc:
+        return Fetched(row_id, error=str(exc), waits=timedelta(0))
     except OutboundRefused as exc:
         return Fetched(row_id, error=str(exc), permanent=True)
     except OutboundError as exc:
@@ -169,8 +218,9 @@ def _fetch_order_file(order_file: OrderFile, folder: Path) -> Fetched:
 
 def original_fetch(asset: Asset, priced_by_page: bool, folder: Path) -> Fetched:
     """One attempt at the asset's URL, checked as its downloads are (a late submission's
-    download of an original whose files were deleted: ``steps.prepare``)."""
-    return _fetch(asset, priced_by_page, folder)
+    download of an original whose files were deleted: ``steps.prepare``; not on the downloads
+    queue, so outside its slow lane)."""
+    return _fetch(asset, priced_by_page, folder, lanes=False)
 
 
 def original_store(asset: Asset, fetched: Fetched) -> None:
@@ -325,7 +375,12 @@ def _fetching_pool(fetches: int) -> Executor:
 def _attempt_count(row: Asset | OrderFile, fetched: Fetched, now: datetime) -> bool | None:
     """Count one download attempt of an asset or an order file: None when it succeeded (the
     row is Complete), True when it failed for good (Error), False when it is tried again
-    after the backoff."""
+    after the backoff. A download that waits for the slow lane (``Fetched.waits``) is no
+    attempt: it is tried again after its wait, its count and status unchanged."""
+    if fetched.waits is not None:
+        row.last_error = fetched.error
+        row.next_attempt_at = now + fetched.waits
+        return False
     row.download_attempts += 1
     if fetched.error == "":
         row.status = AssetStatus.COMPLETE
@@ -356,7 +411,7 @@ def _record_file_attempt(
         order_file.source_size = fetched.downloaded.size
         if attempts > 1:  # only a failed attempt leaves an issue on the file
             OrderIssue.objects.filter(order=order, order_file=order_file).delete()
-    else:
+    elif fetched.waits is None:  # a wait for the slow lane is no attempt: no issue of its own
         if failed:
             code = PACKING_SLIP_FAILED_TO_DOWNLOAD if packing_slip else BRANDING_FAILED_TO_DOWNLOAD
             description = (
@@ -418,7 +473,7 @@ def _record_attempt(
             f"Asset {asset.public_id} ({asset.url}) could not be downloaded after "
             f"{attempts} attempt(s): {fetched.error}",
         )  # fmt: skip
-    else:
+    elif fetched.waits is None:  # a wait for the slow lane is no attempt: no issue of its own
         _issue(
             order, asset, ASSET_NOT_DOWNLOADED,
             f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "

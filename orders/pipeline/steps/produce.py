@@ -1,5 +1,6 @@
 """Steps 5 to 7: submit each shipment to its lab, then follow production and shipping."""
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -17,6 +18,7 @@ from orders.lab_orders import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
 from orders.parts import ShipmentParts
 from orders.pipeline.claims import ClaimLost, order_claim_renew, order_claimed_transaction
+from orders.pipeline.lanes import lab_busy_retry, lab_call_place
 from orders.selectors import order_shipment_parts
 
 
@@ -25,12 +27,19 @@ def _connector(parts: ShipmentParts, shipment: Shipment, *, sandbox: bool) -> La
     return lab_connector(lab_code=code, lab=parts.labs.get(code), sandbox=sandbox)
 
 
+def _lab_place(connector: LabConnector, lab_code: str) -> AbstractContextManager[bool]:
+    """Whether the step may call the lab now: a real lab's calls are limited per lab
+    (``orders.pipeline.lanes.lab_call_place``); the simulator, which waits on nothing, is not."""
+    return nullcontext(True) if connector.simulated else lab_call_place(lab_code)
+
+
 def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | None]:
     """Submit every shipment not yet submitted.
 
     Returns (True, None) when all are submitted, (None, retry time) while a lab refuses and
-    attempts remain, (False, None) when a lab refused every attempt or refused for good (an
-    unsuccessful answer that is not ``retryable``, e.g. Site Flow's 4xx). A refused shipment has one
+    attempts remain or while a lab's calls are all taken (``_lab_place``: no attempt counted),
+    (False, None) when a lab refused every attempt or refused for good (an unsuccessful answer
+    that is not ``retryable``, e.g. Site Flow's 4xx). A refused shipment has one
     ``order.shipments.SubmissionFailed`` issue, replaced at each attempt (not appended). A lab
     must treat the shipment id as the idempotency key of a submission: a crash between its
     answer and our commit makes us submit again.
@@ -43,7 +52,12 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
         if shipment.submitted_at is not None:
             continue
         connector = _connector(parts, shipment, sandbox=sandbox)
-        result = connector.submit(lab_order(shipment, parts))
+        with _lab_place(connector, shipment.lab_code) as placed:
+            result = connector.submit(lab_order(shipment, parts)) if placed else None
+        if result is None:  # the lab's calls are all taken: no attempt, asked again soon
+            busy = now + lab_busy_retry()
+            retry_at = min(retry_at or busy, busy)
+            continue
         if result.successful:
             shipment_submission_record(
                 order=order,
@@ -179,9 +193,18 @@ def order_shipments_track(*, order: Order) -> Tracked:
             carrier_name=shipment.carrier_name,
             carrier_service=shipment.carrier_service,
         )
-        progress = _connector(parts, shipment, sandbox=sandbox).progress(
-            planned, submitted_at=shipment.submitted_at, now=now
-        )
+        connector = _connector(parts, shipment, sandbox=sandbox)
+        with _lab_place(connector, shipment.lab_code) as placed:
+            progress = (
+                connector.progress(planned, submitted_at=shipment.submitted_at, now=now)
+                if placed
+                else None
+            )
+        if progress is None:  # the lab's calls are all taken: asked again soon
+            tracked.all_shipped = False
+            busy = now + lab_busy_retry()
+            tracked.next_check = min(tracked.next_check or busy, busy)
+            continue
         if progress.ended:
             order_locked()
             tracked.all_shipped = False
