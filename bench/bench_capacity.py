@@ -1,9 +1,9 @@
 """Capacity: the pipeline with one and with two images-worker processes, in one sitting.
 
 Runs ``bench/bench_pipeline.py`` (the workers as deployed: a prefork ``images`` worker with
-beat and a thread-pool worker for ``downloads``, ``callbacks`` and ``sweeps``, 8 threads) with
-``--concurrency 1`` and then ``--concurrency 2``, ``--orders`` orders a run and ``--repeat``
-runs each, and while each runs samples the scratch database's connections
+beat and a thread-pool worker for ``downloads``, ``labs``, ``callbacks`` and ``sweeps``, 8
+threads) with ``--concurrency 1`` and then ``--concurrency 2``, ``--orders`` orders a run and
+``--repeat`` runs each, and while each runs samples the scratch database's connections
 (``pg_stat_activity``) every half second. Prints, for each: orders per minute (median of the
 runs), CPU per order by process type (bench_pipeline's groups: the images worker's pool and
 main process, the thread-pool worker, PostgreSQL, Redis) and the most database connections

@@ -14,7 +14,8 @@ queues of the Redis database given. An asset server in its own process serves on
 
 1. **Pipeline**: the workers as deployed, a prefork ``images`` worker of ``--concurrency``
    processes (by default one more than the CPUs, as ``deploy/`` runs it; with beat) and a
-   thread-pool worker for ``downloads``, ``callbacks`` and ``sweeps`` (``--one-worker``: one
+   thread-pool worker for ``downloads``, ``labs``, ``callbacks`` and ``sweeps`` (deployed,
+   ``labs`` has a worker of its own; the simulator waits on nothing; ``--one-worker``: one
    prefork worker for every queue), and the lab simulator at ``LAB_SIMULATOR_SECONDS=0``; the
    orders are created through the API with their task messages held back in this process and
    marked as queued, so no sweep takes them early (the API's own cost is ``bench_api``'s),
@@ -127,7 +128,7 @@ def serve(photo: bytes, ports: "Queue[int]") -> None:
 
 
 # The broker's keys of the service's queues, and kombu's record of unacknowledged messages.
-QUEUE_KEYS = ("downloads", "images", "callbacks", "sweeps", "unacked", "unacked_index")
+QUEUE_KEYS = ("downloads", "images", "labs", "callbacks", "sweeps", "unacked", "unacked_index")
 
 
 def bench_environment(database_url: str, suffix: str) -> tuple[str, str, Path]:
@@ -471,13 +472,13 @@ def main() -> None:
     log = (scratch / "worker.log").open("wb")
     common = ["-l", "warning", "--without-gossip", "--without-mingle", "--without-heartbeat"]
     # As deployed (README, "Queues and workers"): rendering and the other steps in a prefork
-    # worker of --concurrency processes (with beat here), downloads, callbacks and sweeps in a
-    # thread-pool worker; --one-worker: one prefork worker takes every queue.
+    # worker of --concurrency processes (with beat here), downloads, labs, callbacks and sweeps
+    # in a thread-pool worker; --one-worker: one prefork worker takes every queue.
     if options.one_worker:
         workers = [
             [
                 "-Q",
-                "downloads,images,callbacks,sweeps",
+                "downloads,images,labs,callbacks,sweeps",
                 "-P",
                 "prefork",
                 "-c",
@@ -498,7 +499,7 @@ def main() -> None:
                 "-n",
                 "images@%h",
             ],
-            ["-Q", "downloads,callbacks,sweeps", "-P", "threads", "-c", "8", "-n", "io@%h"],
+            ["-Q", "downloads,labs,callbacks,sweeps", "-P", "threads", "-c", "8", "-n", "io@%h"],
         ]
     environment = os.environ.copy()
     probes = scratch / "probe"

@@ -11,7 +11,7 @@ the end), writes an environment file from ``deploy/production.env.example`` (pro
 settings; a scratch ``VAR_DIR``; free ports; ``API_RATE_LIMIT`` raised so the budget is not
 what is measured), runs ``deploy/release.sh``, loads the demo catalogue, creates a merchant and
 20 orders, and starts the whole of ``deploy/start.sh``: nginx in front of gunicorn, the
-downloads, images and callbacks workers and beat. Requests go through nginx over keep-alive
+downloads, images, labs and callbacks workers and beat. Requests go through nginx over keep-alive
 connections, with ``X-Forwarded-Proto: https`` as a load balancer sends it, in a fixed mix:
 ``GET /healthz``, ``GET /v4.0/orders/{id}``, ``GET /v4.0/orders?top=10``, ``POST /v4.0/quotes``
 (2 items, every method) and ``POST /v4.0/orders`` (2 items; their assets are on a loopback
@@ -150,7 +150,7 @@ def describe(command: str) -> str:
     if "gunicorn" in command:
         return "gunicorn"
     if "celery" in command:
-        for queue in ("downloads", "images", "callbacks"):
+        for queue in ("downloads", "images", "labs", "callbacks"):
             if f"--queues {queue}" in command:
                 return f"celery {queue}"
         return "celery beat" if " beat" in command else "celery"

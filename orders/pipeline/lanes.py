@@ -72,13 +72,15 @@ def slow_host_remember(host: str) -> None:
         logger.exception("Slow host %s could not be remembered", host)
 
 
-def slow_host_known(host: str) -> bool:
-    """Whether a download from ``host`` was found slow within ``SLOW_HOST_MEMORY_SECONDS``
-    (without a cache: never)."""
+def slow_host_known(host: str) -> bool | None:
+    """Whether a download from ``host`` was found slow within ``SLOW_HOST_MEMORY_SECONDS``;
+    None when the cache cannot be read (then there is no slow lane: downloads run unpaced, as
+    a download stopped for its pace could not be sent to the lane)."""
     try:
         return cache.get(_SLOW_HOST.format(host)) is not None
     except Exception:
-        return False
+        logger.exception("Whether host %s is slow could not be read: no slow lane", host)
+        return None
 
 
 @contextmanager

@@ -133,9 +133,11 @@ def _fetch_checked(
     ``lanes`` (the download step): a download from a host remembered as slow runs only with a
     place in the slow lane, or is not started and waits (``orders.pipeline.lanes``); any other
     keeps its pace, and one that falls behind stops, its host remembered as slow, and is tried
-    again at once, in the slow lane. Neither counts as an attempt."""
+    again at once, in the slow lane. Neither counts as an attempt. Without a cache to keep
+    the lane in, downloads run unpaced, as they did before the lane."""
     host = asset_host(url)
-    if lanes and slow_host_known(host):
+    known = slow_host_known(host) if lanes else False
+    if known:
         with slow_download_place(host) as taken:
             if not taken:
                 return Fetched(
@@ -145,7 +147,10 @@ def _fetch_checked(
                     waits=slow_lane_wait(),
                 )
             return _fetch_once(row_id, url, destination, check, label, md5=md5, paced=False)
-    fetched = _fetch_once(row_id, url, destination, check, label, md5=md5, paced=lanes)
+    # Without a cache (``known`` None) there is no lane to go to: unpaced.
+    fetched = _fetch_once(
+        row_id, url, destination, check, label, md5=md5, paced=known is False and lanes
+    )
     if fetched.waits is not None:
         slow_host_remember(host)
     return fetched
