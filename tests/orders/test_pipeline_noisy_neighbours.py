@@ -199,6 +199,11 @@ def test_a_lab_whose_site_hangs_slows_another_labs_orders_at_most_1_5x(
     hanging_merchant = client_of(other_merchant, live=True)
     url = serve(httpserver, "/to-gb1.jpg", jpeg_bytes(), "image/jpeg")
     hanging = [order_create_via_api(hanging_merchant, **photo(url)) for _ in range(6)]
+    # All six rendered and waiting on the site (their renders are load, not the hang).
+    at_site = Order.objects.filter(
+        id__in=[pk(o) for o in hanging], pipeline_step=PipelineStep.SUBMIT
+    )
+    wait_for("the six at the site", lambda: at_site.count() == 6, workers, timeout=120)
     wait_for("the site to hold two calls", lambda: site.held >= 2, workers, timeout=120)
     time.sleep(1.0)
 
