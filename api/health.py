@@ -4,7 +4,6 @@ import logging
 import time
 
 from celery import current_app
-from django.db import connection
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -12,18 +11,9 @@ from rest_framework.response import Response
 
 from api.schema import SERVICE
 from api.views import ApiView
+from common.db import database_reachable
 
 logger = logging.getLogger(__name__)
-
-
-def database_ok() -> bool:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            return cursor.fetchone() == (1,)
-    except Exception:
-        logger.warning("Health check: database unreachable", exc_info=True)
-        return False
 
 
 # A broker that answered is taken as up for this long (per process and broker URL), so that
@@ -69,7 +59,7 @@ class HealthView(ApiView):
         responses={200: HealthOutput, 503: HealthOutput},
     )
     def get(self, request: Request) -> Response:
-        checks = {"database": database_ok(), "broker": broker_ok()}
+        checks = {"database": database_reachable(), "broker": broker_ok()}
         healthy = all(checks.values())
         return Response(
             {

@@ -9,15 +9,21 @@ joined by semicolons. Django counts and logs them as one query either way.
 
 ``rows_update``: a conditional UPDATE of plain values, its SQL built once per process.
 
+``row_insert_or_count``: a row inserted once per key, a later insert of the same key counted
+on it instead, whatever the concurrency.
+
+``database_reachable``: whether the database answers a statement now.
+
 ``ids_condition``, ``update_returning_joined``, ``locks_without_key_update`` and
-``insert_returning``: what the database can take, for the statements written by hand elsewhere
-(``common.joined``, the order reads and the pipeline's claims, the lab simulator).
+``insert_returning``: what the database can take, for the statements written by hand here and
+elsewhere (``common.joined``, the order reads and the pipeline's claims).
 
 ``dropped_connections_closed``: a kept connection the server has dropped is closed before the
 next request or task uses it, which then opens a new one.
 """
 
 import functools
+import logging
 import select
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, nullcontext
@@ -27,6 +33,8 @@ from django.db import connection, connections, transaction
 from django.db.models import Field, JSONField, Model
 
 Statement = tuple[str, Sequence[Any]]
+
+logger = logging.getLogger(__name__)
 
 
 def _rows(cursor: Any) -> list[Any]:
@@ -213,3 +221,58 @@ def _column(model: type[Model], name: str) -> "tuple[Field[Any, Any], str]":
     ):
         raise ValueError(f"{model.__name__}.{name} is not a column of its table.")
     return field, field.column
+
+
+def row_insert_or_count(instance: Model, *, key: str, counter: str, answer: str) -> Any:
+    """``instance`` inserted as ``save()`` would insert it (its defaults and ``auto_now_add``
+    times filled in), unless a row with the same value of its unique field ``key`` is stored:
+    then that row's ``counter`` goes up by one and nothing else of it changes. Either way, the
+    stored row's ``answer`` column (the first insert's) as the database driver returns it.
+
+    Concurrent calls with the same key store one row whose counter counts them all (the unique
+    key settles the race in the database, a second insert waiting for the first to commit or
+    roll back); ``instance`` itself is not marked saved and its primary key stays unset."""
+    # Hand-built: one statement where get_or_create and an F() update take three or more.
+    model = type(instance)
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    columns, params = [], []
+    for field in model._meta.get_fields():
+        if (
+            not isinstance(field, Field)
+            or not field.column
+            or field.model is not model._meta.concrete_model
+            or (field.primary_key and instance.pk is None)
+        ):
+            continue
+        columns.append(quote(field.column))
+        params.append(field.get_db_prep_save(field.pre_save(instance, True), connection))
+    key_field, key_column = _column(model, key)
+    key_column = quote(key_column)
+    count = quote(_column(model, counter)[1])
+    answered = quote(_column(model, answer)[1])
+    returning = insert_returning()
+    sql = (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
+        f"ON CONFLICT ({key_column}) DO UPDATE SET {count} = {table}.{count} + 1"
+    )
+    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
+        if returning:
+            cursor.execute(f"{sql} RETURNING {answered}", params)
+        else:  # SQLite before 3.35: read after (an answer once stored never changes)
+            cursor.execute(sql, params)
+            value = key_field.get_db_prep_value(getattr(instance, key_field.attname), connection)
+            cursor.execute(f"SELECT {answered} FROM {table} WHERE {key_column} = %s", [value])
+        (stored,) = cursor.fetchone()
+    return stored
+
+
+def database_reachable() -> bool:
+    """Whether the database answers a statement now; a failure is logged, never raised."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            return bool(cursor.fetchone() == (1,))
+    except Exception:
+        logger.warning("Database unreachable", exc_info=True)
+        return False

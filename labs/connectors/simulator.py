@@ -24,10 +24,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
-from django.utils import timezone
 
-from common.db import insert_returning
+from common.db import row_insert_or_count
 from labs.connectors.base import (
     LAB_CANCELLED,
     LAB_ERROR,
@@ -46,17 +44,6 @@ _CARRIERS = {
     "Express": ("DHL", "Express Worldwide"),
     "Overnight": ("FedEx", "Priority Overnight"),
 }
-
-
-# An accepted submission's ``SimulatedLabOrder`` upserted: the first of its shipment
-# inserted, a later one counted. With ``RETURNING`` (PostgreSQL, SQLite 3.35 and later) the
-# statement also answers the reference recorded first; else ``_SIMULATED_ORDER_REFERENCE``.
-_SIMULATED_ORDER_UPSERT = (
-    "INSERT INTO {table} (shipment_id, lab_code, reference, submissions, created) "
-    "VALUES (%s, %s, %s, 1, %s) ON CONFLICT (shipment_id) "
-    "DO UPDATE SET submissions = {table}.submissions + 1"
-)
-_SIMULATED_ORDER_REFERENCE = "SELECT reference FROM {table} WHERE shipment_id = %s"
 
 
 SIMULATED_TRACKING_PREFIX = "SIMULATED-"
@@ -104,18 +91,15 @@ class SimulatorConnector(LabConnector):
         if _fraction(order.shipment_id) < self.failure_share:
             return LabResult(False, message=f"Simulated rejection by lab {self.lab_code}.")
         reference = f"SIM-{self.lab_code.upper()}-{order.shipment_id.split('_')[-1]}"
-        table = connection.ops.quote_name(SimulatedLabOrder._meta.db_table)
-        created = connection.ops.adapt_datetimefield_value(timezone.now())
-        returning = insert_returning()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                _SIMULATED_ORDER_UPSERT.format(table=table)
-                + (" RETURNING reference" if returning else ""),
-                [order.shipment_id, self.lab_code, reference, created],
-            )
-            if not returning:
-                cursor.execute(_SIMULATED_ORDER_REFERENCE.format(table=table), [order.shipment_id])
-            (recorded,) = cursor.fetchone()
+        # The first accepted submission of the shipment recorded, a later one counted on it.
+        recorded = row_insert_or_count(
+            SimulatedLabOrder(
+                shipment_id=order.shipment_id, lab_code=self.lab_code, reference=reference
+            ),
+            key="shipment_id",
+            counter="submissions",
+            answer="reference",
+        )
         return LabResult(True, reference=recorded)
 
     def progress(self, order: LabOrder, *, submitted_at: datetime, now: datetime) -> LabProgress:

@@ -1,19 +1,29 @@
 """Statements sent together (``common.db.rows_together``) and prepared statements on
 PostgreSQL: the same rows whichever way they travel, one query as Django counts them. The
-conditional update built once (``common.db.rows_update``): what the ORM's would change."""
+conditional update built once (``common.db.rows_update``): what the ORM's would change. A row
+inserted once per key (``common.db.row_insert_or_count``), concurrent inserts counted on it.
+Whether the database answers (``common.db.database_reachable``)."""
 
+import threading
 from collections.abc import Iterator
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import OperationalError, connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from common import db
-from common.db import rows_together, rows_update, server_side_binding
+from common.db import (
+    database_reachable,
+    row_insert_or_count,
+    rows_together,
+    rows_update,
+    server_side_binding,
+)
+from labs.models import SimulatedLabOrder
 from merchants.models import Merchant
 from orders.models import DetailState, Order, PipelineStep
 from tests.orders.factories import OrderFactory
@@ -263,3 +273,87 @@ def test_a_request_after_the_server_dropped_the_kept_connection_opens_a_new_one(
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json()["database"] == "ok"
+
+
+# ``row_insert_or_count``: one row per key, later inserts counted on it.
+
+
+def _recorded(shipment_id: str, reference: str) -> Any:
+    return row_insert_or_count(
+        SimulatedLabOrder(shipment_id=shipment_id, lab_code="gb1", reference=reference),
+        key="shipment_id",
+        counter="submissions",
+        answer="reference",
+    )
+
+
+@pytest.mark.parametrize("returning", [True, False], ids=["returning", "read-after"])
+def test_a_row_is_inserted_once_per_key_and_later_inserts_are_counted_on_it(
+    returning: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not returning:  # as on SQLite before 3.35, where an INSERT returns nothing
+        monkeypatch.setattr(db, "insert_returning", lambda: False)
+    before = timezone.now()
+    assert _recorded("shp_1", "first") == "first"
+    assert _recorded("shp_1", "second") == "first"
+    assert _recorded("shp_2", "other") == "other"
+
+    rows = SimulatedLabOrder.objects.order_by("shipment_id")
+    assert [(r.shipment_id, r.reference, r.submissions) for r in rows] == [
+        ("shp_1", "first", 2),
+        ("shp_2", "other", 1),
+    ]
+    # The model's auto_now_add time, in the database's own form of a datetime.
+    assert before <= rows[0].created <= timezone.now()
+
+
+@needs_postgresql
+@pytest.mark.django_db(transaction=True)  # each thread commits on its own connection
+def test_concurrent_inserts_of_one_key_make_one_row_that_counts_them_all() -> None:
+    """The first insert holds its transaction open; the others wait for its commit and count
+    on its row, each answering the first's reference (none fails on the unique key)."""
+    inserted, answers = threading.Event(), []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                answers.append(_recorded("shp_9", "first"))
+                inserted.set()
+                # Let the others reach the unique key and wait on it.
+                threading.Event().wait(0.5)
+        finally:
+            connections.close_all()
+
+    def later(reference: str) -> None:
+        try:
+            inserted.wait(10)
+            answers.append(_recorded("shp_9", reference))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=first)] + [
+        threading.Thread(target=later, args=(f"later-{n}",)) for n in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    assert answers == ["first"] * 5
+    (row,) = SimulatedLabOrder.objects.all()
+    assert (row.reference, row.submissions) == ("first", 5)
+
+
+# ``database_reachable``
+
+
+def test_the_database_is_reachable_and_a_refusal_is_no_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert database_reachable() is True
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(connection, "cursor", refuse)
+    assert database_reachable() is False
