@@ -1,7 +1,8 @@
 """Workers keep their database connections from task to task (Celery's Django fix-up would close
 them around every task; ``config/celery_app.py`` checks them instead, as Django does around a
-request)."""
+request), and behind PgBouncer they reach the database through it."""
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -13,7 +14,9 @@ from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
 from orders.models import OrderIssue
+from tests.support.database import ON_POSTGRES
 from tests.support.orders import photo_order, pk, stage_is
+from tests.support.pgbouncer import POOLER_ADMIN_URL, pooled_clients
 from tests.support.worker import needs_worker, purge_queues, start_worker, wait_for
 
 pytestmark = [
@@ -56,6 +59,29 @@ def test_a_worker_keeps_its_connections_and_carries_on_at_once_when_they_are_cut
             assert time.monotonic() - started < 15  # a failed step waits for a retry
             assert not OrderIssue.objects.filter(order_id=pk(second)).exists()
             assert "retrying later" not in worker.log_tail(500)
+        finally:
+            worker.kill()
+            purge_queues()
+
+
+@pytest.mark.skipif(
+    not ON_POSTGRES or not os.environ.get(POOLER_ADMIN_URL),
+    reason="runs in the pass through PgBouncer (python -m tests.support.pgbouncer)",
+)
+def test_behind_pgbouncer_a_worker_reaches_the_database_through_it(
+    live_server: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    """The workers the pipeline tests start are PgBouncer's clients, with prepared statements
+    off, as a deployment behind it runs them: the pooled pass tests the pipeline behind it."""
+    with tempfile.TemporaryDirectory(prefix="pipeline-pooled-") as folder:
+        worker = start_worker(Path(folder), live_server.url, DATABASE_CONN_MAX_AGE="60")
+        try:
+            order_id = photo_order(sandbox_api, httpserver, "pooled")
+            wait_for("the order", stage_is(sandbox_api, order_id, "Complete"), worker)
+
+            clients = pooled_clients(worker.application)
+            assert clients is not None and clients >= 1
+            assert worker.env["DATABASE_PREPARED_STATEMENTS"] == "0"
         finally:
             worker.kill()
             purge_queues()

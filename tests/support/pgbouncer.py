@@ -36,6 +36,23 @@ def pooled_database_released(name: str) -> None:
             console.execute(f"KILL {name}")
 
 
+def pooled_clients(application: str) -> int | None:
+    """Behind PgBouncer: its client connections whose ``application_name`` starts with
+    ``application`` (its admin console's ``SHOW CLIENTS``); None when not behind it.
+
+    These, not PostgreSQL's sessions, are a process's connections there: PgBouncer keeps its
+    server connections after their clients have gone, under the last client's name."""
+    import psycopg
+
+    admin = os.environ.get(POOLER_ADMIN_URL)
+    if not admin:
+        return None
+    with psycopg.connect(admin, autocommit=True, prepare_threshold=None) as console:
+        cursor = console.execute("SHOW CLIENTS")
+        column = [d.name for d in cursor.description or ()].index("application_name")
+        return sum(1 for row in cursor.fetchall() if str(row[column]).startswith(application))
+
+
 # No Django here: run as a module, this starts before any settings are read.
 
 

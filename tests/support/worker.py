@@ -27,6 +27,7 @@ from django.db import connection
 
 from config.env import BASE_DIR
 from tests.support.database import ON_POSTGRES, database_url
+from tests.support.pgbouncer import pooled_clients
 
 WORKER_APPLICATION = "pipeline-test-worker"
 WAIT_SECONDS = 60.0
@@ -39,9 +40,12 @@ needs_worker = pytest.mark.skipif(not CAN_RUN_WORKER, reason=NO_WORKER)
 
 def worker_sessions(application: str = WORKER_APPLICATION) -> int:
     """Database sessions of the test workers (their connections carry WORKER_APPLICATION), or
-    of one of them (``Worker.application``)."""
+    of one of them (``Worker.application``). Behind PgBouncer, their connections to it."""
     if not ON_POSTGRES:
         return 0
+    pooled = pooled_clients(application)
+    if pooled is not None:
+        return pooled
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity "
