@@ -266,7 +266,8 @@ def test_a_request_after_the_server_dropped_the_kept_connection_opens_a_new_one(
     other = connections.create_connection("default")
     try:
         with other.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(%s), pg_sleep(0.2)", [pid])
+            # Returns once the session has ended (its socket closed), up to 10 s.
+            cursor.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
     finally:
         other.close()
 
