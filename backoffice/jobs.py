@@ -1,11 +1,14 @@
 """Bulk jobs: created from a sheet's rows, run row by row by a worker, results written back.
 
-A job is claimed by a conditional update (one worker at a time) and its claim renewed at each
-row; rows are done in order and each result is kept in its row at once. Results reach the
-sheet in one ``values:batchUpdate`` per ``BULK_WRITE_BACK_SECONDS`` (or
-``BULK_WRITE_BACK_ROWS`` rows), and when the job ends. A killed worker leaves the job claimed
-until the claim expires; the sweeper then queues it and the next run goes on from the first
-pending row (a row's work itself is safe to repeat).
+A job is claimed by a conditional update (one worker at a time) for a short lease
+(``common.leases``), renewed by a heartbeat while the worker runs it, a row's lab calls
+included; rows are done in order and each result is kept in its row at once, only while the
+claim holds. Results reach the sheet in one ``values:batchUpdate`` per
+``BULK_WRITE_BACK_SECONDS`` (or ``BULK_WRITE_BACK_ROWS`` rows), and when the job ends. A
+killed worker stops renewing the lease, so the job is due again within
+``PIPELINE_CLAIM_SECONDS``; the sweeper then queues it and the next run goes on from the first
+pending row (a row's work itself is safe to repeat: the orders service reconciles with the
+lab what a killed row had sent).
 """
 
 import json
@@ -41,6 +44,7 @@ from backoffice.sheets import Table, sheet_cells_write, sheet_read
 from backoffice.shipping import shipping_row_update
 from common.chunks import chunks
 from common.errors import ValidationFailed
+from common.leases import ClaimLost, Heartbeat, claim_token_new, lease_until
 from common.sweeping import sweep_batch_mark
 from common.tasks import task_enqueue_on_commit
 from orders.models import Shipment
@@ -196,38 +200,58 @@ def bulk_job_create(
 # --- running ----------------------------------------------------------------------------------
 
 
-def _claim(job_id: int) -> bool:
+def _claim(job_id: int) -> int | None:
+    """Claim the job for this worker (a new lease); the claim's token, or None when it is done
+    or another worker holds it."""
     now = timezone.now()
-    until = now + timedelta(seconds=float(settings.PIPELINE_CLAIM_SECONDS))
-    return bool(
+    token = claim_token_new()
+    claimed = (
         BulkJob.objects.filter(id=job_id)
         .exclude(status=JobStatus.DONE)
         .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(status=JobStatus.RUNNING, claimed_until=until)
+        .update(status=JobStatus.RUNNING, claimed_until=lease_until(now), claim_token=token)
     )
-
-
-def _renew(job_id: int) -> None:
-    until = timezone.now() + timedelta(seconds=float(settings.PIPELINE_CLAIM_SECONDS))
-    BulkJob.objects.filter(id=job_id).update(claimed_until=until)
+    return token if claimed else None
 
 
 def bulk_job_run(*, job_id: int) -> bool:
-    """Do the job's pending rows (when it can be claimed); True once it is done."""
-    if not _claim(job_id):
+    """Do the job's pending rows (when it can be claimed); True once it is done.
+
+    The claim is renewed by a heartbeat while the rows run; once a renewal finds it taken over
+    (this worker was presumed dead), no further row is started and nothing more is recorded:
+    the worker that holds it goes on."""
+    token = _claim(job_id)
+    if token is None:
         return False
-    job = BulkJob.objects.get(id=job_id)
+    held = BulkJob.objects.filter(id=job_id, claim_token=token)
+
+    def renew() -> bool:
+        return bool(held.update(claimed_until=lease_until()))
+
+    try:
+        with Heartbeat(renew, name=f"bulk job {job_id}") as heartbeat:
+            return _rows_run(BulkJob.objects.get(id=job_id), token, heartbeat)
+    except ClaimLost:
+        log.warning("job %s: claim lost; another worker carries on", job_id)
+        return False
+
+
+def _rows_run(job: BulkJob, token: int, heartbeat: Heartbeat) -> bool:
     flushed_at = time.monotonic()
     unwritten = 0
     for row in list(job.rows.filter(status=RowStatus.PENDING)):
-        _renew(job_id)
+        heartbeat.check()
         outcome = row_process(job, row)
-        BulkJobRow.objects.filter(id=row.id, status=RowStatus.PENDING).update(
+        recorded = BulkJobRow.objects.filter(
+            id=row.id, status=RowStatus.PENDING, job__claim_token=token
+        ).update(
             status=RowStatus.SUCCEEDED if outcome.successful else RowStatus.FAILED,
             message=outcome.message,
             new_lab_order_id=outcome.new_shipment_id,
             last_activity=timezone.now(),
         )
+        if not recorded and not BulkJob.objects.filter(id=job.id, claim_token=token).exists():
+            raise ClaimLost(f"bulk job {job.id}: claim lost")
         unwritten += 1
         if (
             unwritten >= settings.BULK_WRITE_BACK_ROWS
@@ -235,15 +259,22 @@ def bulk_job_run(*, job_id: int) -> bool:
         ):
             job_write_back(job)
             flushed_at, unwritten = time.monotonic(), 0
+    heartbeat.check()
     written = job_write_back(job)
     now = timezone.now()
+    held = BulkJob.objects.filter(id=job.id, claim_token=token)
     if not written:
-        BulkJob.objects.filter(id=job_id).update(claimed_until=None, due_at=now + WRITE_BACK_RETRY)
+        held.update(claimed_until=None, claim_token=None, due_at=now + WRITE_BACK_RETRY)
         return False
-    BulkJob.objects.filter(id=job_id).update(
-        status=JobStatus.DONE, finished_at=now, claimed_until=None, due_at=None
+    return bool(
+        held.update(
+            status=JobStatus.DONE,
+            finished_at=now,
+            claimed_until=None,
+            claim_token=None,
+            due_at=None,
+        )
     )
-    return True
 
 
 def row_process(job: BulkJob, row: BulkJobRow) -> RowOutcome:

@@ -54,6 +54,9 @@ class BulkJob(models.Model):
     status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
     due_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
+    claim_token = models.BigIntegerField(
+        null=True, blank=True, help_text="Names the worker's claim while it runs the job."
+    )
     swept_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     queued_rows = models.PositiveIntegerField(

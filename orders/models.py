@@ -142,12 +142,16 @@ class Order(PublicIdModel):
 
     # Pause window: OnHold until this time; null while OnHold means held until submitted by hand.
     held_until = models.DateTimeField(null=True, blank=True)
-    # The durable state machine: the step, when it is next due, and until when a worker owns it.
+    # The durable state machine: the step, when it is next due, and the worker's claim on it
+    # (``common.leases``: the end of its lease, renewed while the step runs, and its token).
     pipeline_step = models.CharField(
         max_length=16, choices=PipelineStep.choices, default=PipelineStep.DOWNLOAD
     )
     due_at = models.DateTimeField(null=True, blank=True)
     claimed_until = models.DateTimeField(null=True, blank=True)
+    claim_token = models.BigIntegerField(
+        null=True, blank=True, help_text="Names the worker's claim while it holds the order."
+    )
     swept_at = models.DateTimeField(
         null=True, blank=True, help_text="When the sweeper last queued the order."
     )

@@ -259,14 +259,17 @@ ASSET_RETRY_MAX_SECONDS = env.float("ASSET_RETRY_MAX_SECONDS", default=3600.0)
 # ItemUnavailable issue, capped (other infeasibility fails at once).
 ALLOCATION_RETRY_BASE_SECONDS = env.float("ALLOCATION_RETRY_BASE_SECONDS", default=900.0)
 ALLOCATION_RETRY_MAX_SECONDS = env.float("ALLOCATION_RETRY_MAX_SECONDS", default=4 * 3600.0)
-# How long a worker owns an order step before the sweeper may hand it to another worker;
-# renewed after each download and before each rendering (unless taken within the second), so
-# it must outlast one download.
-PIPELINE_CLAIM_SECONDS = env.float("PIPELINE_CLAIM_SECONDS", default=600.0)
-if PIPELINE_CLAIM_SECONDS <= ASSET_DOWNLOAD_DEADLINE_SECONDS:
+# The lease of a worker's claim on an order step or a bulk job (common/leases.py): a worker
+# that dies holds its work this long at most before the sweepers queue it for another. A
+# heartbeat renews it every third of this while the work runs, however long a download, a
+# rendering or a lab call takes; a worker stalled for the whole lease (a machine frozen, the
+# database away) loses its claim, and its writes, conditional on the claim, then roll back.
+# Work a killed worker held is running again within this plus PIPELINE_SWEEP_SECONDS; a task
+# message presumed lost (queued, never run) is queued again after this too.
+PIPELINE_CLAIM_SECONDS = env.float("PIPELINE_CLAIM_SECONDS", default=30.0)
+if PIPELINE_CLAIM_SECONDS < 3:
     raise ImproperlyConfigured(
-        "PIPELINE_CLAIM_SECONDS must exceed ASSET_DOWNLOAD_DEADLINE_SECONDS: a download that "
-        "outlasts its claim would be started again by a second worker."
+        "PIPELINE_CLAIM_SECONDS must be 3 or more: its heartbeat renews it every third of it."
     )
 PIPELINE_SWEEP_SECONDS = env.float("PIPELINE_SWEEP_SECONDS", default=10.0)
 # libvips threads of one rendering in a prefork (images) worker's processes. The pool already

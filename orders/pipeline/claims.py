@@ -1,10 +1,12 @@
 """Claiming an order's current step for a worker, with conditional updates: the state
 machine's (``orders.pipeline.state_machine``) half that takes, renews and defers claims.
 
-A worker owns an order while ``claimed_until`` is in the future; the value is also its claim
-token. The state machine's move on succeeds only for the claim holder and the expected step
-(``order_claim_held``), so a step re-run by a second worker (after a crash or a duplicated
-message) cannot move the order twice.
+A worker owns an order while ``claimed_until`` is in the future; ``claim_token`` names its
+claim (``common.leases``). The lease is short (``PIPELINE_CLAIM_SECONDS``) and renewed by a
+heartbeat while the step runs (``order_claim_kept``), so a worker that dies holds the order no
+longer than that. The state machine's move on succeeds only for the claim holder and the
+expected step (``order_claim_held``), so a step re-run by a second worker (after a crash or a
+duplicated message) cannot move the order twice.
 
 The download claim keeps merchants fair to each other. A download waits on the merchant's own
 asset host, and a host that answers slowly holds a download thread for up to the download
@@ -17,6 +19,7 @@ for it. Only orders the share deferred (``download_deferred_at``) are woken: an 
 for its retry after a failed step keeps its wait.
 """
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -29,6 +32,7 @@ from django.utils import timezone
 
 from common.db import locks_without_key_update, rows_update, update_returning_joined
 from common.joined import JoinedRead, TableColumns
+from common.leases import ClaimLost, Heartbeat, claim_token_new, lease_seconds, lease_until
 from merchants.models import Environment, Merchant
 from orders.models import (
     Asset,
@@ -63,8 +67,8 @@ STARTED_DETAILS: dict[str, str] = {
 }
 
 
-class ClaimLost(Exception):
-    """Another worker took the order over (our claim expired); our changes must roll back."""
+# The claim's columns as a move or an action leaves them: no worker holds the order.
+CLAIM_RELEASED: dict[str, None] = {"claimed_until": None, "claim_token": None}
 
 
 def orders_due_unclaimed() -> Q:
@@ -83,18 +87,22 @@ def order_claim(*, order_id: int, step: str | None = None, start: bool = False) 
     the step's ``STARTED_DETAILS`` as InProgress; elsewhere the caller writes it."""
     if step is not None and step not in ACTIVE_STEPS:
         return None
-    until = timezone.now() + timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
+    claim = (lease_until(), claim_token_new())
     # A task message that names its step takes only that step's way to its claim.
     if step != PipelineStep.DOWNLOAD:
         steps = [step] if step else [s for s in ACTIVE_STEPS if s != PipelineStep.DOWNLOAD]
-        order = _claimed(order_id=order_id, steps=steps, until=until, start=start)
+        order = _claimed(order_id=order_id, steps=steps, claim=claim, start=start)
         if order is not None or step is not None:
             return order
-    return _download_claim(order_id=order_id, until=until, start=start)
+    return _download_claim(order_id=order_id, claim=claim, start=start)
+
+
+# A claim as it is written: the end of its lease and its token.
+Claim = tuple[datetime, int]
 
 
 def _download_claimed(
-    *, order_id: int, merchant_id: int, until: datetime, now: datetime, start: bool
+    *, order_id: int, merchant_id: int, claim: Claim, now: datetime, start: bool
 ) -> Order | None:
     """The Download order claimed (no longer deferred) if fewer than its share of the
     merchant's downloads are running, or else deferred (``download_deferral``) and None; the
@@ -111,7 +119,8 @@ def _download_claimed(
                 "share": settings.DOWNLOADS_PER_MERCHANT,
                 "deferred_to": deferral["due_at"],
                 "order": order_id,
-                "until": until,
+                "until": claim[0],
+                "token": claim[1],
             },
         )
     due = Order.objects.filter(
@@ -120,22 +129,29 @@ def _download_claimed(
     if downloads_running(merchant_id, now) >= settings.DOWNLOADS_PER_MERCHANT:
         due.update(**download_deferral(now))
         return None
-    return _orm_claimed(due.update(claimed_until=until, download_deferred_at=None), order_id)
+    claimed = due.update(claimed_until=claim[0], claim_token=claim[1], download_deferred_at=None)
+    return _orm_claimed(claimed, order_id)
 
 
-def _claimed(*, order_id: int, steps: Sequence[str], until: datetime, start: bool) -> Order | None:
-    """Claim the order until ``until`` if it is due, unclaimed and at one of ``steps``; the
-    order read as the claim left it, with its environment and merchant, or None. The order
-    returned is the row the claim wrote, never an older read of it."""
+def _claimed(*, order_id: int, steps: Sequence[str], claim: Claim, start: bool) -> Order | None:
+    """Claim the order (``claim``: its lease and token) if it is due, unclaimed and at one of
+    ``steps``; the order read as the claim left it, with its environment and merchant, or
+    None. The order returned is the row the claim wrote, never an older read of it."""
     now = timezone.now()
     if not update_returning_joined():
         claimed = Order.objects.filter(
             orders_due_unclaimed(), id=order_id, pipeline_step__in=steps
-        ).update(claimed_until=until)
+        ).update(claimed_until=claim[0], claim_token=claim[1])
         return _orm_claimed(claimed, order_id)
     return _statement_claimed(
         _CLAIM_STARTED if start else _CLAIM,
-        {"until": until, "order": order_id, "steps": list(steps), "now": now},
+        {
+            "until": claim[0],
+            "token": claim[1],
+            "order": order_id,
+            "steps": list(steps),
+            "now": now,
+        },
     )
 
 
@@ -190,7 +206,7 @@ def _claim_statement(*, started: bool) -> JoinedRead:
     """The PostgreSQL claim: ``orders_due_unclaimed``'s conditional UPDATE for one order
     (``started``: showing its step as started)."""
     return JoinedRead(
-        "WITH c AS (UPDATE {order} SET claimed_until = %(until)s"
+        "WITH c AS (UPDATE {order} SET claimed_until = %(until)s, claim_token = %(token)s"
         + (", " + _STARTED if started else "")
         + " WHERE "
         + _DUE_UNCLAIMED
@@ -218,7 +234,8 @@ def _download_claim_statement(*, started: bool) -> JoinedRead:
         "deferred AS (UPDATE {order} SET due_at = %(deferred_to)s, download_deferred_at = %(now)s "
         "WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
         "AND (SELECT count FROM running) >= %(share)s), "
-        "c AS (UPDATE {order} SET claimed_until = %(until)s, download_deferred_at = NULL"
+        "c AS (UPDATE {order} SET claimed_until = %(until)s, claim_token = %(token)s, "
+        "download_deferred_at = NULL"
         + (", " + _STARTED if started else "")
         + " WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
         "AND (SELECT count FROM running) < %(share)s" + _RETURNED,
@@ -233,11 +250,11 @@ _DOWNLOAD_CLAIM_STARTED = _download_claim_statement(started=True)
 
 def order_claim_held(order: Order) -> dict[str, Any]:
     """The order's row as long as our claim on its step holds: the condition of a step's
-    writes to the row, for ``common.db.rows_update``."""
+    writes to the row, for ``common.db.rows_update``. The lease's renewals leave it true."""
     return {
         "id": order.id,
         "pipeline_step": order.pipeline_step,
-        "claimed_until": order.claimed_until,
+        "claim_token": order.claim_token,
     }
 
 
@@ -258,8 +275,9 @@ def order_claim_renew(*, order: Order, unless_fresh: bool = False) -> None:
     renewal or by the step's move, which then raises ``ClaimLost``). Not for the renewal that
     opens ``order_claimed_transaction``, which must take the lock.
     """
+    order_claim_check(order)
     now = timezone.now()
-    period = timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS)
+    period = timedelta(seconds=lease_seconds())
     claimed = order.claimed_until
     fresh = claimed is not None and claimed > now and claimed - now > period - CLAIM_FRESH
     if unless_fresh and fresh:
@@ -269,6 +287,43 @@ def order_claim_renew(*, order: Order, unless_fresh: bool = False) -> None:
     if not renewed:
         raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
     order.claimed_until = until
+
+
+# The heartbeats of the claims running in this process, by claim token.
+_KEPT: dict[int, Heartbeat] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+@contextmanager
+def order_claim_kept(order: Order) -> Iterator[None]:
+    """Run the block with our claim on the order's current step renewed by a heartbeat
+    (``common.leases.Heartbeat``) every third of the lease, however long the block's download,
+    rendering or lab call takes. A renewal that finds the claim gone makes
+    ``order_claim_check`` (and so ``order_claim_renew``) raise ``ClaimLost``."""
+    held = order_claim_held(order)
+    token = order.claim_token
+    assert token is not None, "a claimed order has a claim token"
+
+    def renew() -> bool:
+        return bool(rows_update(Order, held, {"claimed_until": lease_until()}))
+
+    with Heartbeat(renew, name=f"{order.public_id} {order.pipeline_step}") as heartbeat:
+        with _KEPT_LOCK:
+            _KEPT[token] = heartbeat
+        try:
+            yield
+        finally:
+            with _KEPT_LOCK:
+                _KEPT.pop(token, None)
+
+
+def order_claim_check(order: Order) -> None:
+    """Raise ``ClaimLost`` when the heartbeat of our claim on the order found it gone (no
+    statement: before a lab call or a long piece of work, which must not start for an order
+    another worker has taken over)."""
+    heartbeat = _KEPT.get(order.claim_token) if order.claim_token is not None else None
+    if heartbeat is not None:
+        heartbeat.check()
 
 
 @contextmanager
@@ -281,14 +336,14 @@ def order_claimed_transaction(*, order: Order, renewed: bool = True) -> Iterator
 
     On a rollback the claim in memory is the database's again (the renewal, and any move the
     step made, rolled back), so the state machine can still find the order by it."""
-    claim = order.claimed_until
+    claim = order.claimed_until, order.claim_token
     try:
         with transaction.atomic():
             if renewed:
                 order_claim_renew(order=order)
             yield
     except BaseException:
-        order.claimed_until = claim
+        order.claimed_until, order.claim_token = claim
         raise
 
 
@@ -328,7 +383,7 @@ _MERCHANT_LOCKED = JoinedRead(
 )
 
 
-def _download_claim(*, order_id: int, until: datetime, start: bool) -> Order | None:
+def _download_claim(*, order_id: int, claim: Claim, start: bool) -> Order | None:
     """The order, if it is due and unclaimed at the Download step, claimed within its
     merchant's share (fewer than ``DOWNLOADS_PER_MERCHANT`` of its orders
     ``downloads_running``), or else deferred (``download_deferral``) and None.
@@ -348,7 +403,7 @@ def _download_claim(*, order_id: int, until: datetime, start: bool) -> Order | N
             return None
         # After the lock: claims taken meanwhile count.
         return _download_claimed(
-            order_id=order_id, merchant_id=row[0], until=until, now=timezone.now(), start=start
+            order_id=order_id, merchant_id=row[0], claim=claim, now=timezone.now(), start=start
         )
 
 

@@ -1,8 +1,8 @@
 """The fulfilment state machine: the one writer of an order's step, stage, due time and claim.
 
 The state is ``Order.pipeline_step`` with the order's ``stage``, a due time (``due_at``) and a
-claim (``claimed_until``). Every change of them is one of the moves in ``TRANSITIONS`` and is
-written here, in one of two ways:
+claim (``claimed_until``, the end of its lease, and ``claim_token``). Every change of them is
+one of the moves in ``TRANSITIONS`` and is written here, in one of two ways:
 
 - **a worker's move** (``order_advance``): the order is claimed for its due step
   (``orders.pipeline.claims``), the step runs, and the move to what comes next is a conditional
@@ -79,11 +79,13 @@ from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.payment_balance import order_payment_settle
 from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import (
+    CLAIM_RELEASED,
     STARTED_DETAILS,
     ClaimLost,
     downloads_wake,
     order_claim,
     order_claim_held,
+    order_claim_kept,
     order_claimed_transaction,
 )
 from orders.pipeline.routing import pipeline_queue
@@ -202,7 +204,7 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
     """
     _move_checked(order, step)
     now = timezone.now()
-    moved = dict(pipeline_step=step, due_at=due_at, claimed_until=None, last_updated=now, **fields)
+    moved = dict(pipeline_step=step, due_at=due_at, last_updated=now, **CLAIM_RELEASED, **fields)
     changed = rows_update(Order, order_claim_held(order), moved)
     if not changed:
         raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
@@ -219,7 +221,7 @@ def order_transition(*, order: Order, step: str, due_at: datetime | None, **fiel
         raise RuntimeError("order_transition runs inside the transaction that locked the order.")
     _move_checked(order, step)
     moved = dict(
-        pipeline_step=step, due_at=due_at, claimed_until=None, last_updated=timezone.now(), **fields
+        pipeline_step=step, due_at=due_at, last_updated=timezone.now(), **CLAIM_RELEASED, **fields
     )
     rows_update(Order, {"id": order.id}, moved)
     _set(order, moved)
@@ -523,7 +525,8 @@ def _advance_once(
     try:
         if ran in STARTED_DETAILS:  # already shown by the claim on PostgreSQL: nothing written
             _mark(order, **{STARTED_DETAILS[ran]: DetailState.IN_PROGRESS})
-        STEPS[ran](order)
+        with order_claim_kept(order):  # the lease renewed while the step runs
+            STEPS[ran](order)
         outcome = ran, order
     except ClaimLost:
         logger.warning(
@@ -531,9 +534,10 @@ def _advance_once(
         )
     except Exception:
         logger.exception("Order %s: step %s failed; retrying later", order.public_id, ran)
-        Order.objects.filter(id=order.id, claimed_until=order.claimed_until).update(
-            claimed_until=None, due_at=timezone.now() + ERROR_RETRY
-        )
+        if order.claim_token is not None:  # released as it was, due again later
+            Order.objects.filter(id=order.id, claim_token=order.claim_token).update(
+                **CLAIM_RELEASED, due_at=timezone.now() + ERROR_RETRY
+            )
     finally:
         woken = []
         if ran == PipelineStep.DOWNLOAD:

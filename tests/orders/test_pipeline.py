@@ -26,6 +26,7 @@ from rest_framework.test import APIClient
 from standardwebhooks.webhooks import Webhook
 from werkzeug import Request, Response
 
+from common.leases import claim_token_new
 from labs.connectors import connector_for
 from labs.models import Lab, LabProduct, ShippingRate
 from merchants.models import PauseMode
@@ -757,6 +758,8 @@ def test_a_rendering_renews_the_claim_first_unless_it_was_taken_within_the_secon
     # anything is rendered.
     Asset.objects.filter(item__order_id=order_id).update(print_file="", thumbnail="")
     order.claimed_until = older
+    assert order.claim_token is not None
+    Order.objects.filter(id=order_id).update(claim_token=order.claim_token + 1)
     with pytest.raises(ClaimLost):
         order_assets_prepare(order=order)
     assert Asset.objects.get(item__order_id=order_id).print_file == ""
@@ -831,7 +834,9 @@ def test_a_worker_whose_claim_was_taken_over_records_nothing(
     stale = order_claim(order_id=pk(order_id))
     assert stale is not None
     # The claim expired and another worker claimed the order (a new token).
-    Order.objects.filter(id=stale.id).update(claimed_until=timezone.now() + timedelta(minutes=5))
+    Order.objects.filter(id=stale.id).update(
+        claimed_until=timezone.now() + timedelta(minutes=5), claim_token=claim_token_new()
+    )
 
     with pytest.raises(ClaimLost):
         _downloaded(stale)

@@ -87,12 +87,16 @@ def test_every_move_of_the_table_is_written_by_the_state_machine_alone(move: Any
     # A row-locked transition: the order locked by the caller's transaction, then moved (a
     # worker's claim on it dropped).
     order = _order_at(move.source)
-    Order.objects.filter(id=order.id).update(claimed_until=timezone.now() + timedelta(minutes=5))
+    Order.objects.filter(id=order.id).update(
+        claimed_until=timezone.now() + timedelta(minutes=5), claim_token=7
+    )
     with state_writes_watched() as watch, transaction.atomic():
         locked = Order.objects.select_for_update().get(id=order.id)
         order_transition(order=locked, step=move.target, due_at=due, **_moved_fields(move.target))
     row = Order.objects.get(id=order.id)
-    assert (row.pipeline_step, row.due_at, row.claimed_until) == (move.target, due, None)
+    assert (row.pipeline_step, row.due_at, row.claimed_until, row.claim_token) == (
+        move.target, due, None, None,
+    )  # fmt: skip
     assert row.stage == STAGE_AT.get(move.target, order.stage)
     assert [writer for writer, _ in watch.seen] == ["orders/pipeline/state_machine.py"]
     assert watch.refused == []

@@ -21,7 +21,7 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = ("orders/pipeline/state_machine.py", "orders/pipeline/claims.py")
-STATE_COLUMNS = frozenset({"pipeline_step", "stage", "due_at", "claimed_until"})
+STATE_COLUMNS = frozenset({"pipeline_step", "stage", "due_at", "claimed_until", "claim_token"})
 # Frames of the project that send statements for others (the writer is their caller).
 PASSED_OVER = ("common/db.py", "common/joined.py", "tests/support/state_writes.py")
 

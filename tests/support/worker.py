@@ -201,7 +201,6 @@ def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[st
         ASSET_RETRY_BASE_SECONDS="0.05",
         ASSET_RETRY_MAX_SECONDS="0.2",
         PIPELINE_SWEEP_SECONDS="1",
-        PIPELINE_CLAIM_SECONDS="20",
         ASSET_DOWNLOAD_DEADLINE_SECONDS="10",
         LOG_LEVEL="INFO",
     )
