@@ -8,9 +8,10 @@ run again:
    one lab (the engine of ``labs.allocation``);
 2. **cancel** the original at its lab as the cancel option says (``CancelOption``), through
    the shipments' lab-call protocol (``orders.shipments``: the intent recorded, the lab
-   called outside any transaction, its answer recorded under the order's row lock);
+   called outside any transaction, its answer recorded under the order's row lock, the
+   intent cleared with it);
 3. **record** the resubmission (``ShipmentResubmission``: the new shipment's id, lab and
-   prices, at most one per original) before the lab is asked;
+   prices, at most one per original) before the lab is asked: the intent of the submission;
 4. **submit** the new lab order; once accepted, under the order's row lock, the new shipment
    is written with the items moved to it, the original's issues cleared, the shipment
    callback sent, and a Failed or Done order moved back to Production by the state machine
@@ -22,8 +23,11 @@ recorded in ``ShipmentResubmission.plan`` (shown to staff) and never written as 
 the order. An order that is cancelled (by its merchant, or by staff cancelling its last
 shipment) is not resubmitted.
 
-A worker killed anywhere sends the same shipment id again, which a lab takes as the same
-submission.
+A worker killed anywhere resumes by reconciling with the lab rather than failing: a cancel
+intent of ours left unrecorded is sent again, and a cancel the lab already made counts as done
+(the connector asks the lab where its order stands before believing a refusal); a recorded
+resubmission whose answer was not is looked up at the new lab by its shipment id
+(``LabConnector.find``) and the lab's order adopted, so the lab is not asked for a second one.
 
 Public functions:
 
@@ -42,6 +46,7 @@ Public functions:
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
@@ -52,7 +57,7 @@ from common.chunks import chunks
 from common.ids import PREFIXES, format_id, new_id
 from labs.allocation import AllocationPlan, Infeasible, plan_basket
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
-from labs.connectors import simulator_serves
+from labs.connectors import LabConnector, LabOrder, LabResult, simulator_serves
 from orders.events import shipment_changed
 from orders.issues import PRINT_READY_FAILED, SUBMISSION_FAILED
 from orders.lab_orders import lab_order
@@ -159,6 +164,7 @@ def shipment_resubmit(
 ) -> Resubmission:
     """Resubmit one shipment (see the module's docstring); safe to call again for the same one."""
     record = ShipmentResubmission.objects.filter(original_id=shipment_id).first()
+    resumed = record is not None  # recorded by an earlier call: its lab call may have happened
     notes: list[str] = []
     if record is None:
         shipment = (
@@ -198,7 +204,11 @@ def shipment_resubmit(
         return Resubmission(
             True, f"Already resubmitted as {new_public_id}.", record.new_shipment_id
         )
-    return _submit(record, notes)
+    if resumed and cancel_option != CancelOption.KEEP_ORIGINAL:  # cancelled by the earlier call
+        cancelled = Shipment.objects.filter(id=shipment_id, status=ShipmentStatus.CANCELLED)
+        if cancelled.exists():
+            notes.append("Original cancelled.")
+    return _submit(record, notes, resumed=resumed)
 
 
 def _cheapest_plan(
@@ -262,21 +272,35 @@ def _cancel_original(shipment: Shipment, option: str) -> tuple[bool, str]:
             return option != CancelOption.CANCEL_ORIGINAL, f"Original kept: {BUSY_MESSAGE}"
         try:
             result = lab_call(connector, lab_order(shipment), lambda c, p: c.cancel(p))
-        finally:
+        except BaseException:
             shipment_lab_call_end(shipment=shipment, token=token)
+            raise
         if not result.successful:
+            shipment_lab_call_end(shipment=shipment, token=token)
             why = result.message or f"Lab {shipment.lab_code} refused to cancel."
             if option == CancelOption.CANCEL_ORIGINAL:
                 return False, f"The original lab order could not be cancelled: {why}"
             return True, f"Original kept (not cancelled: {why})."
+        # The lab's answer and the end of the intent are recorded together: a worker killed
+        # before this commits leaves the intent, and the next run sends the cancel again.
+        _original_cancel_record(shipment, token=token)
+        return True, "Original cancelled."
+    _original_cancel_record(shipment, token=None)
+    return True, "Original cancelled."
+
+
+def _original_cancel_record(shipment: Shipment, *, token: datetime | None) -> None:
+    """The original cancelled, under the order's row lock, with its callback; our intent
+    (``token``) ended in the same transaction."""
     with transaction.atomic():
         order = Order.objects.select_for_update().get(id=shipment.order_id)
+        if token is not None:
+            shipment_lab_call_end(shipment=shipment, token=token)
         if Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
             status=ShipmentStatus.CANCELLED
         ):
             shipment.status = ShipmentStatus.CANCELLED
             shipment_changed(order=order, shipment=shipment)
-    return True, "Original cancelled."
 
 
 def _plan_prices(plan: AllocationPlan) -> dict[str, object]:
@@ -289,7 +313,10 @@ def _plan_prices(plan: AllocationPlan) -> dict[str, object]:
     }
 
 
-def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
+def _submit(record: ShipmentResubmission, notes: list[str], *, resumed: bool) -> Resubmission:
+    """Submit the recorded resubmission at its lab (``resumed``: recorded by an earlier call,
+    whose lab call may have reached the lab: its order there is adopted if it has one), and
+    record the new shipment once the lab accepted it."""
     original = Shipment.objects.select_related("order__environment").get(id=record.original_id)
     order = original.order
     new_public_id = format_id(PREFIXES["shipment"], record.new_shipment_id)
@@ -309,7 +336,12 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
     )
     probe = Shipment(order=order, lab_code=record.lab_code)
     connector = shipment_connector(probe)
-    result = lab_call(connector, payload, lambda c, p: c.submit(p))
+    result: LabResult | None = None
+    if resumed:  # its earlier call may have reached the lab: the lab's order is adopted
+        found = lab_call(connector, payload, _lab_order_found)
+        result = found if found.successful else None
+    if result is None:
+        result = lab_call(connector, payload, lambda c, p: c.submit(p))
     now = timezone.now()
     if not result.successful:
         message = result.message or f"Lab {record.lab_code} refused the shipment."
@@ -360,6 +392,11 @@ def _submit(record: ShipmentResubmission, notes: list[str]) -> Resubmission:
         [f"Resubmitted as {new_public_id} at {locked.lab_code}.", *notes, _cost_note(locked)]
     )
     return Resubmission(True, message, locked.new_shipment_id)
+
+
+def _lab_order_found(connector: LabConnector, payload: LabOrder) -> LabResult:
+    """The lab's order for the payload's shipment id, as accepted; unsuccessful without one."""
+    return connector.find(payload) or LabResult(False, message="The lab has no such order.")
 
 
 def _print_files_missing(order: Order) -> str:

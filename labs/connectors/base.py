@@ -93,6 +93,15 @@ class LabConnector(ABC):
     @abstractmethod
     def submit(self, order: LabOrder) -> LabResult: ...
 
+    def find(self, order: LabOrder) -> LabResult | None:
+        """The lab order the lab already has for this shipment (by its id, ``shipment_id``),
+        as ``submit`` answers an accepted one; None when the lab has none, or cannot say (the
+        caller then submits: a lab takes the shipment id as the submission's key). Asked
+        before submitting again a shipment whose earlier submission's answer was never
+        recorded (a worker killed during the call), so that the lab's order is adopted
+        rather than sent again."""
+        return None
+
     @abstractmethod
     def progress(
         self, order: LabOrder, *, submitted_at: datetime, now: datetime

@@ -102,6 +102,15 @@ class SimulatorConnector(LabConnector):
         )
         return LabResult(True, reference=recorded)
 
+    def find(self, order: LabOrder) -> LabResult | None:
+        """The simulated lab order recorded for the shipment, if a submission was accepted."""
+        reference = (
+            SimulatedLabOrder.objects.filter(shipment_id=order.shipment_id)
+            .values_list("reference", flat=True)
+            .first()
+        )
+        return None if reference is None else LabResult(True, reference=reference)
+
     def progress(self, order: LabOrder, *, submitted_at: datetime, now: datetime) -> LabProgress:
         seconds = float(settings.LAB_SIMULATOR_SECONDS)
         start = submitted_at + timedelta(seconds=order.held_seconds)

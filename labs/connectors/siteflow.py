@@ -322,6 +322,33 @@ class SiteflowConnector(LabConnector):
             return LabResult(False, message=message, retryable=True)
         return LabResult(False, message=answer.error_message(), retryable=False)
 
+    def find(self, order: LabOrder) -> LabResult | None:
+        """The site's order for the shipment, looked up by ``sourceOrderId``
+        (``GET {base}/order?sourceOrderId=<shipment id>``, answered with the order, a list of
+        orders, or ``{"data": [...]}``); None when the site has none (an empty answer, a 404)
+        or cannot say (unreachable, another status, no such search)."""
+        if order.reference:
+            return LabResult(True, reference=order.reference)
+        try:
+            answer = self._request(
+                "GET", f"/order?sourceOrderId={quote(order.shipment_id, safe='')}"
+            )
+        except (OutboundError, OutboundRefused):
+            return None
+        if not answer.ok:
+            return None
+        found = answer.body
+        if isinstance(found, dict) and isinstance(found.get("data"), list):
+            found = found["data"]
+        candidates = found if isinstance(found, list) else [found]
+        for candidate in candidates:
+            data = candidate.get("orderData") if isinstance(candidate, dict) else None
+            source = data.get("sourceOrderId") if isinstance(data, dict) else None
+            reference = _order_id(candidate)
+            if reference and source in (None, order.shipment_id):
+                return LabResult(True, reference=reference)
+        return None
+
     def poll_wait(self, *, submitted_at: datetime, now: datetime) -> timedelta:
         """The wait before the next check: the time since submission, between the base and
         the cap, so checks come at base, 2 x base, 4 x base ... after submission."""

@@ -92,6 +92,22 @@ def test_simulator_records_one_lab_order_per_shipment_and_answers_a_resubmission
 
 
 @pytest.mark.django_db
+def test_simulator_finds_the_lab_order_of_an_accepted_submission_and_only_that() -> None:
+    assert simulator().find(lab_order("shp_557")) is None
+    simulator().submit(lab_order("shp_557"))
+
+    assert simulator().find(lab_order("shp_557")) == LabResult(True, reference="SIM-GB1-557")
+    assert SimulatedLabOrder.objects.get(shipment_id="shp_557").submissions == 1
+    assert simulator(failure_share="1").submit(lab_order("shp_558")).successful is False
+    assert simulator().find(lab_order("shp_558")) is None
+
+
+def test_a_lab_that_cannot_look_its_orders_up_finds_none() -> None:
+    unavailable = UnavailableConnector(lab_code="gb1", capabilities=frozenset(), message="No.")
+    assert unavailable.find(lab_order()) is None
+
+
+@pytest.mark.django_db
 def test_simulator_fails_its_configured_share_deterministically() -> None:
     connector = simulator(failure_share="0.3")
     ids = [f"shp_{n}" for n in range(2000)]

@@ -210,6 +210,25 @@ def test_a_resubmission_names_the_existing_order_and_creates_no_second_one(
     assert len(posts) == 2
 
 
+def test_find_looks_the_order_up_by_its_source_id_and_answers_none_without_one(
+    site: SiteflowServer, print_url: str
+) -> None:
+    assert connector(site).find(lab_order("shp_777", file=print_url)) is None
+    connector(site).submit(lab_order("shp_777", file=print_url))
+    connector(site).submit(lab_order("shp_778", file=print_url))
+
+    found = connector(site).find(lab_order("shp_777", file=print_url))
+
+    assert found == LabResult(True, reference="sf000001")
+    assert connector(site).find(lab_order("shp_778")) == LabResult(True, reference="sf000002")
+    assert site.submissions == {"shp_777": 1, "shp_778": 1}
+    assert site.lookups == 3
+    # A site that cannot be asked (no search, unreachable) answers None: the caller submits,
+    # which the site takes as the same submission.
+    site.stop()
+    assert connector(site).find(lab_order("shp_777")) is None
+
+
 def test_a_shipment_with_a_reference_is_not_sent_again(site: SiteflowServer) -> None:
     result = connector(site).submit(lab_order(reference="sf-earlier"))
 
@@ -687,7 +706,7 @@ def test_a_live_order_at_a_site_flow_lab_is_submitted_polled_to_shipped_and_comp
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("catalogue")
-def test_a_5xx_at_submission_is_retried_and_the_site_has_exactly_one_order(
+def test_a_5xx_at_submission_is_retried_by_looking_the_stored_order_up_one_order_one_post(
     site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
     live_server: Any,
 ) -> None:  # fmt: skip
@@ -712,8 +731,13 @@ def test_a_5xx_at_submission_is_retried_and_the_site_has_exactly_one_order(
     shipment.refresh_from_db()
     assert list(site.orders) == [shipment.public_id]
     assert shipment.lab_order_reference == "sf000001"
-    assert shipment.submit_attempts == 2
-    assert [r.method for r in site.received] == ["POST", "POST", "POST"]
+    assert shipment.submit_attempts == 1
+    assert (shipment.lab_operation, shipment.lab_operation_since) == ("", None)
+    # The site stored the order before failing: the retry finds it by its source id and
+    # adopts it rather than sending it again.
+    assert [r.method for r in site.received] == ["POST", "GET"]
+    assert site.submissions == {shipment.public_id: 1}
+    assert site.lookups == 1
     assert OrderIssue.objects.filter(order_id=order_pk).count() == 0
 
 

@@ -28,7 +28,7 @@ from werkzeug import Request, Response
 
 from common.leases import claim_token_new
 from labs.connectors import connector_for
-from labs.models import Lab, LabProduct, ShippingRate
+from labs.models import Lab, LabProduct, ShippingRate, SimulatedLabOrder
 from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
 from orders.events import order_stage_changed
@@ -816,11 +816,12 @@ def test_print_ready_and_submission_each_move_on_in_one_statement_with_no_transa
     ]  # fmt: skip
     # The shipments with what the lab order needs, the catalogue version (the items' canonical
     # attributes for the lab; in a worker's run read once with the steps before), the
-    # simulator's record, the submission recorded under the order's lock (claim renewed,
-    # shipment, its issue cleared), the move.
+    # submission's intent on the shipment, the simulator's record, the submission recorded
+    # under the order's lock (claim renewed, shipment with its intent ended, its issue
+    # cleared), the move.
     assert step_statements(PipelineStep.SUBMIT) == [
-        "SELECT", "SELECT", "INSERT", "SAVEPOINT", "UPDATE", "UPDATE", "DELETE", "RELEASE",
-        "UPDATE",
+        "SELECT", "SELECT", "UPDATE", "INSERT", "SAVEPOINT", "UPDATE", "UPDATE", "DELETE",
+        "RELEASE", "UPDATE",
     ]  # fmt: skip
     assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.PRODUCTION
 
@@ -937,6 +938,36 @@ def test_a_submission_accepted_after_the_order_was_cancelled_is_not_recorded(
         "Cancelled", None, "",
     )  # fmt: skip
     assert Order.objects.get(id=pk(order_id)).stage == Stage.CANCELLED
+
+
+@pytest.mark.django_db
+def test_a_submission_whose_answer_was_never_recorded_is_adopted_not_made_again(
+    settings: Any, sandbox_api: APIClient, httpserver: HTTPServer
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    order_id = photo_order(sandbox_api, httpserver, "lost-answer")
+    advance_to(order_id, PipelineStep.SUBMIT)
+    # A worker in the submit step recorded its intent and reached the lab, then was killed
+    # before it heard the answer; its claim expired.
+    killed = order_claim(order_id=pk(order_id))
+    assert killed is not None
+    shipment = Shipment.objects.select_related("order__environment").get(order=killed)
+    Shipment.objects.filter(id=shipment.id).update(
+        lab_operation="submit", lab_operation_since=timezone.now()
+    )
+    lab = connector_for(lab_code=shipment.lab_code, sandbox=True)
+    made = lab.submit(lab_order(shipment))
+    Order.objects.filter(id=killed.id).update(claimed_until=timezone.now() - timedelta(seconds=1))
+
+    order_advance(order_id=killed.id)
+
+    shipment.refresh_from_db()
+    assert Order.objects.get(id=killed.id).pipeline_step == PipelineStep.PRODUCTION
+    assert (shipment.lab_order_reference, shipment.submit_attempts) == (made.reference, 0)
+    assert (shipment.lab_operation, shipment.lab_operation_since) == ("", None)
+    # The lab was asked for it once: its order was looked up and adopted.
+    recorded = SimulatedLabOrder.objects.get(shipment_id=shipment.public_id)
+    assert recorded.submissions == 1
 
 
 @pytest.mark.django_db

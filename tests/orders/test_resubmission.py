@@ -1,13 +1,16 @@
 """``orders.resubmission``: a shipment resubmitted as a new one, called directly with orders
 made by the factories (the bulk tool's rows call it once each: tests/backoffice)."""
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
-from labs.models import Lab
+from labs.connectors import connector_for
+from labs.models import Lab, SimulatedLabOrder
+from orders.lab_orders import lab_order
 from orders.models import (
     CancelOption,
     DetailState,
@@ -20,6 +23,7 @@ from orders.models import (
     Stage,
 )
 from orders.resubmission import (
+    RESUBMISSION_CANCEL,
     Resubmission,
     ResubmissionOffer,
     ShipmentStanding,
@@ -246,3 +250,54 @@ def test_a_reprint_of_a_complete_order_is_followed_to_shipped(settings: Any) -> 
     assert (finished.stage, finished.pipeline_step) == (Stage.COMPLETE, PipelineStep.DONE)
     second.refresh_from_db()
     assert second.shipment_id == reprint.id
+
+
+def _killed_after_the_lab_call(original: Shipment, lab: str) -> ShipmentResubmission:
+    """What a worker killed during the new lab order's submission leaves: the resubmission
+    recorded, the lab's order made, its answer never recorded."""
+    Lab.objects.filter(code=lab).update(simulator_failure_share=1)  # the first call refused
+    shipment_resubmit(shipment_id=original.id, labs=[lab], cancel_option=CancelOption.KEEP_ORIGINAL)
+    Lab.objects.filter(code=lab).update(simulator_failure_share=0)
+    record = ShipmentResubmission.objects.get(original=original)
+    payload = replace(
+        lab_order(original), shipment_id=f"shp_{record.new_shipment_id}", lab_code=lab
+    )
+    assert connector_for(lab_code=lab, sandbox=True).submit(payload).successful
+    return record
+
+
+def test_a_resumed_resubmission_adopts_the_lab_order_its_lost_call_made() -> None:
+    original = _at_its_lab(producing=True)
+    record = _killed_after_the_lab_call(original, "us1")
+
+    done = shipment_resubmit(
+        shipment_id=original.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+    )
+
+    assert done.successful, done.message
+    new = _new_shipment(done)
+    assert new.id == record.new_shipment_id
+    assert new.lab_order_reference == f"SIM-US1-{new.id}"
+    # The lab was asked once for it: the second run found the order and adopted it.
+    lab_orders = SimulatedLabOrder.objects.filter(shipment_id=new.public_id)
+    assert list(lab_orders.values_list("submissions", flat=True)) == [1]
+
+
+def test_a_resumed_cancel_of_the_original_that_the_lab_made_is_a_cancel_done() -> None:
+    """A worker killed after the lab cancelled the original, before recording it: the intent
+    is left; the next run sends the cancel again (the lab takes it as done) and goes on."""
+    original = _at_its_lab(producing=True)
+    Shipment.objects.filter(id=original.id).update(
+        lab_operation=RESUBMISSION_CANCEL, lab_operation_since=timezone.now()
+    )
+
+    done = shipment_resubmit(
+        shipment_id=original.id, labs=["us1"], cancel_option=CancelOption.CANCEL_ORIGINAL
+    )
+
+    assert done.successful, done.message
+    assert "Original cancelled." in done.message
+    stored = Shipment.objects.get(id=original.id)
+    assert (stored.status, stored.lab_operation, stored.lab_operation_since) == (
+        ShipmentStatus.CANCELLED, "", None,
+    )  # fmt: skip

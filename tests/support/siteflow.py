@@ -4,11 +4,16 @@ It checks the HMAC signature of every request (401 otherwise), fetches every com
 is sent (refusing the order unless each answers 200), keeps orders by ``sourceOrderId`` (a
 second submission of one is a 409 naming the existing ``_id``), answers ``_id``, status and
 shipments, and refuses operations on shipped or cancelled orders with a 400 ``{"error":
-{"message": ...}}``. Tests move an order on with ``advance`` and ``ship``, and can make the next
-submissions fail with a 5xx after the order was stored (``fail_next_submissions``), or make the
-site hang (``hang``: every request waits unanswered until ``release``).
+{"message": ...}}``. ``GET /order?sourceOrderId=...`` answers the orders of that source id (a
+list, empty when there is none). Tests move an order on with ``advance`` and ``ship``, can make
+the next submissions fail with a 5xx after the order was stored (``fail_next_submissions``),
+make the site hang (``hang``: every request waits unanswered until ``release``), and hold the
+answers of submissions and cancels for a while after the site has done them
+(``answer_delays``: a worker killed meanwhile never hears the answer). ``submissions`` counts
+the submissions of each ``sourceOrderId``.
 """
 
+import collections
 import copy
 import hashlib
 import hmac
@@ -38,8 +43,9 @@ class SiteOrder:
     tracking_url: str = ""
     shipped_at: str = ""
     message: str = ""  # the site's word on a cancelled or failed order
+    created: float = field(default_factory=time.monotonic)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, source_order_id: str = "") -> dict[str, Any]:
         shipment: dict[str, Any] = {
             "shipTo": self.ship_to,
             "carrier": self.carrier,
@@ -47,7 +53,9 @@ class SiteOrder:
             "trackingUrl": self.tracking_url or None,
             "shippedAt": self.shipped_at or None,
         }
-        answer = {"_id": self.id, "status": self.status, "shipments": [shipment]}
+        answer: dict[str, Any] = {"_id": self.id, "status": self.status, "shipments": [shipment]}
+        if source_order_id:
+            answer["orderData"] = {"sourceOrderId": source_order_id}
         if self.message:
             answer["message"] = self.message
         return answer
@@ -78,6 +86,11 @@ class SiteflowServer:
         self.most_held = 0  # the most that waited at once
         self.arrived_hanging = 0  # requests that arrived while the site hung
         self._released = threading.Event()
+        # Seconds an answer waits after the site has done the work: "submit", "cancel".
+        self.answer_delays: dict[str, float] = {}
+        self.submissions: collections.Counter[str] = collections.Counter()  # by sourceOrderId
+        self.lookups = 0  # searches by sourceOrderId
+        self.in_flight: collections.Counter[str] = collections.Counter()  # answers held now
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._server: BaseWSGIServer | None = None
@@ -128,10 +141,40 @@ class SiteflowServer:
         self.orders[source_order_id].status = status
         self.orders[source_order_id].message = message
 
+    def printready(self, *, older_than: float = 0.0) -> list[str]:
+        """The source ids of the orders waiting to be made that the site has held at least
+        ``older_than`` seconds."""
+        now = time.monotonic()
+        with self._lock:
+            return [
+                source_id
+                for source_id, order in self.orders.items()
+                if order.status == "printready" and now - order.created >= older_than
+            ]
+
     def ship(
         self,
         source_order_id: str,
         *,
+        tracking_number: str,
+        tracking_url: str,
+        carrier_name: str,
+        carrier_service: str,
+        shipped_at: str,
+    ) -> None:
+        with self._lock:
+            self._shipped(
+                source_order_id,
+                tracking_number,
+                tracking_url,
+                carrier_name,
+                carrier_service,
+                shipped_at,
+            )
+
+    def _shipped(
+        self,
+        source_order_id: str,
         tracking_number: str,
         tracking_url: str,
         carrier_name: str,
@@ -166,6 +209,16 @@ class SiteflowServer:
         request = Request(environ)
         with self._lock:
             response = self._answer(request)
+        kind = _kind(request)
+        held = self.answer_delays.get(kind, 0.0) if kind else 0.0
+        if held:
+            with self._lock:
+                self.in_flight[kind] += 1
+            try:
+                time.sleep(held)
+            finally:
+                with self._lock:
+                    self.in_flight[kind] -= 1
         return response(environ, start_response)
 
     def _signed(self, request: Request) -> bool:
@@ -190,6 +243,11 @@ class SiteflowServer:
         parts = [p for p in path.split("/") if p]
         if request.method == "POST" and parts == ["order"]:
             return self._submit(body)
+        if request.method == "GET" and parts == ["order"]:
+            self.lookups += 1
+            source_id = request.args.get("sourceOrderId", "")
+            found = self.orders.get(source_id)
+            return _json(200, [] if found is None else [found.as_json(source_id)])
         if len(parts) < 2 or parts[0] != "order":
             return _error(404, "Not found")
         order = next((o for o in self.orders.values() if o.id == parts[1]), None)
@@ -208,6 +266,7 @@ class SiteflowServer:
         source_id = data.get("sourceOrderId")
         if not source_id or not (body.get("destination") or {}).get("name"):
             return _error(400, "destination.name and orderData.sourceOrderId are required")
+        self.submissions[source_id] += 1
         existing = self.orders.get(source_id)
         if existing is not None and self.failures_left:
             self.failures_left -= 1
@@ -260,6 +319,15 @@ class SiteflowServer:
         else:
             return _error(404, "Not found")
         return _json(200, order.as_json())
+
+
+def _kind(request: Request) -> str:
+    """What a request does, for ``answer_delays``: "submit", "cancel", or ""."""
+    if request.method == "POST" and request.path.endswith("/order"):
+        return "submit"
+    if request.method == "PUT" and request.path.endswith("/cancel"):
+        return "cancel"
+    return ""
 
 
 def _json(status: int, body: Any) -> Response:

@@ -8,7 +8,14 @@ from django.conf import settings
 from django.utils import timezone
 
 from common.db import rows_update
-from labs.connectors import LAB_CANCELLED, LabConnector, LabProgress, lab_connector
+from labs.connectors import (
+    LAB_CANCELLED,
+    LabConnector,
+    LabOrder,
+    LabProgress,
+    LabResult,
+    lab_connector,
+)
 from orders.charges import refund_write
 from orders.events import shipment_changed
 from orders.issues import LAB_CANCELLED as LAB_CANCELLED_ISSUE
@@ -17,7 +24,12 @@ from orders.issues import SUBMISSION_FAILED
 from orders.lab_orders import lab_order
 from orders.models import Order, OrderIssue, Shipment, ShipmentStatus
 from orders.parts import ShipmentParts
-from orders.pipeline.claims import ClaimLost, order_claim_renew, order_claimed_transaction
+from orders.pipeline.claims import (
+    ClaimLost,
+    order_claim_check,
+    order_claim_renew,
+    order_claimed_transaction,
+)
 from orders.pipeline.lanes import lab_busy_retry, lab_call_place
 from orders.selectors import order_shipment_parts
 
@@ -40,9 +52,14 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
     attempts remain or while a lab's calls are all taken (``_lab_place``: no attempt counted),
     (False, None) when a lab refused every attempt or refused for good (an unsuccessful answer
     that is not ``retryable``, e.g. Site Flow's 4xx). A refused shipment has one
-    ``order.shipments.SubmissionFailed`` issue, replaced at each attempt (not appended). A lab
-    must treat the shipment id as the idempotency key of a submission: a crash between its
-    answer and our commit makes us submit again.
+    ``order.shipments.SubmissionFailed`` issue, replaced at each attempt (not appended).
+
+    Each submission is recorded as intended on the shipment before the lab is called
+    (``SUBMIT_OPERATION``), and the lab's answer with the reference clears it. A shipment
+    still marked so was sent by a run that never recorded the answer (a worker killed during
+    the call, a lab that failed after storing it): the lab's order for it is looked up first
+    (``LabConnector.find``) and adopted, so no second lab order is asked for. A lab must still
+    treat the shipment id as the idempotency key of a submission, for the lab that cannot say.
     """
     now = timezone.now()
     retry_at: datetime | None = None
@@ -52,8 +69,10 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
         if shipment.submitted_at is not None:
             continue
         connector = _connector(parts, shipment, sandbox=sandbox)
+        payload = lab_order(shipment, parts)
+        order_claim_check(order)  # no lab call for an order another worker has taken over
         with _lab_place(connector, shipment.lab_code) as placed:
-            result = connector.submit(lab_order(shipment, parts)) if placed else None
+            result = _submitted(connector, shipment, payload) if placed else None
         if result is None:  # the lab's calls are all taken: no attempt, asked again soon
             busy = now + lab_busy_retry()
             retry_at = min(retry_at or busy, busy)
@@ -78,6 +97,29 @@ def order_shipments_submit(*, order: Order) -> tuple[bool | None, datetime | Non
     if retry_at is not None:
         return None, retry_at
     return True, None
+
+
+# The intent of a submission whose answer is not recorded yet (``Shipment.lab_operation``).
+SUBMIT_OPERATION = "submit"
+
+
+def _submitted(connector: LabConnector, shipment: Shipment, payload: LabOrder) -> LabResult:
+    """The lab's answer to the shipment's submission: the lab's order adopted when an earlier
+    run's submission reached the lab unanswered (its intent still recorded), else the lab
+    asked, with the intent recorded first."""
+    if shipment.lab_operation == SUBMIT_OPERATION:
+        found = connector.find(payload)
+        if found is not None:
+            return found
+    _submission_intent_record(shipment)
+    return connector.submit(payload)
+
+
+def _submission_intent_record(shipment: Shipment) -> None:
+    """Record on the shipment (not yet submitted) that it is being sent to its lab."""
+    intent = {"lab_operation": SUBMIT_OPERATION, "lab_operation_since": timezone.now()}
+    rows_update(Shipment, {"id": shipment.id, "submitted_at": None}, intent)
+    shipment.lab_operation = SUBMIT_OPERATION
 
 
 def _refusal_record(order: Order, shipment: Shipment, message: str, *, final: bool) -> int:
@@ -126,6 +168,8 @@ def shipment_submission_record(
                     "submitted_at": submitted_at,
                     "lab_order_reference": reference,
                     "simulated": connector.simulated,
+                    "lab_operation": "",
+                    "lab_operation_since": None,
                 },
             )
             OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
