@@ -160,3 +160,50 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class SlowHost:
+    """A merchant's asset host that sends a whole JPEG to every GET, spread evenly over
+    ``seconds``: one long download that succeeds. Counts the requests of each path."""
+
+    def __init__(self, seconds: float, pieces: int = 40) -> None:
+        self.seconds, self.pieces = seconds, pieces
+        self.photo = jpeg_bytes(800, 600)
+        self.served: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+        host = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                host.send(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def send(self, request: BaseHTTPRequestHandler) -> None:
+        with self.lock:
+            self.served[request.path] += 1
+        size = -(-len(self.photo) // self.pieces)
+        try:
+            request.send_response(200)
+            request.send_header("Content-Type", "image/jpeg")
+            request.send_header("Content-Length", str(len(self.photo)))
+            request.end_headers()
+            for start in range(0, len(self.photo), size):
+                time.sleep(self.seconds / self.pieces)
+                request.wfile.write(self.photo[start : start + size])
+                request.wfile.flush()
+        except OSError:
+            pass  # the downloader went away
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
