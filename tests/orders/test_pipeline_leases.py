@@ -139,14 +139,17 @@ def test_orders_held_by_killed_workers_complete_within_two_minutes_each_submitte
                 pipeline_step=PipelineStep.DOWNLOAD, claim_token__isnull=False
             ).count()
             workers["downloads"].start()
-            # The images worker (with beat) killed while a submission's answer is on its way.
+            # The labs worker, which submits, killed while a submission's answer is on its
+            # way, and the images worker (with beat) with it.
             wait_for("a submission in flight", lambda: site.in_flight["submit"] > 0, workers)
+            workers["labs"].kill()
             workers["images"].kill()
             intended = set(
                 Shipment.objects.filter(lab_operation="submit", submitted_at=None).values_list(
                     "id", flat=True
                 )
             )
+            workers["labs"].start()
             workers["images"].start()
             restarted = time.monotonic()
 
