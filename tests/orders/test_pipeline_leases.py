@@ -207,8 +207,9 @@ def test_orders_held_by_killed_workers_complete_within_two_minutes_each_submitte
 def test_a_long_single_download_keeps_its_claim_past_several_leases(
     live_server: Any, sandbox_api: APIClient, tmp_path: Path
 ) -> None:
-    """A 3-second lease (renewed every second) and a download of 12 seconds, with two
-    download workers and the sweeper every half second: nobody takes the order over."""
+    """A 3-second lease (renewed every second) and a download of 12 seconds at a steady pace,
+    with two download workers and the sweeper every half second: nobody takes the order over
+    (one request to the host, one attempt)."""
     host = SlowHost(seconds=12)
     env = worker_environment(
         tmp_path,
@@ -216,6 +217,7 @@ def test_a_long_single_download_keeps_its_claim_past_several_leases(
         PIPELINE_CLAIM_SECONDS="3",
         PIPELINE_SWEEP_SECONDS="0.5",
         ASSET_DOWNLOAD_DEADLINE_SECONDS="60",
+        SLOW_DOWNLOAD_MIN_BYTES_PER_SECOND="1",  # steady, only long: never the slow lane
     )
     workers = start_queue_workers(
         tmp_path,
@@ -224,6 +226,7 @@ def test_a_long_single_download_keeps_its_claim_past_several_leases(
         PIPELINE_CLAIM_SECONDS="3",
         PIPELINE_SWEEP_SECONDS="0.5",
         ASSET_DOWNLOAD_DEADLINE_SECONDS="60",
+        SLOW_DOWNLOAD_MIN_BYTES_PER_SECOND="1",  # steady, only long: never the slow lane
     )
     second = Worker(env, tmp_path, ("downloads",), "threads", 2, beat=False, name="second")
     second.start()
