@@ -347,10 +347,13 @@ class OrderViewSet(ApiViewSet):
         next_url = None
         if has_more:
             next_url = _next_url(request, filters, last_id=orders[-1].id)
+        base_url = _base_url(request)  # once for the page, not once per order
         return Response(
             {
                 "outcome": "Ok",
-                "orders": [_render(request, o, parts[o.id]) for o in orders],
+                "orders": [
+                    order_representation(o, base_url=base_url, parts=parts[o.id]) for o in orders
+                ],
                 "hasMore": has_more,
                 "nextUrl": next_url,
             }
