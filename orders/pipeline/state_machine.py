@@ -547,8 +547,8 @@ def _advance_once(
 
 def order_failed_step_reopen(*, order: Order, step: str, detail: str) -> None:
     """Failed --staff retry--> ``step`` due now, its ``detail`` shown InProgress again: a
-    row-locked transition (``order`` locked by the caller, ``orders.retry``), rung for once
-    it commits. ``MoveRefused`` when the order is not at the Failed step."""
+    row-locked transition (``order`` locked by the caller, ``orders.retry``), its task
+    message queued once it commits. ``MoveRefused`` when the order is not at the Failed step."""
     order_transition(
         order=order, step=step, due_at=timezone.now(), **{detail: DetailState.IN_PROGRESS}
     )

@@ -80,7 +80,7 @@ def test_a_scrape_sees_an_orders_step_and_the_queues_move(
     sandbox_api: APIClient, httpserver: HTTPServer, live_server: Any
 ) -> None:
     purge_queues()
-    # Given an order posted while no worker runs: it waits at Download, its doorbell queued
+    # Given an order posted while no worker runs: it waits at Download, its task message queued
     order_id = photo_order(sandbox_api, httpserver, "metrics")
     waiting = scrape()
     assert value(waiting, "printapi_orders_in_step", step="Download") == 1
