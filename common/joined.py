@@ -6,7 +6,8 @@ cost more than running it (a ``GET`` of an order, every claim of a step).
 naming tables as ``{<model name>}`` (those of ``columns`` and ``models``), its columns as
 ``{columns}`` and, for a read by ids, ``{in_ids}`` after the id column. Each result row gives
 one instance per ``TableColumns`` (None where a LEFT JOIN found nothing), converted by the
-ORM's own value converters and built by ``Model.from_db``, as a queryset builds them.
+ORM's own value converters and built by ``Model.from_db``, as a queryset builds them; or, for
+what only reads the values (the API's representations), a ``Row`` of the same values.
 
 The statements of other modules are described, not written: ``rows_by_ids`` (whole rows of a
 table whose key or foreign key is one of some ids, each LEFT JOINed with the rows of further
@@ -17,15 +18,39 @@ tables that refer to it), ``rows_referred_to`` (the rows other rows name by a va
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 
 from common.db import Statement, ids_condition, update_returning_joined
+from common.ids import PREFIXES, format_id
 
 _Converter = Callable[[Any, Any, Any], Any]
+
+
+class Row:
+    """A row of a model's table as plain values: each concrete field's value under its
+    ``attname`` (``order_id``, not ``order``), as an instance read by a queryset holds it, and
+    ``public_id`` for a model that has one (``common.models.PublicIdModel``). Not a model
+    instance: it has no methods, relations or ``save``; for what only reads the values (the
+    API's representations of a page of orders), at a tenth of an instance's making."""
+
+    id_kind: ClassVar[str | None] = None
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+    @property
+    def public_id(self) -> str:
+        if self.id_kind is None:
+            raise AttributeError("public_id")
+        return format_id(PREFIXES[self.id_kind], self.id)
+
+    if TYPE_CHECKING:  # a model's fields, whichever the model
+
+        def __getattr__(self, name: str) -> Any: ...
 
 
 class TableColumns:
@@ -38,6 +63,9 @@ class TableColumns:
         self.alias = alias
         self.fields = model._meta.concrete_fields
         self.attnames = [field.attname for field in self.fields]
+        self.row_class = type(
+            f"{model.__name__}Row", (Row,), {"id_kind": getattr(model, "id_kind", None)}
+        )
         self._converters: list[tuple[int, list[_Converter], Any]] | None = None
 
     def sql(self) -> str:
@@ -57,8 +85,11 @@ class TableColumns:
             self._converters = found
         return self._converters
 
-    def instance(self, row: Sequence[Any], start: int, db: BaseDatabaseWrapper) -> Any:
-        """The instance in ``row`` from column ``start``; None for a LEFT JOIN's missing row."""
+    def instance(
+        self, row: Sequence[Any], start: int, db: BaseDatabaseWrapper, *, plain: bool = False
+    ) -> Any:
+        """The instance in ``row`` from column ``start`` (with ``plain``, its ``Row``); None
+        for a LEFT JOIN's missing row."""
         values = list(row[start : start + len(self.fields)])
         if values[0] is None:
             return None
@@ -67,7 +98,13 @@ class TableColumns:
             for function in functions:
                 value = function(value, expression, db)
             values[index] = value
+        if plain:
+            return self.row(values)
         return self.built(values, db.alias)
+
+    def row(self, values: Sequence[Any]) -> Row:
+        """The ``Row`` of converted ``values`` (every concrete field, in order)."""
+        return self.row_class(dict(zip(self.attnames, values, strict=True)))
 
     def built(self, values: Sequence[Any], db: str) -> Any:
         """The instance of converted ``values`` (every concrete field, in order), as a
@@ -114,8 +151,11 @@ class JoinedRead:
         condition, parameters = ids_condition(ids)
         return self.sql().format(in_ids=condition), parameters
 
-    def instances(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
-        """One tuple of instances per row, one instance per table."""
+    def instances(
+        self, rows: Sequence[Sequence[Any]], *, plain: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """One tuple of instances per row, one instance per table (with ``plain``, ``Row``s:
+        for what only reads their values)."""
         db = connections[DEFAULT_DB_ALIAS]
         starts = []
         start = 0
@@ -123,16 +163,19 @@ class JoinedRead:
             starts.append(start)
             start += len(table.fields)
         # A parent repeated on consecutive rows (an item with several assets) is one instance.
+        # (A row's first column is its key.)
         previous: list[Any] = [None] * len(self.tables)
+        previous_keys: list[Any] = [None] * len(self.tables)
         found = []
         for row in rows:
             instances = []
             for position, (table, at) in enumerate(zip(self.tables, starts, strict=True)):
                 last = previous[position]
-                if last is not None and row[at] == last.pk:
+                if last is not None and row[at] == previous_keys[position]:
                     instances.append(last)
                     continue
-                previous[position] = instance = table.instance(row, at, db)
+                previous[position] = instance = table.instance(row, at, db, plain=plain)
+                previous_keys[position] = row[at]
                 instances.append(instance)
             found.append(tuple(instances))
         return found

@@ -1,8 +1,8 @@
 """The order as the API shows it (``GET /v4.0/orders/{id}``, list pages, callbacks).
 
-A plain function over rows already loaded (``OrderParts``, see ``orders.selectors.order_parts``
-and ``orders_with_parts``): it runs for every order of a list page and every callback, so it
-reads nothing from the database itself.
+A plain function over rows already loaded, as instances or ``common.joined.Row``s
+(``OrderParts``, see ``orders.selectors.order_parts`` and ``orders_with_parts``): it runs for
+every order of a list page and every callback, so it reads nothing from the database itself.
 """
 
 from datetime import UTC, datetime
@@ -13,6 +13,7 @@ from django.conf import settings
 
 from common.files import file_url as signed_file_url
 from common.ids import PREFIXES, format_id
+from common.joined import Row
 from orders.models import Asset, Charge, ChargeItem, Order, OrderItem, Shipment, ShipmentStatus
 from orders.parts import OrderParts
 
@@ -146,11 +147,13 @@ def shipment_address(shipment: Shipment) -> dict[str, str]:
 
 
 def order_representation(
-    order: Order, *, base_url: str, parts: OrderParts | None = None
+    order: Order | Row, *, base_url: str, parts: OrderParts | None = None
 ) -> dict[str, Any]:
-    """The complete order; ``base_url`` makes file URLs absolute. ``parts`` are its rows (by
-    default its prefetched relations)."""
+    """The complete order (an instance, or its ``Row`` with ``parts``); ``base_url`` makes
+    file URLs absolute. ``parts`` are its rows (by default its prefetched relations)."""
     if parts is None:
+        if isinstance(order, Row):
+            raise TypeError("A Row's parts are given with it.")
         parts = OrderParts.of_prefetched(order)
     items = parts.items
     issues = []

@@ -20,6 +20,7 @@ from api.schema import ORDERS, operation
 from api.views import ApiViewSet, validated_input
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, format_id, parse_id
+from common.joined import Row
 from orders import actions, inputs
 from orders.api import serializers as s
 from orders.creation import order_create, order_validate
@@ -83,7 +84,9 @@ def _base_url(request: Request) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
-def _render(request: Request, order: Order, parts: OrderParts | None = None) -> dict[str, Any]:
+def _render(
+    request: Request, order: Order | Row, parts: OrderParts | None = None
+) -> dict[str, Any]:
     return order_representation(order, base_url=_base_url(request), parts=parts)
 
 
@@ -295,6 +298,7 @@ class OrderViewSet(ApiViewSet):
         if result.order.stage == Stage.ON_HOLD:
             # A paused order shows only its id, also when an idempotent retry finds it.
             return Response({"outcome": result.outcome, "order": {"id": result.order.public_id}})
+        order: Order | Row
         if result.parts is not None:  # just written: shown from memory, not read back
             order, parts = result.order, result.parts
         else:

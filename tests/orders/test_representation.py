@@ -12,6 +12,7 @@ import pytest
 from django.utils import timezone
 from rest_framework import serializers
 
+from common.joined import Row
 from orders.api.serializers import DetailsOutput, OrderOutput
 from orders.issues import (
     ASSET_FAILED_TO_DOWNLOAD,
@@ -386,3 +387,17 @@ def test_the_check_finds_undocumented_missing_and_mistyped_keys() -> None:
         "order.shipments[0].tracking.number is null",
         "order.surprise is not documented",
     ]
+
+
+def test_the_api_reads_give_rows_of_the_stored_values() -> None:
+    order = with_every_optional_field()
+
+    fetched, parts = order_with_parts_get(environment=order.environment, order_id=order.id)
+
+    assert isinstance(fetched, Row) and not isinstance(fetched, Order)
+    assert fetched.public_id == order.public_id
+    stored = Order.objects.get(id=order.id)
+    assert vars(fetched) == {
+        field.attname: getattr(stored, field.attname) for field in Order._meta.concrete_fields
+    }
+    assert [item.public_id for item in parts.items] == [i.public_id for i in order.items.all()]
