@@ -1,5 +1,6 @@
 """Serializer building blocks shared by every API app."""
 
+import threading
 from typing import Any
 
 from rest_framework import serializers
@@ -36,6 +37,29 @@ class StrictSerializer(serializers.Serializer):
                 raise serializers.ValidationError(errors)
             return value
         return super().to_internal_value(data)
+
+
+# Each thread's fields of each KeptFieldsSerializer class, made once.
+_kept_fields = threading.local()
+
+
+class KeptFieldsSerializer(StrictSerializer):
+    # A StrictSerializer of a request body whose fields are made once per thread and kept.
+    # DRF deep-copies a serializer's declared fields for every instance (so that an instance
+    # may change its own): with nested lists of nested serializers, most of the CPU of
+    # validating a body. For a serializer whose fields nothing changes, created without
+    # ``partial``, and whose fields do not read the context (its own ``validate_<field>``
+    # methods may: they run on the instance); a thread validates one body at a time. No
+    # docstring: the schema would publish it as its subclasses' descriptions.
+
+    @property
+    def fields(self) -> Any:
+        kept: dict[type, Any] = getattr(_kept_fields, "by_class", None) or {}
+        _kept_fields.by_class = kept
+        fields = kept.get(type(self))
+        if fields is None:
+            fields = kept[type(self)] = super().fields
+        return fields
 
 
 # Shared fields only: each app subclasses these under its own name, which stays the name of its

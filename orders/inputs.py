@@ -4,13 +4,12 @@ the merchant dashboard's forms, so that both refuse the same values with the sam
 
 import json
 import re
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
 from rest_framework import serializers
 
-from api.serializers import JsonIntegerField, StrictSerializer
+from api.serializers import JsonIntegerField, KeptFieldsSerializer, StrictSerializer
 from common.countries import is_country_code
 from common.shipping import shipping_method_parse
 from orders.models import ShippingMethod, Sizing
@@ -180,22 +179,7 @@ class BrandingInput(StrictSerializer):
         return {name: BrandingItemInput(required=False) for name in BRANDING_NAMES}
 
 
-# Each thread's fields of OrderCreateInput, made once (see OrderCreateInput.fields).
-_create_fields = threading.local()
-
-
-class OrderCreateInput(StrictSerializer):
-    # The fields are made once per thread and kept: DRF deep-copies a serializer's declared
-    # fields for every instance (so that an instance may change its own), a quarter of an order
-    # create's CPU with the nested items and assets. Nothing changes these fields, the body is
-    # validated without context or partial, and a thread validates one body at a time.
-    @property
-    def fields(self) -> Any:
-        fields = getattr(_create_fields, "fields", None)
-        if fields is None:
-            fields = _create_fields.fields = super().fields
-        return fields
-
+class OrderCreateInput(KeptFieldsSerializer):
     omsId = Int64Field(required=False, allow_null=True)
     callbackUrl = HttpUrlField(max_length=2000, required=False, allow_null=True, allow_blank=True)
     merchantReference = serializers.CharField(

@@ -6,6 +6,7 @@ from api.serializers import (
     CarrierFields,
     FulfillmentLocationFields,
     JsonIntegerField,
+    KeptFieldsSerializer,
     StrictSerializer,
 )
 from common.countries import is_country_code
@@ -28,7 +29,7 @@ class QuoteItemRequestSerializer(StrictSerializer):
     assets = QuoteAssetRequestSerializer(many=True)
 
 
-class QuoteRequestSerializer(StrictSerializer):
+class QuoteRequestSerializer(KeptFieldsSerializer):
     shippingMethod = serializers.CharField(
         required=False,
         help_text=f"One of {', '.join(METHODS)}, in any letter case; all methods if absent.",
