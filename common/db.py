@@ -16,7 +16,8 @@ on it instead, whatever the concurrency.
 
 ``ids_condition``, ``update_returning_joined``, ``locks_without_key_update`` and
 ``insert_returning``: what the database can take, for the statements written by hand here and
-elsewhere (``common.joined``, the order reads and the pipeline's claims).
+elsewhere (``common.joined``, the order reads, and ``common.claim_statements``, the pipeline's
+claims).
 
 ``dropped_connections_closed``: a kept connection the server has dropped is closed before the
 next request or task uses it, which then opens a new one.

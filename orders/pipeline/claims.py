@@ -23,15 +23,15 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from common.db import locks_without_key_update, rows_update, update_returning_joined
-from common.joined import JoinedRead, TableColumns
+from common.claim_statements import ClaimStatements, ClaimTables
+from common.db import rows_update
 from common.leases import ClaimLost, Heartbeat, claim_token_new, lease_seconds, lease_until
 from merchants.models import Environment, Merchant
 from orders.models import (
@@ -69,6 +69,22 @@ STARTED_DETAILS: dict[str, str] = {
 
 # The claim's columns as a move or an action leaves them: no worker holds the order.
 CLAIM_RELEASED: dict[str, None] = {"claimed_until": None, "claim_token": None}
+
+# The claims' statements written by hand (``common.claim_statements``: where they pay).
+_STATEMENTS = ClaimStatements(
+    ClaimTables(
+        order=Order,
+        environment=Environment,
+        merchant=Merchant,
+        asset=Asset,
+        item=OrderItem,
+        order_file=OrderFile,
+        started=STARTED_DETAILS,
+        in_progress=DetailState.IN_PROGRESS,
+        download=PipelineStep.DOWNLOAD,
+        to_download=AssetStatus.IN_PROGRESS,
+    )
+)
 
 
 def orders_due_unclaimed() -> Q:
@@ -108,50 +124,53 @@ def _download_claimed(
     merchant's downloads are running, or else deferred (``download_deferral``) and None; the
     merchant's row is locked by the caller, so the count and the claim cannot be overtaken.
     The count, and the claim or the deferral, happen together or not at all."""
-    if update_returning_joined():
-        deferral = download_deferral(now)
-        return _statement_claimed(
-            _DOWNLOAD_CLAIM_STARTED if start else _DOWNLOAD_CLAIM,
-            {
-                "merchant": merchant_id,
-                "download": PipelineStep.DOWNLOAD,
-                "now": now,
-                "share": settings.DOWNLOADS_PER_MERCHANT,
-                "deferred_to": deferral["due_at"],
-                "order": order_id,
-                "until": claim[0],
-                "token": claim[1],
-            },
+
+    def portable() -> Order | None:
+        due = Order.objects.filter(
+            orders_due_unclaimed(), id=order_id, pipeline_step=PipelineStep.DOWNLOAD
         )
-    due = Order.objects.filter(
-        orders_due_unclaimed(), id=order_id, pipeline_step=PipelineStep.DOWNLOAD
+        if downloads_running(merchant_id, now) >= settings.DOWNLOADS_PER_MERCHANT:
+            due.update(**download_deferral(now))
+            return None
+        claimed = due.update(
+            claimed_until=claim[0], claim_token=claim[1], download_deferred_at=None
+        )
+        return _orm_claimed(claimed, order_id)
+
+    parameters = {
+        "merchant": merchant_id,
+        "now": now,
+        "share": settings.DOWNLOADS_PER_MERCHANT,
+        "deferred_to": download_deferral(now)["due_at"],
+        "order": order_id,
+        "until": claim[0],
+        "token": claim[1],
+    }
+    return cast(
+        Order | None, _STATEMENTS.download_claimed(parameters, started=start, portable=portable)
     )
-    if downloads_running(merchant_id, now) >= settings.DOWNLOADS_PER_MERCHANT:
-        due.update(**download_deferral(now))
-        return None
-    claimed = due.update(claimed_until=claim[0], claim_token=claim[1], download_deferred_at=None)
-    return _orm_claimed(claimed, order_id)
 
 
 def _claimed(*, order_id: int, steps: Sequence[str], claim: Claim, start: bool) -> Order | None:
     """Claim the order (``claim``: its lease and token) if it is due, unclaimed and at one of
     ``steps``; the order read as the claim left it, with its environment and merchant, or
     None. The order returned is the row the claim wrote, never an older read of it."""
-    now = timezone.now()
-    if not update_returning_joined():
+
+    def portable() -> Order | None:
         claimed = Order.objects.filter(
             orders_due_unclaimed(), id=order_id, pipeline_step__in=steps
         ).update(claimed_until=claim[0], claim_token=claim[1])
         return _orm_claimed(claimed, order_id)
-    return _statement_claimed(
-        _CLAIM_STARTED if start else _CLAIM,
-        {
-            "until": claim[0],
-            "token": claim[1],
-            "order": order_id,
-            "steps": list(steps),
-            "now": now,
-        },
+
+    parameters = {
+        "until": claim[0],
+        "token": claim[1],
+        "order": order_id,
+        "steps": list(steps),
+        "now": timezone.now(),
+    }
+    return cast(
+        Order | None, _STATEMENTS.order_claimed(parameters, started=start, portable=portable)
     )
 
 
@@ -161,91 +180,6 @@ def _orm_claimed(claimed: int, order_id: int) -> Order | None:
     if not claimed:
         return None
     return Order.objects.select_related("environment__merchant").get(id=order_id)
-
-
-def _statement_claimed(claim: JoinedRead, parameters: dict[str, Any]) -> Order | None:
-    """Run a PostgreSQL claim statement: the order as the claim left it, with its environment
-    and merchant, or None."""
-    rows = claim.rows(parameters)
-    if not rows:
-        return None
-    order, environment, merchant = rows[0]
-    environment.merchant = merchant  # as select_related gives them
-    order.environment = environment
-    return order  # type: ignore[no-any-return]
-
-
-# ``orders_due_unclaimed``'s conditions on one order.
-_DUE_UNCLAIMED = (
-    "id = %(order)s AND due_at <= %(now)s AND (claimed_until IS NULL OR claimed_until < %(now)s)"
-)
-# The claimed row returned whole, joined with the order's environment and merchant.
-_RETURNED = (
-    " RETURNING *) SELECT {columns} FROM c JOIN {environment} e ON e.id = c.environment_id "
-    "JOIN {merchant} m ON m.id = e.merchant_id"
-)
-_CLAIMED_COLUMNS = (
-    TableColumns(Order, "c"),
-    TableColumns(Environment, "e"),
-    TableColumns(Merchant, "m"),
-)
-# The claimed step's ``STARTED_DETAILS`` shown as InProgress, ``last_updated`` when it was not.
-_STARTED = ", ".join(
-    f"{column} = CASE WHEN pipeline_step = '{step}' THEN '{DetailState.IN_PROGRESS}' "
-    f"ELSE {column} END"
-    for step, column in STARTED_DETAILS.items()
-) + ", last_updated = CASE WHEN {} THEN %(now)s ELSE last_updated END".format(
-    " OR ".join(
-        f"(pipeline_step = '{step}' AND {column} <> '{DetailState.IN_PROGRESS}')"
-        for step, column in STARTED_DETAILS.items()
-    )
-)
-
-
-def _claim_statement(*, started: bool) -> JoinedRead:
-    """The PostgreSQL claim: ``orders_due_unclaimed``'s conditional UPDATE for one order
-    (``started``: showing its step as started)."""
-    return JoinedRead(
-        "WITH c AS (UPDATE {order} SET claimed_until = %(until)s, claim_token = %(token)s"
-        + (", " + _STARTED if started else "")
-        + " WHERE "
-        + _DUE_UNCLAIMED
-        + " AND pipeline_step = ANY(%(steps)s)"
-        + _RETURNED,
-        *_CLAIMED_COLUMNS,
-    )
-
-
-# The merchant's orders claimed at the Download step (their ``due_at`` passed when they were
-# claimed, which keeps the scan on the partial index of due orders), as a SELECT for statements
-# that count them in SQL (``orders.pipeline.claims``' download claim).
-RUNNING_DOWNLOADS_SQL = (
-    "SELECT count(*) FROM {order} r JOIN {environment} re ON re.id = r.environment_id "
-    "WHERE re.merchant_id = %(merchant)s AND r.pipeline_step = %(download)s "
-    "AND r.due_at <= %(now)s AND r.claimed_until > %(now)s"
-)
-
-
-def _download_claim_statement(*, started: bool) -> JoinedRead:
-    """The PostgreSQL download claim: the merchant's running downloads counted, and the order
-    claimed below its share or deferred at it (two exclusive UPDATEs of the row)."""
-    return JoinedRead(
-        "WITH running AS (" + RUNNING_DOWNLOADS_SQL + "), "
-        "deferred AS (UPDATE {order} SET due_at = %(deferred_to)s, download_deferred_at = %(now)s "
-        "WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
-        "AND (SELECT count FROM running) >= %(share)s), "
-        "c AS (UPDATE {order} SET claimed_until = %(until)s, claim_token = %(token)s, "
-        "download_deferred_at = NULL"
-        + (", " + _STARTED if started else "")
-        + " WHERE " + _DUE_UNCLAIMED + " AND pipeline_step = %(download)s "
-        "AND (SELECT count FROM running) < %(share)s" + _RETURNED,
-        *_CLAIMED_COLUMNS,
-    )  # fmt: skip
-
-
-_CLAIM, _CLAIM_STARTED = _claim_statement(started=False), _claim_statement(started=True)
-_DOWNLOAD_CLAIM = _download_claim_statement(started=False)
-_DOWNLOAD_CLAIM_STARTED = _download_claim_statement(started=True)
 
 
 def order_claim_held(order: Order) -> dict[str, Any]:
@@ -351,7 +285,8 @@ def order_claimed_transaction(*, order: Order, renewed: bool = True) -> Iterator
 
 
 def downloads_running(merchant_id: int, now: datetime) -> int:
-    """The merchant's orders claimed at the Download step (``RUNNING_DOWNLOADS_SQL``)."""
+    """The merchant's orders claimed at the Download step (counted as the download claim's
+    statement counts them)."""
     return Order.objects.filter(
         environment__merchant_id=merchant_id,
         pipeline_step=PipelineStep.DOWNLOAD,
@@ -368,21 +303,6 @@ def download_deferral(now: datetime) -> dict[str, datetime]:
     }
 
 
-# The merchant of an order due and unclaimed at the Download step.
-_MERCHANT = JoinedRead(
-    "SELECT e.merchant_id FROM {order} o JOIN {environment} e ON e.id = o.environment_id "
-    "WHERE o.id = %(order)s AND o.pipeline_step = %(download)s AND o.due_at <= %(now)s "
-    "AND (o.claimed_until IS NULL OR o.claimed_until < %(now)s)",
-    models=[Order, Environment, Merchant],
-)
-# The same, its row locked until the transaction ends (no key update: rows referring to it may
-# still be inserted).
-_MERCHANT_LOCKED = JoinedRead(
-    "SELECT m.id FROM {merchant} m WHERE m.id = (" + _MERCHANT.template + ") FOR NO KEY UPDATE",
-    models=[Order, Environment, Merchant],
-)
-
-
 def _download_claim(*, order_id: int, claim: Claim, start: bool) -> Order | None:
     """The order, if it is due and unclaimed at the Download step, claimed within its
     merchant's share (fewer than ``DOWNLOADS_PER_MERCHANT`` of its orders
@@ -392,18 +312,12 @@ def _download_claim(*, order_id: int, claim: Claim, start: bool) -> Order | None
     claimed, and until the claim commits, so two workers cannot both take the last slot.
     """
     with transaction.atomic():
-        lock = _MERCHANT_LOCKED if locks_without_key_update() else _MERCHANT
-        now = timezone.now()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                lock.sql(), {"order": order_id, "download": PipelineStep.DOWNLOAD, "now": now}
-            )
-            row = cursor.fetchone()
-        if row is None:
+        merchant_id = _STATEMENTS.download_merchant_locked(order_id=order_id, now=timezone.now())
+        if merchant_id is None:
             return None
         # After the lock: claims taken meanwhile count.
         return _download_claimed(
-            order_id=order_id, merchant_id=row[0], claim=claim, now=timezone.now(), start=start
+            order_id=order_id, merchant_id=merchant_id, claim=claim, now=timezone.now(), start=start
         )
 
 
@@ -419,29 +333,6 @@ def _has_due_download() -> Q:
     )
 
 
-# ``downloads_wake``'s choice and update in one statement (PostgreSQL): the longest-deferred of
-# the merchant's deferred orders with a due asset or file, as many as it has free slots.
-_WAKE = JoinedRead(
-    "WITH woken AS (SELECT o.id FROM {order} o JOIN {environment} e "
-    "ON e.id = o.environment_id WHERE e.merchant_id = %(merchant)s "
-    "AND o.pipeline_step = %(download)s AND o.due_at > %(now)s "
-    "AND o.download_deferred_at IS NOT NULL "
-    "AND (o.claimed_until IS NULL OR o.claimed_until < %(now)s) "
-    "AND (EXISTS (SELECT 1 FROM {asset} a JOIN {orderitem} i ON i.id = a.item_id "
-    "WHERE i.order_id = o.id AND a.status = %(in_progress)s "
-    "AND (a.next_attempt_at IS NULL OR a.next_attempt_at <= %(now)s)) "
-    "OR EXISTS (SELECT 1 FROM {orderfile} f WHERE f.order_id = o.id "
-    "AND f.status = %(in_progress)s "
-    "AND (f.next_attempt_at IS NULL OR f.next_attempt_at <= %(now)s))) "
-    "ORDER BY o.id LIMIT GREATEST(%(share)s - (" + RUNNING_DOWNLOADS_SQL + "), 0)) "
-    "UPDATE {order} SET due_at = %(now)s, swept_at = %(now)s "
-    "WHERE id IN (SELECT id FROM woken) AND pipeline_step = %(download)s "
-    "AND download_deferred_at IS NOT NULL "
-    "AND (claimed_until IS NULL OR claimed_until < %(now)s) RETURNING id",
-    models=[Order, Environment, Asset, OrderItem, OrderFile],
-)
-
-
 def downloads_wake(*, merchant_id: int, hand_over: bool = False) -> list[int]:
     """After one of the merchant's downloads ended: make its longest-deferred orders due now,
     as many as it has free download slots, and queue them; their ids.
@@ -454,30 +345,19 @@ def downloads_wake(*, merchant_id: int, hand_over: bool = False) -> list[int]:
     Never wakes more than the merchant's free slots, nor an order claimed meanwhile or
     waiting for its own retry."""
     now = timezone.now()
-    if update_returning_joined():
-        with connection.cursor() as cursor:
-            cursor.execute(_WAKE.sql(), _wake_parameters(merchant_id, now))
-            waiting = sorted(row[0] for row in cursor.fetchall())
-    else:
-        waiting = _waiting_woken(merchant_id, now)
+    waiting = _STATEMENTS.downloads_woken(
+        {"merchant": merchant_id, "now": now, "share": settings.DOWNLOADS_PER_MERCHANT},
+        portable=lambda: _waiting_woken(merchant_id, now),
+    )
     for order_id in waiting[1:] if hand_over else waiting:
         # A task message for one taken meanwhile finds it claimed: harmless.
         order_enqueue(order_id=order_id, step=PipelineStep.DOWNLOAD)
     return waiting
 
 
-def _wake_parameters(merchant_id: int, now: datetime) -> dict[str, Any]:
-    return {
-        "merchant": merchant_id,
-        "download": PipelineStep.DOWNLOAD,
-        "now": now,
-        "in_progress": AssetStatus.IN_PROGRESS,
-        "share": settings.DOWNLOADS_PER_MERCHANT,
-    }
-
-
 def _waiting_woken(merchant_id: int, now: datetime) -> list[int]:
-    """``_WAKE`` with the ORM: the same orders chosen and made due."""
+    """The portable way of ``downloads_wake``'s statement: the same orders chosen and made
+    due."""
     deferred = Order.objects.filter(
         Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
         environment__merchant_id=merchant_id,

@@ -1,10 +1,11 @@
 """Who writes an order's step, stage, due time and claim: only the state machine may.
 
 ``StateWrites`` is a database execute wrapper. For every UPDATE of the order table that sets
-``pipeline_step``, ``stage``, ``due_at`` or ``claimed_until`` it finds the writer, the
-innermost frame of the project's own code that sent it (``common/db.py`` and
-``common/joined.py``, which only build and run statements for their callers, and the
-frameworks are passed over), and records it as refused unless it is one
+``pipeline_step``, ``stage``, ``due_at`` or the claim (``claimed_until``, ``claim_token``) it
+finds the writer, the innermost frame of the project's own code that sent it
+(``common/db.py``, ``common/joined.py`` and ``common/claim_statements.py``, which only build
+and run statements for their callers, and the frameworks are passed over), and records it as
+refused unless it is one
 of ``WRITERS`` (the state machine and its claims) or a test arranging its data. Inserts are
 creations (their first state comes from ``order_first_state``) and are not checked.
 """
@@ -23,7 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 WRITERS = ("orders/pipeline/state_machine.py", "orders/pipeline/claims.py")
 STATE_COLUMNS = frozenset({"pipeline_step", "stage", "due_at", "claimed_until", "claim_token"})
 # Frames of the project that send statements for others (the writer is their caller).
-PASSED_OVER = ("common/db.py", "common/joined.py", "tests/support/state_writes.py")
+PASSED_OVER = (
+    "common/db.py",
+    "common/joined.py",
+    "common/claim_statements.py",
+    "tests/support/state_writes.py",
+)
 
 # Each UPDATE of the order table and its SET list (up to its WHERE or RETURNING).
 _UPDATE = re.compile(
