@@ -12,22 +12,46 @@ what only reads the values (the API's representations), a ``Row`` of the same va
 The statements of other modules are described, not written: ``rows_by_ids`` (whole rows of a
 table whose key or foreign key is one of some ids, each LEFT JOINed with the rows of further
 tables that refer to it), ``rows_referred_to`` (the rows other rows name by a value) and
-``CounterIncrement`` (one more on a counter column, and the row read back).
+``CounterIncrement`` (one more on a counter column, and the row read back) and ``RowsPage``
+(a page of a table's rows that meet some conditions, highest key first).
+
+JSON columns are read by orjson where it reads the text as the framework's ``json`` would
+(``JSONField.from_db_value`` for the rest: long numbers, NaN, text that is not JSON).
 """
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import orjson
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Model
+from django.db.models import Field, JSONField, Model
 
 from common.db import Statement, ids_condition, update_returning_joined
 from common.ids import PREFIXES, format_id
 
 _Converter = Callable[[Any, Any, Any], Any]
+
+# 19 digits in a row may be an integer beyond 64 bits, which orjson reads as a float.
+_LONG_NUMBER = re.compile(r"[0-9]{19}")
+
+
+def _json_converter(field: JSONField) -> _Converter:  # type: ignore[type-arg]
+    """``field.from_db_value``, by orjson for the text it reads as ``json`` does."""
+    slow = field.from_db_value
+
+    def converted(value: Any, expression: Any, db: Any) -> Any:
+        if isinstance(value, str) and not _LONG_NUMBER.search(value):
+            try:
+                return orjson.loads(value)
+            except orjson.JSONDecodeError:
+                pass
+        return slow(value, expression, db)
+
+    return converted
 
 
 class Row:
@@ -40,7 +64,7 @@ class Row:
     id_kind: ClassVar[str | None] = None
 
     def __init__(self, values: dict[str, Any]) -> None:
-        self.__dict__.update(values)
+        self.__dict__ = values  # the values are the row's own
 
     @property
     def public_id(self) -> str:
@@ -63,6 +87,7 @@ class TableColumns:
         self.alias = alias
         self.fields = model._meta.concrete_fields
         self.attnames = [field.attname for field in self.fields]
+        self.width = len(self.attnames)
         self.row_class = type(
             f"{model.__name__}Row", (Row,), {"id_kind": getattr(model, "id_kind", None)}
         )
@@ -80,6 +105,11 @@ class TableColumns:
                 functions = connection.ops.get_db_converters(
                     expression
                 ) + expression.get_db_converters(connection)
+                if isinstance(field, JSONField) and field.decoder is None:
+                    functions = [
+                        _json_converter(field) if function == field.from_db_value else function
+                        for function in functions
+                    ]
                 if functions:
                     found.append((index, functions, expression))
             self._converters = found
@@ -90,10 +120,10 @@ class TableColumns:
     ) -> Any:
         """The instance in ``row`` from column ``start`` (with ``plain``, its ``Row``); None
         for a LEFT JOIN's missing row."""
-        values = list(row[start : start + len(self.fields)])
-        if values[0] is None:
+        if row[start] is None:
             return None
-        for index, functions, expression in self.converters():
+        values = list(row[start : start + self.width])
+        for index, functions, expression in self._converters or self.converters():
             value = values[index]
             for function in functions:
                 value = function(value, expression, db)
@@ -293,3 +323,58 @@ class CounterIncrement:
         with connection.cursor() as cursor:
             cursor.execute(*self.statement(pk))
         return self.model._default_manager.filter(pk=pk).first()
+
+
+# The comparisons ``RowsPage`` writes, by lookup name (``in`` is written by ``ids_condition``).
+_COMPARISONS = {"exact": "= %s", "gt": "> %s", "lt": "< %s"}
+
+
+class RowsPage:
+    """A page of ``model``'s whole rows as ``Row``s, highest key first: those meeting every
+    condition given to ``rows`` (a field, a lookup among ``exact``, ``in``, ``gt`` and ``lt``,
+    and a value, compared as a queryset's ``filter(<field>__<lookup>=value)`` compares it),
+    ``offset`` rows skipped, at most ``limit``."""
+
+    def __init__(self, model: type[Model]) -> None:
+        self.model = model
+        self.columns = TableColumns(model, "t0")
+        self._select: str | None = None
+
+    def _select_sql(self) -> str:
+        if self._select is None:
+            table = connection.ops.quote_name(self.model._meta.db_table)
+            self._select = f"SELECT {self.columns.sql()} FROM {table} t0"
+        return self._select
+
+    def rows(
+        self, conditions: Sequence[tuple[str, str, Any]], *, limit: int, offset: int = 0
+    ) -> list[Row]:
+        where: list[str] = []
+        parameters: list[Any] = []
+        for name, lookup, value in conditions:
+            field = self.model._meta.pk if name == "pk" else self.model._meta.get_field(name)
+            if not isinstance(field, Field):
+                raise TypeError(f"{name} is not a column of {self.model.__name__}.")
+            column = _column(self.model, "t0", name)
+            if lookup == "in":
+                values = [field.get_db_prep_value(one, connection) for one in value]
+                if not values:
+                    return []
+                condition, more = ids_condition(values)
+                where.append(f"{column} {condition}")
+                parameters.extend(more)
+            else:
+                where.append(f"{column} {_COMPARISONS[lookup]}")
+                parameters.append(field.get_db_prep_value(value, connection))
+        sql = self._select_sql()
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY {_column(self.model, 't0', 'pk')} DESC LIMIT %s"
+        parameters.append(limit)
+        if offset:
+            sql += " OFFSET %s"
+            parameters.append(offset)
+        db = connections[DEFAULT_DB_ALIAS]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, parameters)
+            return [self.columns.instance(row, 0, db, plain=True) for row in cursor.fetchall()]

@@ -30,12 +30,10 @@ def iso(value: datetime | None) -> str | None:
 
 
 def file_url(name: str, base_url: str) -> str | None:
-    """A signed URL of a stored file shown to the merchant (thumbnails)."""
+    """A signed URL of a stored file shown to the merchant (thumbnails); None for none."""
+    if not name:
+        return None
     return signed_file_url(name, base_url, max_age_seconds=settings.FILE_URL_DAYS * 24 * 3600)
-
-
-def _none_if_blank(value: str) -> str | None:
-    return value or None
 
 
 def _asset(asset: Asset, base_url: str) -> dict[str, Any]:
@@ -46,7 +44,7 @@ def _asset(asset: Asset, base_url: str) -> dict[str, Any]:
         "status": asset.status,
         "url": asset.url,
         "thumbnailUrl": file_url(asset.thumbnail, base_url),
-        "md5Hash": _none_if_blank(asset.md5_hash),
+        "md5Hash": asset.md5_hash or None,
         "pageCount": asset.page_count,
     }
 
@@ -56,7 +54,7 @@ def _item(item: OrderItem, assets: list[Asset], base_url: str) -> dict[str, Any]
         "id": item.public_id,
         "omsId": str(item.oms_id) if item.oms_id is not None else None,
         "status": item.status,
-        "merchantReference": _none_if_blank(item.merchant_reference),
+        "merchantReference": item.merchant_reference or None,
         "sku": item.sku,
         "copies": item.copies,
         "sizing": item.sizing,
@@ -174,8 +172,8 @@ def order_representation(
         "omsId": str(order.oms_id) if order.oms_id is not None else None,
         "created": iso(order.created),
         "lastUpdated": iso(order.last_updated),
-        "callbackUrl": _none_if_blank(order.callback_url),
-        "merchantReference": _none_if_blank(order.merchant_reference),
+        "callbackUrl": order.callback_url or None,
+        "merchantReference": order.merchant_reference or None,
         "shippingMethod": order.shipping_method,
         "idempotencyKey": order.idempotency_key,
         "status": {
@@ -193,25 +191,25 @@ def order_representation(
         "shipments": [_shipment(s, items) for s in parts.shipments],
         "recipient": {
             "name": order.recipient_name,
-            "email": _none_if_blank(order.recipient_email),
-            "phoneNumber": _none_if_blank(order.recipient_phone),
+            "email": order.recipient_email or None,
+            "phoneNumber": order.recipient_phone or None,
             "address": {
                 "line1": order.address_line1,
-                "line2": _none_if_blank(order.address_line2),
+                "line2": order.address_line2 or None,
                 "postalOrZipCode": order.address_postal_or_zip_code,
                 "countryCode": order.address_country_code,
                 "townOrCity": order.address_town_or_city,
-                "stateOrCounty": _none_if_blank(order.address_state_or_county),
+                "stateOrCounty": order.address_state_or_county or None,
             },
         },
         "items": [_item(i, parts.assets.get(i.id, []), base_url) for i in items],
         "packingSlip": (
-            {"url": order.packing_slip_url, "status": _none_if_blank(order.packing_slip_status)}
+            {"url": order.packing_slip_url, "status": order.packing_slip_status or None}
             if order.packing_slip_url
             else None
         ),
         "branding": order.branding or None,
         "metadata": order.metadata,
-        "tag": _none_if_blank(order.tag),
+        "tag": order.tag or None,
         "usSalesTaxAlreadyCollected": order.us_sales_tax_already_collected,
     }

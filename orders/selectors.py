@@ -19,8 +19,8 @@ from common.errors import EntityNotFound
 from common.joined import (
     CounterIncrement,
     Row,
+    RowsPage,
     Table,
-    TableColumns,
     rows_by_ids,
     rows_referred_to,
 )
@@ -97,7 +97,7 @@ _ISSUES = rows_by_ids(Table(OrderIssue, order_by=("order", "created", "id")), by
 _FILES = rows_by_ids(Table(OrderFile, order_by=("id",)), by="order")
 _SHIPMENT_LABS = rows_referred_to(Lab, "code", by=Shipment, naming="lab_code", among="order")
 _CALLBACK_SEQUENCE = CounterIncrement(Order, "callback_sequence", alias="o")
-_ORDER_COLUMNS = TableColumns(Order, "o")
+_ORDER_PAGE = RowsPage(Order)
 
 
 _PART_JOINS = (_SHIPMENTS, _CHARGES_LINES, _ISSUES)
@@ -293,28 +293,23 @@ def order_list(*, environment: Environment, filters: OrderFilter) -> tuple[list[
     """
     if filters.status in EMPTY_STATUSES:
         return [], False
-    queryset = Order.objects.filter(environment=environment)
+    conditions: list[tuple[str, str, Any]] = [("environment", "exact", environment.id)]
     if filters.status is not None:
-        queryset = queryset.filter(stage=LIST_STATUS_STAGES[filters.status])
+        conditions.append(("stage", "exact", LIST_STATUS_STAGES[filters.status]))
     if filters.created_from is not None:
-        queryset = queryset.filter(created__gt=filters.created_from)
+        conditions.append(("created", "gt", filters.created_from))
     if filters.created_to is not None:
-        queryset = queryset.filter(created__lt=filters.created_to)
+        conditions.append(("created", "lt", filters.created_to))
     if filters.order_ids:
-        queryset = queryset.filter(id__in=filters.order_ids)
+        conditions.append(("pk", "in", filters.order_ids))
     if filters.merchant_references:
-        queryset = queryset.filter(merchant_reference__in=filters.merchant_references)
+        conditions.append(("merchant_reference", "in", filters.merchant_references))
     if filters.before_id is not None:
-        queryset = queryset.filter(id__lt=filters.before_id)
+        conditions.append(("pk", "lt", filters.before_id))
         offset = 0
     else:
         offset = filters.skip
-    page = [
-        _ORDER_COLUMNS.row(values)
-        for values in queryset.order_by("-id").values_list(*_ORDER_COLUMNS.attnames)[
-            offset : offset + filters.top + 1
-        ]
-    ]
+    page = _ORDER_PAGE.rows(conditions, limit=filters.top + 1, offset=offset)
     return page[: filters.top], len(page) > filters.top
 
 
