@@ -103,6 +103,10 @@ def ids_condition(ids: Sequence[int]) -> tuple[str, list[Any]]:
     if len(ids) == 1:
         return "= %s", [ids[0]]
     if _postgresql():
+        if all(type(one) is int for one in ids):
+            # Integers as one array literal: the driver's dumping of a list, an element at a
+            # time, cost a tenth of a page's CPU.
+            return "= ANY(%s::bigint[])", ["{" + ",".join(map(str, ids)) + "}"]
         return "= ANY(%s)", [list(ids)]
     return f"IN ({', '.join(['%s'] * len(ids))})", list(ids)
 
