@@ -14,9 +14,12 @@ stops; ``check`` then raises ``ClaimLost`` before the work sends anything more, 
 conditional writes find the claim gone too, so nothing of it commits.
 """
 
+import heapq
 import logging
+import os
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import TracebackType
@@ -57,6 +60,9 @@ class Heartbeat:
     row lock the caller's own transaction holds waits until that commits, and the caller is
     never held up by it. The thread is a daemon, stopped (not joined) when the block ends; a
     renewal after that counts for nothing. It closes its database connection when it stops.
+
+    Most blocks end before their first renewal is due: the thread is started only then (by
+    the process's one ``_Starter``), so such a block costs no thread.
     """
 
     def __init__(self, renew: Callable[[], bool], *, name: str) -> None:
@@ -66,9 +72,14 @@ class Heartbeat:
         self.lost = False
 
     def __enter__(self) -> "Heartbeat":
-        thread = threading.Thread(target=self._run, name=f"heartbeat {self._name}", daemon=True)
-        thread.start()
+        _STARTER.start_at(time.monotonic() + lease_seconds() / 3, self)
         return self
+
+    def beat(self) -> None:
+        """Start renewing (the first renewal now) in a thread of its own, unless stopped."""
+        if not self._stopped.is_set():
+            name = f"heartbeat {self._name}"
+            threading.Thread(target=self._run, name=name, daemon=True).start()
 
     def __exit__(
         self,
@@ -86,7 +97,7 @@ class Heartbeat:
     def _run(self) -> None:
         period = lease_seconds() / 3
         try:
-            while not self._stopped.wait(period):
+            while not self._stopped.is_set():
                 try:
                     renewed = self._renew()
                 except Exception:
@@ -100,5 +111,44 @@ class Heartbeat:
                         self.lost = True
                         logger.warning("%s: claim lost; the work stops", self._name)
                     return
+                self._stopped.wait(period)
         finally:
             connections.close_all()  # this thread's own connections
+
+
+class _Starter:
+    """The process's one thread that starts each heartbeat's own thread when its first
+    renewal is due (a heartbeat stopped by then is dropped). Started on first use, and again
+    in a process forked from one that had it (a prefork pool's child)."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, Heartbeat]] = []
+        self._condition = threading.Condition()
+        self._pid = 0
+        self._count = 0
+
+    def start_at(self, at: float, heartbeat: Heartbeat) -> None:
+        with self._condition:
+            if self._pid != os.getpid():  # none yet in this process
+                self._pid, self._due = os.getpid(), []
+                threading.Thread(target=self._run, name="heartbeats", daemon=True).start()
+            self._count += 1
+            heapq.heappush(self._due, (at, self._count, heartbeat))
+            self._condition.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._condition:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    wait = self._due[0][0] - time.monotonic() if self._due else None
+                    self._condition.wait(wait)
+                _, _, heartbeat = heapq.heappop(self._due)
+            heartbeat.beat()
+
+    def forked(self) -> None:
+        """In a forked child: nothing inherited (the thread did not come along)."""
+        self._due, self._condition, self._pid = [], threading.Condition(), 0
+
+
+_STARTER = _Starter()
+os.register_at_fork(after_in_child=_STARTER.forked)
