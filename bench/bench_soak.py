@@ -22,7 +22,9 @@ nothing leaves the machine).
 2. **Soak**: the same mix for ``--seconds``, paced at that rate (open loop: a request is sent
    at its time whether or not earlier ones have been answered). Every status is counted;
    the resident memory of every process of the topology is read from ``/proc`` at the start,
-   halfway and at the end (growth in the first half only is warming up; in both, a leak).
+   halfway and at the end (growth in the first half only is warming up; in both, a leak,
+   unless it follows the task messages the workers hold: a retry's countdown waits in the
+   downloads worker's memory, and their number is printed for the same three reads).
 
 Exits non-zero on any 5xx, on any failed request, or when a gunicorn worker grew by more
 than ``--max-growth-mb``.
@@ -42,6 +44,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import redis
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -140,6 +144,22 @@ def process_memory(root: int) -> dict[int, tuple[str, int]]:
             continue
         memory[pid] = (describe(command), rss)
     return memory
+
+
+def broker_messages(redis_url: str) -> tuple[int, int]:
+    """The task messages in the broker: (held by the workers, queued). A held message was
+    delivered and is not yet acknowledged: running, or waiting in a worker's memory for its
+    countdown (a download's retry due within ``DIRECT_FOLLOW_UP``), so a worker's memory grows
+    and shrinks with their number without being a leak."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        held = int(client.hlen("unacked"))  # kombu's Redis transport keeps them there
+        queued = sum(
+            int(client.llen(key)) for key in client.scan_iter() if client.type(key) == b"list"
+        )
+    finally:
+        client.close()
+    return held, queued
 
 
 def describe(command: str) -> str:
@@ -306,15 +326,20 @@ def main() -> None:
         time.sleep(2)
         load_before = os.getloadavg()[0]
         before = process_memory(topology.pid)
+        messages = [broker_messages(redis_url)]
         middle: dict[int, tuple[str, int]] = {}
-        halfway = threading.Timer(
-            options.seconds / 2, lambda: middle.update(process_memory(topology.pid))
-        )
+
+        def read_halfway() -> None:
+            middle.update(process_memory(topology.pid))
+            messages.append(broker_messages(redis_url))
+
+        halfway = threading.Timer(options.seconds / 2, read_halfway)
         halfway.start()
         soak = Load(proxy_port, order_ids)
         achieved = soak.run(options.clients * 2, options.seconds, rate=capacity)
         halfway.join()
         after = process_memory(topology.pid)
+        messages.append(broker_messages(redis_url))
         print(
             f"soak: {options.seconds:.0f} s paced at {capacity:.1f} req/s: answered "
             f"{achieved:.1f} req/s, {sum(soak.statuses.values())} requests, statuses "
@@ -338,6 +363,11 @@ def main() -> None:
                 f"{name:<18} {pid:>7} {rss / 1024:7.1f} MB {half / 1024:7.1f} MB "
                 f"{end / 1024:7.1f} MB {(half - rss) / 1024:+8.1f} {(end - half) / 1024:+8.1f}"
             )
+        print(
+            "task messages held by the workers (running, or waiting for a countdown) / queued: "
+            + ", ".join(f"{held:,} / {queued:,}" for held, queued in messages)
+            + " (start, halfway, end)"
+        )
         restarted = sorted(set(after) - set(before))
         if restarted:
             print(f"processes started during the soak: {restarted}")
