@@ -77,23 +77,16 @@ class SlowAssets:
                 self.in_flight -= 1
 
 
-class DripHost:
-    """A merchant's asset host that answers every GET with a 200 and then one byte a second
-    (``interval``) of a body it never finishes, until ``stop``: each download it answers holds
-    its downloader for the whole download deadline. Tells how many it is answering now, and
-    the most at once."""
+class _GetHost:
+    """An asset host run by hand on a loopback port, on threads of its own: every GET goes to
+    the subclass's ``answer``, which may take as long as it likes."""
 
-    def __init__(self, interval: float = 1.0, size: int = 1_000_000) -> None:
-        self.interval, self.size = interval, size
-        self.in_flight = self.most_in_flight = 0
-        self.served: collections.Counter[str] = collections.Counter()
-        self.lock = threading.Lock()
-        self.stopped = threading.Event()
+    def __init__(self) -> None:
         host = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                host.drip(self)
+                host.answer(self)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -106,7 +99,25 @@ class DripHost:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
 
-    def drip(self, request: BaseHTTPRequestHandler) -> None:
+    def answer(self, request: BaseHTTPRequestHandler) -> None:
+        raise NotImplementedError
+
+
+class DripHost(_GetHost):
+    """A merchant's asset host that answers every GET with a 200 and then one byte a second
+    (``interval``) of a body it never finishes, until ``stop``: each download it answers holds
+    its downloader for the whole download deadline. Tells how many it is answering now, and
+    the most at once."""
+
+    def __init__(self, interval: float = 1.0, size: int = 1_000_000) -> None:
+        self.interval, self.size = interval, size
+        self.in_flight = self.most_in_flight = 0
+        self.served: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        super().__init__()
+
+    def answer(self, request: BaseHTTPRequestHandler) -> None:
         with self.lock:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
@@ -162,7 +173,7 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class SlowHost:
+class SlowHost(_GetHost):
     """A merchant's asset host that sends a whole JPEG to every GET, spread evenly over
     ``seconds``: one long download that succeeds. Counts the requests of each path."""
 
@@ -171,24 +182,9 @@ class SlowHost:
         self.photo = jpeg_bytes(800, 600)
         self.served: collections.Counter[str] = collections.Counter()
         self.lock = threading.Lock()
-        host = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                host.send(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-
-    def send(self, request: BaseHTTPRequestHandler) -> None:
+    def answer(self, request: BaseHTTPRequestHandler) -> None:
         with self.lock:
             self.served[request.path] += 1
         size = -(-len(self.photo) // self.pieces)
