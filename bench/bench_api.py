@@ -20,7 +20,7 @@ round), then the README's table with the goals.
 
     .venv/bin/python bench/bench_api.py [--database-url postgres://.../perf_api
         --redis-url redis://127.0.0.1:6379/14] [--only sqlite|postgres] [--seconds 5]
-        [--clients 8] [--workers 2] [--rounds 5]
+        [--clients 8] [--workers 2] [--rounds 5] [--paths create get ...]
 """
 
 import argparse
@@ -201,6 +201,12 @@ def sitting(
         ("list of 100", ("GET", "/v4.0/orders?top=100", None, headers)),
         ("quote (2 items)", ("POST", "/v4.0/quotes", json.dumps(QUOTE).encode(), headers)),
     ]
+    if args.paths:  # the floor, and the paths asked for (names start with the words given)
+        cases = [
+            (name, request)
+            for name, request in cases
+            if name == FLOOR or any(name.startswith(word) for word in args.paths)
+        ]
     counts[FLOOR] = 1
     env = {**env, **({"DATABASE_URL": database_url} if database_url else {})}
     floor_port, port = free_port(), free_port()
@@ -335,6 +341,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--orders", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of all paths")
+    parser.add_argument(
+        "--paths",
+        nargs="*",
+        default=[],
+        help="only these paths beside the floor, by the start of their names (get, list, ...)",
+    )
     parser.add_argument(
         "--minimal-site",
         default=str(ROOT / "bench" / "minimal_site.py"),
