@@ -1,5 +1,6 @@
 """The base of every ``/v4.0`` view and the fallbacks for unknown paths and server errors."""
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -27,14 +28,19 @@ class ApiView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         content_type = request.content_type or ""
-        has_body = bool(request.META.get("CONTENT_LENGTH") not in (None, "", "0")) or bool(
-            request.META.get("HTTP_TRANSFER_ENCODING")
-        )
-        if (request.method in self.body_required or has_body) and not JsonBodyParser.accepts(
-            content_type
-        ):
+        if (
+            request.method in self.body_required or declares_body(request.META)
+        ) and not JsonBodyParser.accepts(content_type):
             raise exceptions.UnsupportedMediaType(content_type or "(none)")
         super().initial(request, *args, **kwargs)
+
+
+def declares_body(meta: Mapping[str, Any]) -> bool:
+    """Whether a request's headers announce a body (a length above zero, or a transfer
+    encoding)."""
+    return meta.get("CONTENT_LENGTH") not in (None, "", "0") or bool(
+        meta.get("HTTP_TRANSFER_ENCODING")
+    )
 
 
 class ApiViewSet(ViewSetMixin, ApiView):

@@ -48,3 +48,18 @@ def test_healthz_is_503_when_the_database_is_down(monkeypatch: pytest.MonkeyPatc
 
     assert response.status_code == 503
     assert response.json()["database"] == "down"
+
+
+@pytest.mark.django_db
+def test_a_healthz_get_without_a_body_answers_as_the_framework_would() -> None:
+    # A GET with a JSON body goes through the framework's request handling; one without is
+    # answered directly (api.health.HealthView.dispatch): the same headers and body
+    direct = Client().get("/healthz")
+    framework = Client().generic("GET", "/healthz", b"{}", content_type="application/json")
+
+    assert direct.status_code == framework.status_code == 200
+    assert direct.headers.keys() == framework.headers.keys()
+    for name in direct.headers.keys() - {"traceParent", "Content-Length"}:
+        assert direct[name] == framework[name], name
+    assert direct.json().keys() == framework.json().keys()
+    assert direct.json()["traceParent"] == direct["traceParent"]
