@@ -17,18 +17,23 @@ tables that refer to it), ``rows_referred_to`` (the rows other rows name by a va
 
 JSON columns are read by orjson where it reads the text as the framework's ``json`` would
 (``JSONField.from_db_value`` for the rest: long numbers, NaN, text that is not JSON).
+
+A read for what shows rows (``Table.fields``, ``RowsPage``'s ``fields``) may name only the
+fields it shows, and read timestamps as the API shows them (``iso_timestamps``: the text of
+``iso_timestamp``, written by PostgreSQL or from SQLite's stored text, not a ``datetime``).
 """
 
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Field, JSONField, Model
+from django.db.models import DateTimeField, Field, JSONField, Model
 
 from common.db import Statement, ids_condition, update_returning_joined
 from common.ids import PREFIXES, format_id
@@ -54,12 +59,42 @@ def _json_converter(field: JSONField) -> _Converter:  # type: ignore[type-arg]
     return converted
 
 
+def iso_timestamp(value: datetime) -> str:
+    """``value`` in ISO 8601, in UTC with a ``Z``, to the millisecond (cut, not rounded)."""
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# PostgreSQL's text of a timestamp as ``iso_timestamp`` writes it (``MS`` cuts, as Python does).
+_POSTGRESQL_ISO = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
+# A timestamp as Django stores it in SQLite when the database's time zone is UTC.
+_SQLITE_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{6})?")
+
+
+def _iso_converter(functions: list[_Converter], db: BaseDatabaseWrapper) -> _Converter:
+    """A timestamp's stored text (or value) made ``iso_timestamp``'s text: SQLite's text in
+    UTC rewritten in place, anything else converted by ``functions`` (the field's own
+    converters) and formatted."""
+    utc_text = db.vendor == "sqlite" and db.timezone == UTC
+
+    def converted(value: Any, expression: Any, connection: Any) -> Any:
+        if value is None:
+            return None
+        if utc_text and isinstance(value, str) and _SQLITE_UTC.fullmatch(value):
+            return f"{value[:10]}T{value[11:23] if len(value) > 19 else value[11:] + '.000'}Z"
+        for function in functions:
+            value = function(value, expression, connection)
+        return iso_timestamp(value)
+
+    return converted
+
+
 class Row:
-    """A row of a model's table as plain values: each concrete field's value under its
-    ``attname`` (``order_id``, not ``order``), as an instance read by a queryset holds it, and
-    ``public_id`` for a model that has one (``common.models.PublicIdModel``). Not a model
-    instance: it has no methods, relations or ``save``; for what only reads the values (the
-    API's representations of a page of orders), at a tenth of an instance's making."""
+    """A row of a model's table as plain values: each concrete field's value (or each read
+    field's, see ``TableColumns``) under its ``attname`` (``order_id``, not ``order``), as an
+    instance read by a queryset holds it, and ``public_id`` for a model that has one
+    (``common.models.PublicIdModel``). Not a model instance: it has no methods, relations or
+    ``save``; for what only reads the values (the API's representations of a page of orders),
+    at a tenth of an instance's making."""
 
     id_kind: ClassVar[str | None] = None
 
@@ -80,12 +115,28 @@ class Row:
 class TableColumns:
     """Every column of ``model`` under the table alias ``alias`` in a SELECT, and how a row's
     slice becomes a model instance (the converters prepared once per process, on first use,
-    for the connection's database)."""
+    for the connection's database).
 
-    def __init__(self, model: type[Model], alias: str) -> None:
+    For ``Row``s only: ``fields`` (names, the key always first) reads those columns alone, and
+    ``iso_timestamps`` reads each timestamp as ``iso_timestamp``'s text."""
+
+    def __init__(
+        self,
+        model: type[Model],
+        alias: str,
+        *,
+        fields: Sequence[str] = (),
+        iso_timestamps: bool = False,
+    ) -> None:
         self.model = model
         self.alias = alias
-        self.fields = model._meta.concrete_fields
+        self.fields: Sequence[Field] = model._meta.concrete_fields  # type: ignore[assignment]
+        if fields:
+            key = model._meta.pk
+            named = [model._meta.get_field(name) for name in fields]
+            self.fields = [key, *(f for f in named if f != key and isinstance(f, Field))]
+        self.iso_timestamps = iso_timestamps
+        self.whole = not fields and not iso_timestamps
         self.attnames = [field.attname for field in self.fields]
         self.width = len(self.attnames)
         self.row_class = type(
@@ -95,7 +146,20 @@ class TableColumns:
 
     def sql(self) -> str:
         quote = connection.ops.quote_name
-        return ", ".join(f"{self.alias}.{quote(str(field.column))}" for field in self.fields)
+        columns = []
+        for field in self.fields:
+            column = f"{self.alias}.{quote(str(field.column))}"
+            if self._as_text(field):
+                # Text, not the driver's datetime: the PostgreSQL text is the API's already.
+                if connection.vendor == "postgresql":
+                    column = _POSTGRESQL_ISO.format(column)
+                elif connection.vendor == "sqlite":
+                    column = f"CAST({column} AS TEXT)"
+            columns.append(column)
+        return ", ".join(columns)
+
+    def _as_text(self, field: Field) -> bool:  # type: ignore[type-arg]
+        return self.iso_timestamps and isinstance(field, DateTimeField)
 
     def converters(self) -> list[tuple[int, list[_Converter], Any]]:
         if self._converters is None:
@@ -110,6 +174,12 @@ class TableColumns:
                         _json_converter(field) if function == field.from_db_value else function
                         for function in functions
                     ]
+                if self._as_text(field):
+                    functions = (
+                        []
+                        if connection.vendor == "postgresql"
+                        else [_iso_converter(functions, connection)]
+                    )
                 if functions:
                     found.append((index, functions, expression))
             self._converters = found
@@ -130,6 +200,8 @@ class TableColumns:
             values[index] = value
         if plain:
             return self.row(values)
+        if not self.whole:
+            raise TypeError("An instance is made of whole rows, as the model reads them.")
         return self.built(values, db.alias)
 
     def row(self, values: Sequence[Any]) -> Row:
@@ -236,18 +308,20 @@ def _table(model: type[Model], alias: str) -> str:
 class Table:
     """One table of ``rows_by_ids``: ``model``'s whole rows, sorted by the fields ``order_by``
     (after the tables before it); ``refers_by`` names this model's foreign key to the previous
-    table's model, by which its rows are joined to theirs (not given for the first table)."""
+    table's model, by which its rows are joined to theirs (not given for the first table).
+    ``fields`` reads only those (and the key), for ``Row``s (``TableColumns``)."""
 
     model: type[Model]
     order_by: tuple[str, ...] = ()
     refers_by: str = ""
+    fields: tuple[str, ...] = ()
 
 
-def rows_by_ids(first: Table, *joined: Table, by: str) -> JoinedRead:
+def rows_by_ids(first: Table, *joined: Table, by: str, iso_timestamps: bool = False) -> JoinedRead:
     """The read of ``first``'s rows whose field ``by`` (``pk``, or a foreign key) is one of the
     ids given to ``statement``, each with the rows of every next table that refer to the
     previous one's row (LEFT JOIN: a row that none refers to gives None), sorted by the tables'
-    ``order_by`` in turn."""
+    ``order_by`` in turn (``iso_timestamps``: see ``TableColumns``)."""
     tables = (first, *joined)
     aliases = [f"t{position}" for position in range(len(tables))]
 
@@ -267,7 +341,11 @@ def rows_by_ids(first: Table, *joined: Table, by: str) -> JoinedRead:
         return text + (" ORDER BY " + ", ".join(ordering) if ordering else "")
 
     return JoinedRead(
-        sql, *(TableColumns(t.model, alias) for t, alias in zip(tables, aliases, strict=True))
+        sql,
+        *(
+            TableColumns(t.model, alias, fields=t.fields, iso_timestamps=iso_timestamps)
+            for t, alias in zip(tables, aliases, strict=True)
+        ),
     )
 
 
@@ -330,14 +408,17 @@ _COMPARISONS = {"exact": "= %s", "gt": "> %s", "lt": "< %s"}
 
 
 class RowsPage:
-    """A page of ``model``'s whole rows as ``Row``s, highest key first: those meeting every
-    condition given to ``rows`` (a field, a lookup among ``exact``, ``in``, ``gt`` and ``lt``,
-    and a value, compared as a queryset's ``filter(<field>__<lookup>=value)`` compares it),
-    ``offset`` rows skipped, at most ``limit``."""
+    """A page of ``model``'s whole rows (or of its ``fields``) as ``Row``s, highest key first:
+    those meeting every condition given to ``rows`` (a field, a lookup among ``exact``, ``in``,
+    ``gt`` and ``lt``, and a value, compared as a queryset's ``filter(<field>__<lookup>=value)``
+    compares it), ``offset`` rows skipped, at most ``limit`` (``iso_timestamps``: see
+    ``TableColumns``)."""
 
-    def __init__(self, model: type[Model]) -> None:
+    def __init__(
+        self, model: type[Model], *, fields: Sequence[str] = (), iso_timestamps: bool = False
+    ) -> None:
         self.model = model
-        self.columns = TableColumns(model, "t0")
+        self.columns = TableColumns(model, "t0", fields=fields, iso_timestamps=iso_timestamps)
         self._select: str | None = None
 
     def _select_sql(self) -> str:

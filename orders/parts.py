@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass, field
 
+from django.db.models import Model
+
 from labs.models import Lab
 from orders.models import (
     Asset,
@@ -13,6 +15,87 @@ from orders.models import (
     OrderItem,
     Shipment,
 )
+
+# The fields of each model that ``orders.representation`` reads (besides the key and
+# ``public_id``), and the foreign keys its parts are grouped by: what the list reads.
+SHOWN_FIELDS: dict[type[Model], tuple[str, ...]] = {
+    Order: (
+        "oms_id",
+        "created",
+        "last_updated",
+        "callback_url",
+        "merchant_reference",
+        "shipping_method",
+        "idempotency_key",
+        "stage",
+        "download_assets",
+        "allocate_production_location",
+        "print_ready_assets_prepared",
+        "in_production",
+        "shipping",
+        "recipient_name",
+        "recipient_email",
+        "recipient_phone",
+        "address_line1",
+        "address_line2",
+        "address_postal_or_zip_code",
+        "address_country_code",
+        "address_town_or_city",
+        "address_state_or_county",
+        "packing_slip_url",
+        "packing_slip_status",
+        "branding",
+        "metadata",
+        "tag",
+        "us_sales_tax_already_collected",
+    ),
+    OrderItem: (
+        "order",
+        "oms_id",
+        "status",
+        "merchant_reference",
+        "sku",
+        "copies",
+        "sizing",
+        "thumbnail",
+        "attributes",
+        "spine",
+        "recipient_cost_amount",
+        "recipient_cost_currency",
+        "shipment",
+        "availability",
+    ),
+    Asset: ("item", "oms_id", "print_area", "status", "url", "thumbnail", "md5_hash", "page_count"),
+    Shipment: (
+        "order",
+        "status",
+        "carrier_name",
+        "carrier_service",
+        "tracking_url",
+        "tracking_number",
+        "dispatch_date",
+        "lab_country_code",
+        "lab_code",
+    ),
+    Charge: (
+        "order",
+        "charge_type",
+        "service_invoice_number",
+        "currency",
+        "total_cost",
+        "total_tax",
+    ),
+    ChargeItem: ("charge", "item", "shipment", "cost", "charge_type"),
+    OrderIssue: (
+        "order",
+        "object_id",
+        "error_code",
+        "description",
+        "authorisation_url",
+        "payment_amount",
+        "payment_currency",
+    ),
+}
 
 
 @dataclass

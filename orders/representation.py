@@ -3,9 +3,10 @@
 A plain function over rows already loaded, as instances or ``common.joined.Row``s
 (``OrderParts``, see ``orders.selectors.order_parts`` and ``orders_with_parts``): it runs for
 every order of a list page and every callback, so it reads nothing from the database itself.
+It reads the fields of ``orders.parts.SHOWN_FIELDS`` alone.
 """
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.conf import settings
 
 from common.files import file_url as signed_file_url
 from common.ids import PREFIXES, format_id
-from common.joined import Row
+from common.joined import Row, iso_timestamp
 from orders.models import Asset, Charge, ChargeItem, Order, OrderItem, Shipment, ShipmentStatus
 from orders.parts import OrderParts
 
@@ -22,11 +23,12 @@ def money(amount: Decimal, currency: str) -> dict[str, str]:
     return {"amount": f"{amount.quantize(Decimal('0.01'))}", "currency": currency}
 
 
-def iso(value: datetime | None) -> str | None:
-    """ISO 8601 in UTC with a ``Z``, to the millisecond."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def iso(value: datetime | str | None) -> str | None:
+    """ISO 8601 in UTC with a ``Z``, to the millisecond; a ``Row`` read with
+    ``iso_timestamps`` holds that text already."""
+    if value is None or isinstance(value, str):
+        return value
+    return iso_timestamp(value)
 
 
 def file_url(name: str, base_url: str) -> str | None:

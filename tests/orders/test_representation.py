@@ -32,7 +32,7 @@ from orders.models import (
     OrderItem,
 )
 from orders.representation import order_representation
-from orders.selectors import order_get, order_parts, order_with_parts_get
+from orders.selectors import OrderFilter, order_get, order_list, order_parts, order_with_parts_get
 from tests.orders.factories import (
     ALLOCATED,
     PREPARED,
@@ -337,6 +337,11 @@ def test_the_api_reads_show_what_the_orm_prefetch_shows(state: str) -> None:
     assert order_representation(fetched, base_url=BASE_URL, parts=parts) == expected
     assert order_representation(fetched, base_url=BASE_URL, parts=listed[order.id]) == expected
     assert order_representation(other, base_url=BASE_URL, parts=listed[other.id]) == shown(other)
+    page, _ = order_list(environment=order.environment, filters=OrderFilter())
+    assert [order_representation(o, base_url=BASE_URL, parts=listed[o.id]) for o in page] == [
+        shown(other),
+        expected,
+    ]
 
 
 def test_the_api_read_keeps_items_and_assets_in_position_order() -> None:
