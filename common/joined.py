@@ -11,7 +11,8 @@ what only reads the values (the API's representations), a ``Row`` of the same va
 
 The statements of other modules are described, not written: ``rows_by_ids`` (whole rows of a
 table whose key or foreign key is one of some ids, each LEFT JOINed with the rows of further
-tables that refer to it), ``rows_referred_to`` (the rows other rows name by a value) and
+tables that refer to it), ``UnitedRead`` (several of those by the same ids as one
+statement), ``rows_referred_to`` (the rows other rows name by a value) and
 ``CounterIncrement`` (one more on a counter column, and the row read back) and ``RowsPage``
 (a page of a table's rows that meet some conditions, highest key first).
 
@@ -223,29 +224,41 @@ class JoinedRead:
         sql: str | Callable[[], str],
         *tables: TableColumns,
         models: Iterable[type[Model]] = (),
+        order_by: Sequence[tuple[int, str]] = (),
     ) -> None:
         # A template given as a function is written on first use (it asks the connection).
         self.template = sql if isinstance(sql, str) else ""
         self._writer = None if isinstance(sql, str) else sql
         self.tables = tables
         self.models = (*(table.model for table in tables), *models)
+        # The rows' order, written after the template: (position of the table, field name).
+        self.order_by = tuple(order_by)
         self._sql: str | None = None
         self._lock = threading.Lock()
+
+    def written(self, columns: str) -> str:
+        """The template with ``columns`` and the tables written in (``{in_ids}`` left in),
+        without its order."""
+        quote = connection.ops.quote_name
+        template = self._writer() if self._writer is not None else self.template
+        return template.format(
+            columns=columns,
+            in_ids="{in_ids}",
+            **{str(model._meta.model_name): quote(model._meta.db_table) for model in self.models},
+        )
 
     def sql(self) -> str:
         """The statement with its columns and tables written in (``{in_ids}`` left in)."""
         if self._sql is None:
             with self._lock:
-                quote = connection.ops.quote_name
-                template = self._writer() if self._writer is not None else self.template
-                self._sql = template.format(
-                    columns=", ".join(table.sql() for table in self.tables),
-                    in_ids="{in_ids}",
-                    **{
-                        str(model._meta.model_name): quote(model._meta.db_table)
-                        for model in self.models
-                    },
-                )
+                sql = self.written(", ".join(table.sql() for table in self.tables))
+                if self.order_by:
+                    ordering = (
+                        _column(self.tables[at].model, self.tables[at].alias, name)
+                        for at, name in self.order_by
+                    )
+                    sql += " ORDER BY " + ", ".join(ordering)
+                self._sql = sql
         return self._sql
 
     def statement(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
@@ -332,13 +345,7 @@ def rows_by_ids(first: Table, *joined: Table, by: str, iso_timestamps: bool = Fa
             refers = _column(table.model, alias, table.refers_by)
             text += f" LEFT JOIN {_table(table.model, alias)} ON {refers} = "
             text += _column(previous, aliases[position - 1], "pk")
-        text += f" WHERE {_column(first.model, 't0', by)} {{in_ids}}"
-        ordering = [
-            _column(table.model, alias, name)
-            for table, alias in zip(tables, aliases, strict=True)
-            for name in table.order_by
-        ]
-        return text + (" ORDER BY " + ", ".join(ordering) if ordering else "")
+        return text + f" WHERE {_column(first.model, 't0', by)} {{in_ids}}"
 
     return JoinedRead(
         sql,
@@ -346,7 +353,84 @@ def rows_by_ids(first: Table, *joined: Table, by: str, iso_timestamps: bool = Fa
             TableColumns(t.model, alias, fields=t.fields, iso_timestamps=iso_timestamps)
             for t, alias in zip(tables, aliases, strict=True)
         ),
+        order_by=[(at, name) for at, table in enumerate(tables) for name in table.order_by],
     )
+
+
+def _typed_nulls(table: TableColumns) -> list[str]:
+    """A NULL of each column's type in a SELECT of ``table``."""
+    return [
+        f"CAST(NULL AS {'text' if table._as_text(f) else f.cast_db_type(connection)})"
+        for f in table.fields
+    ]
+
+
+class UnitedRead:
+    """Several reads of ``rows_by_ids`` by the same ids as one statement (``UNION ALL``): one
+    execution where each would take its own, and on PostgreSQL one statement where each would
+    take a place in a pipeline (a cursor, a result and the pipeline's sync each).
+
+    A row of it holds every read's columns side by side after the number of the read it
+    belongs to: that read's filled in, the others' NULL (typed in the first branch, which gives
+    the chain of ``UNION``s its types). Rows come read by read, each read's in its own order;
+    ``split`` gives each read's rows as its own statement would."""
+
+    def __init__(self, *reads: JoinedRead) -> None:
+        self.reads = reads
+        self._sql: str | None = None
+        self._one_id: str | None = None
+        self._lock = threading.Lock()
+
+    def sql(self) -> str:
+        if self._sql is None:
+            with self._lock:
+                branches, ordering, start = [], ["1"], 2
+                for position, read in enumerate(self.reads):
+                    columns = [str(position)]
+                    for other in self.reads:
+                        for table in other.tables:
+                            if other is read:
+                                columns.append(table.sql())
+                            elif position == 0:
+                                columns.extend(_typed_nulls(table))
+                            else:
+                                columns.extend(["NULL"] * table.width)
+                    branches.append(read.written(", ".join(columns)))
+                    offsets = [start]
+                    for table in read.tables:
+                        offsets.append(offsets[-1] + table.width)
+                    for at, name in read.order_by:
+                        model = read.tables[at].model
+                        field = model._meta.pk if name == "pk" else model._meta.get_field(name)
+                        if not isinstance(field, Field) or field not in read.tables[at].fields:
+                            raise ValueError(f"{model.__name__}.{name}: sorted by, not read.")
+                        index = list(read.tables[at].fields).index(field)
+                        ordering.append(str(offsets[at] + index))
+                    start = offsets[-1]
+                self._sql = " UNION ALL ".join(branches) + " ORDER BY " + ", ".join(ordering)
+        return self._sql
+
+    def statement(self, ids: Sequence[int]) -> Statement:
+        """The statement for the rows of ``ids`` of every read, and its parameters."""
+        condition, parameters = ids_condition(ids)
+        if len(ids) != 1:
+            return self.sql().format(in_ids=condition), parameters * len(self.reads)
+        if self._one_id is None:  # the same text for every single id: written once
+            self._one_id = self.sql().format(in_ids=condition)
+        return self._one_id, parameters * len(self.reads)
+
+    def split(self, rows: Sequence[Sequence[Any]]) -> list[list[Sequence[Any]]]:
+        """The statement's rows as each read's own rows, read by read."""
+        found: list[list[Sequence[Any]]] = [[] for _ in self.reads]
+        starts, start = [], 1
+        for read in self.reads:
+            width = sum(table.width for table in read.tables)
+            starts.append((start, start + width))
+            start += width
+        for row in rows:
+            begin, end = starts[row[0]]
+            found[row[0]].append(row[begin:end])
+        return found
 
 
 def rows_referred_to(

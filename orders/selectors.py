@@ -22,6 +22,7 @@ from common.joined import (
     Row,
     RowsPage,
     Table,
+    UnitedRead,
     rows_by_ids,
     rows_referred_to,
 )
@@ -101,6 +102,8 @@ _CALLBACK_SEQUENCE = CounterIncrement(Order, "callback_sequence", alias="o")
 
 
 _PART_JOINS = (_SHIPMENTS, _CHARGES_LINES, _ISSUES)
+# One order and all its parts in one statement.
+_ORDER_WITH_PARTS = UnitedRead(_ORDER_ITEMS_ASSETS, *_PART_JOINS)
 
 
 def _shown(model: type[Any], order_by: tuple[str, ...], refers_by: str = "") -> Table:
@@ -222,10 +225,8 @@ def _order_with_parts(
     write_first: Statement | None = None,
     plain: bool = False,
 ) -> tuple[Any, OrderParts]:
-    joins = (_ORDER_ITEMS_ASSETS, *_PART_JOINS)
-    order_rows, *rest = _reads_together(
-        [join.statement([order_id]) for join in joins], write_first=write_first
-    )
+    (united,) = _reads_together([_ORDER_WITH_PARTS.statement([order_id])], write_first=write_first)
+    order_rows, *rest = _ORDER_WITH_PARTS.split(united)
     rows = _ORDER_ITEMS_ASSETS.instances(order_rows, plain=plain)
     if not rows or rows[0][0].environment_id != environment.id:
         raise EntityNotFound(f"No order {Order(id=order_id).public_id} in this environment.")
