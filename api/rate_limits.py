@@ -23,6 +23,7 @@ the cache answers.
 import logging
 import math
 import os
+import threading
 import time
 from typing import Any
 
@@ -31,6 +32,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -80,12 +82,47 @@ def _cache_location(alias: str = "default") -> str:
     return str(servers[0]).strip()
 
 
+# This thread's own connection for the script, with the location and process it is for.
+_held = threading.local()
+
+
+def _window_run(location: str, key: str, *args: Any) -> Any:
+    """The script's answer for ``key`` and ``args``, run on a connection this thread keeps to
+    the cache's Redis: the client's own call (a connection taken from its pool and given back,
+    with its checks) cost twice the round trip itself. As the client would: a connection the
+    server dropped is opened again and the script sent once more, and a server that lost its
+    scripts (restarted) is given the script again."""
+    script = _window_script(location)
+    owner = (location, os.getpid())
+    held = getattr(_held, "connection", None)
+    if held is None or held[0] != owner:
+        client: Any = script.registered_client  # a Redis client: made by _window_script
+        pool = client.connection_pool
+        held = _held.connection = (owner, pool.make_connection())
+    connection = held[1]
+
+    def run() -> Any:
+        connection.send_command("EVALSHA", script.sha, 1, key, *args)
+        return connection.read_response()
+
+    try:
+        return run()
+    except redis.ConnectionError:  # closed by the client on the error: opened again
+        return run()
+    except NoScriptError:
+        script.registered_client.script_load(script.script)
+        return run()
+
+
 def redis_count_request(cache: RedisCache, key: str, limit: int, seconds: int) -> float | None:
     """Count one request under ``key`` if fewer than ``limit`` were counted in the last
     ``seconds``: ``None`` when counted, else the seconds until the oldest leaves the window."""
-    counted, wait_ms = _window_script(_cache_location())(
-        keys=[cache.make_and_validate_key(f"{key}:window")],
-        args=[limit, seconds * 1000, os.urandom(8).hex()],
+    counted, wait_ms = _window_run(
+        _cache_location(),
+        cache.make_and_validate_key(f"{key}:window"),
+        limit,
+        seconds * 1000,
+        os.urandom(8).hex(),
     )
     return None if counted else max(int(wait_ms), 1) / 1000
 
