@@ -12,6 +12,7 @@ the rest of the request or run; outside it (other tasks, commands) every call re
 afresh.
 """
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -33,15 +34,18 @@ def versions_read() -> dict[str, int | None]:
     """Every registered version, all read at the same moment (None for a row missing after a
     flush)."""
     names = sorted(_tables)
-    quote = connection.ops.quote_name
-    sql = " UNION ALL ".join(
-        f"SELECT %s, number FROM {quote(_tables[name])} WHERE id = 1" for name in names
-    )
-    versions: dict[str, int | None] = dict.fromkeys(names)
     with connection.cursor() as cursor:
-        cursor.execute(sql, names)
-        versions.update(cursor.fetchall())
-    return versions
+        cursor.execute(_versions_sql(tuple(names)))
+        return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+@functools.cache
+def _versions_sql(names: tuple[str, ...]) -> str:
+    """One row of the versions ``names``, in order: a statement without parameters, written
+    once (a NULL for a missing row)."""
+    quote = connection.ops.quote_name
+    numbers = (f"(SELECT number FROM {quote(_tables[name])} WHERE id = 1)" for name in names)
+    return "SELECT " + ", ".join(numbers)
 
 
 def version_current(name: str) -> int | None:
