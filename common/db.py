@@ -9,6 +9,10 @@ joined by semicolons. Django counts and logs them as one query either way.
 
 ``rows_update``: a conditional UPDATE of plain values, its SQL built once per process.
 
+``rows_new`` and ``rows_insert``: instances made as a stored row is, and inserted as
+``bulk_create`` inserts them, several models' rows all or none, their SQL built once per process
+(on PostgreSQL one statement: an order with its items and assets).
+
 ``row_insert_or_count``: a row inserted once per key, a later insert of the same key counted
 on it instead, whatever the concurrency.
 
@@ -28,12 +32,13 @@ import logging
 import select
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection, connections, transaction
 from django.db.models import Field, JSONField, Model
 
 Statement = tuple[str, Sequence[Any]]
+M = TypeVar("M", bound=Model)
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +234,116 @@ def _column(model: type[Model], name: str) -> "tuple[Field[Any, Any], str]":
     ):
         raise ValueError(f"{model.__name__}.{name} is not a column of its table.")
     return field, field.column
+
+
+# ``rows_new``'s plan of each model: its concrete fields' attnames, and each name a row may
+# give (a field's name or attname) with the field's position and whether it is given as the
+# related object.
+_NewPlan = tuple[list[str], dict[str, tuple[int, bool]]]
+_NEW: dict[type[Model], _NewPlan] = {}
+
+
+def rows_new(model: type[M], rows: Sequence[Mapping[str, Any]]) -> list[M]:
+    """``[model(**row) for row in rows]`` to be stored by ``rows_insert``: each field given by
+    its name or attname (a related object by the field's name, set as ``model(**row)`` sets
+    it), the others their defaults; made as ``Model.from_db`` makes a stored row, the state
+    ``bulk_create`` leaves its instances in. Django's keyword ``__init__`` asks every field for
+    its default and relation; the positional one that ``from_db`` calls only sets them."""
+    plan = _NEW.get(model)
+    if plan is None:
+        fields = model._meta.concrete_fields
+        names = {field.attname: (position, False) for position, field in enumerate(fields)}
+        for position, field in enumerate(fields):
+            names.setdefault(field.name, (position, field.is_relation))
+        plan = _NEW[model] = ([field.attname for field in fields], names)
+    attnames, names = plan
+    fields = model._meta.concrete_fields
+    made = []
+    for row in rows:
+        values: list[Any] = [_NOT_GIVEN] * len(attnames)
+        related = []
+        for name, value in row.items():
+            try:
+                position, by_object = names[name]
+            except KeyError:
+                raise TypeError(f"{model.__name__} has no field {name!r}.") from None
+            if by_object:
+                related.append((name, value))
+                value = None  # its attname is set with the object below
+            values[position] = value
+        for position, value in enumerate(values):
+            if value is _NOT_GIVEN:
+                values[position] = fields[position].get_default()
+        instance = model.from_db(connection.alias, attnames, values)
+        for name, value in related:
+            setattr(instance, name, value)
+        made.append(instance)
+    return made
+
+
+_NOT_GIVEN = object()
+# The protocol's limit of parameters in one PostgreSQL statement.
+_MAX_PARAMETERS = 65535
+# ``rows_insert``'s INSERT of so many rows of a model, and the model's concrete fields.
+_INSERTS: dict[tuple[type[Model], int], tuple[str, "list[Field[Any, Any]]"]] = {}
+
+
+def rows_insert(*groups: Sequence[Model]) -> None:
+    """Store each group's instances (of one model a group, primary keys set: ``rows_new``'s)
+    as ``bulk_create`` stores them: each field's value as its ``pre_save`` and
+    ``get_db_prep_save`` give it, in one multi-row INSERT a group whose SQL is built once per
+    process for each model and number of rows. All or none: on PostgreSQL the groups go as one
+    statement (data-modifying WITH clauses, atomic by itself: no BEGIN and COMMIT of their
+    own outside a transaction), elsewhere one statement a group in a transaction."""
+    database = transaction.get_connection()  # not the proxy: asked once per value below
+    statements: list[Statement] = []
+    for group in groups:
+        if not group:
+            continue
+        model = type(group[0])
+        columns = len(model._meta.concrete_fields)
+        size = min(
+            database.ops.bulk_batch_size(model._meta.concrete_fields, group),
+            _MAX_PARAMETERS // columns,
+        )
+        for start in range(0, len(group), max(1, size)):
+            batch = group[start : start + max(1, size)]
+            sql, fields = _insert_built(model, len(batch))
+            params = []
+            for instance in batch:
+                for field in fields:
+                    value = field.pre_save(instance, True)
+                    if hasattr(value, "resolve_expression"):
+                        raise ValueError("rows_insert takes plain values, not expressions.")
+                    params.append(field.get_db_prep_save(value, database))
+            statements.append((sql, params))
+    together = sum(len(params) for _, params in statements) <= _MAX_PARAMETERS
+    if len(statements) > 1 and _postgresql() and together:
+        *first, (last, _) = statements
+        clauses = ", ".join(f"i{number} AS ({sql})" for number, (sql, _) in enumerate(first))
+        joined = [param for _, params in statements for param in params]
+        statements = [(f"WITH {clauses} {last}", joined)]
+    with ExitStack() as stack:
+        if len(statements) > 1:
+            stack.enter_context(transaction.atomic(savepoint=False))
+        stack.enter_context(transaction.mark_for_rollback_on_error())
+        cursor = stack.enter_context(connection.cursor())
+        for sql, values in statements:
+            cursor.execute(sql, values)
+
+
+def _insert_built(model: type[Model], rows: int) -> "tuple[str, list[Field[Any, Any]]]":
+    """``rows_insert``'s INSERT of ``rows`` rows of ``model``, and the fields of each row's
+    values in order."""
+    built = _INSERTS.get((model, rows))
+    if built is None:
+        fields: list[Field[Any, Any]] = list(model._meta.concrete_fields)
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(field.column or "") for field in fields)
+        row = f"({', '.join(['%s'] * len(fields))})"
+        sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES "
+        built = _INSERTS[(model, rows)] = (sql + ", ".join([row] * rows), fields)
+    return built
 
 
 def row_insert_or_count(instance: Model, *, key: str, counter: str, answer: str) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from common.db import rows_insert, rows_new
 from common.errors import ValidationFailed
 from labs.allocation import (
     NO_CONFIGURED_LAB,
@@ -249,7 +250,6 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
     return CreateResult(outcome, order, parts)
 
 
-@transaction.atomic
 def _store(
     *,
     environment: Environment,
@@ -257,6 +257,8 @@ def _store(
     validated: ValidatedOrder,
     fingerprint: str,
 ) -> tuple[Order, OrderParts]:
+    """The order with its items and assets, all or none (``rows_insert``: on PostgreSQL one
+    statement); its files and first issues, where it has any, with them in one transaction."""
     from orders.pipeline.scheduling import order_enqueue_on_commit
     from orders.pipeline.state_machine import order_first_state
 
@@ -267,72 +269,113 @@ def _store(
     now = timezone.now()
     branding = data.get("branding") or {}
     packing_slip_url = (data.get("packingSlip") or {}).get("url") or ""
-    order = Order.objects.create(
-        environment=environment,
-        oms_id=data.get("omsId"),
-        merchant_reference=data.get("merchantReference") or "",
-        idempotency_key=data.get("idempotencyKey") or None,
-        request_fingerprint=fingerprint,
-        shipping_method=data["shippingMethod"],
-        callback_url=data.get("callbackUrl") or "",
-        recipient_name=recipient["name"],
-        recipient_email=recipient.get("email") or "",
-        recipient_phone=recipient.get("phoneNumber") or "",
-        address_line1=address["line1"],
-        address_line2=address.get("line2") or "",
-        address_postal_or_zip_code=address["postalOrZipCode"],
-        address_country_code=address["countryCode"],
-        address_town_or_city=address["townOrCity"],
-        address_state_or_county=address.get("stateOrCounty") or "",
-        metadata=data.get("metadata") or {},
-        branding={
-            name: {"url": value["url"], "status": AssetStatus.IN_PROGRESS}
-            for name, value in branding.items()
-        },
-        packing_slip_url=packing_slip_url,
-        packing_slip_status=AssetStatus.IN_PROGRESS if packing_slip_url else "",
-        us_sales_tax_already_collected=False,
-        currency=environment.merchant.billing_currency,
-        held_until=held_until,
-        **first,
-        created=now,
-        last_updated=now,
+    [order] = rows_new(
+        Order,
+        [
+            {
+                "environment": environment,
+                "oms_id": data.get("omsId"),
+                "merchant_reference": data.get("merchantReference") or "",
+                "idempotency_key": data.get("idempotencyKey") or None,
+                "request_fingerprint": fingerprint,
+                "shipping_method": data["shippingMethod"],
+                "callback_url": data.get("callbackUrl") or "",
+                "recipient_name": recipient["name"],
+                "recipient_email": recipient.get("email") or "",
+                "recipient_phone": recipient.get("phoneNumber") or "",
+                "address_line1": address["line1"],
+                "address_line2": address.get("line2") or "",
+                "address_postal_or_zip_code": address["postalOrZipCode"],
+                "address_country_code": address["countryCode"],
+                "address_town_or_city": address["townOrCity"],
+                "address_state_or_county": address.get("stateOrCounty") or "",
+                "metadata": data.get("metadata") or {},
+                "branding": {
+                    name: {"url": value["url"], "status": AssetStatus.IN_PROGRESS}
+                    for name, value in branding.items()
+                },
+                "packing_slip_url": packing_slip_url,
+                "packing_slip_status": AssetStatus.IN_PROGRESS if packing_slip_url else "",
+                "us_sales_tax_already_collected": False,
+                "currency": environment.merchant.billing_currency,
+                "held_until": held_until,
+                **first,
+                "created": now,
+                "last_updated": now,
+            }
+        ],
     )
-    items: list[OrderItem] = []
-    assets: list[Asset] = []
-    for index, (item, valid) in enumerate(zip(data["items"], validated.items, strict=True)):
-        order_item = OrderItem(
-            order=order,
-            position=index,
-            oms_id=item.get("omsId"),
-            merchant_reference=item.get("merchantReference") or "",
-            sku=valid.sku,
-            copies=item["copies"],
-            sizing=item["sizing"],
-            attributes=dict(valid.given_attributes),
-            spine=item.get("spine"),
-            recipient_cost_amount=(item.get("recipientCost") or {}).get("amount"),
-            recipient_cost_currency=(
-                (item.get("recipientCost") or {}).get("currency") or ""
-            ).upper(),
-        )
-        items.append(order_item)
-        for position, (asset, print_area) in enumerate(
-            zip(item["assets"], valid.print_areas, strict=True)
-        ):
-            assets.append(
-                Asset(
-                    item=order_item,
-                    position=position,
-                    oms_id=asset.get("omsId"),
-                    print_area=print_area,
-                    url=asset["url"],
-                    md5_hash=(asset.get("md5Hash") or "").lower(),
-                    page_count=asset.get("pageCount"),
+    items = rows_new(
+        OrderItem,
+        [
+            {
+                "order": order,
+                "position": index,
+                "oms_id": item.get("omsId"),
+                "merchant_reference": item.get("merchantReference") or "",
+                "sku": valid.sku,
+                "copies": item["copies"],
+                "sizing": item["sizing"],
+                "attributes": dict(valid.given_attributes),
+                "spine": item.get("spine"),
+                "recipient_cost_amount": (item.get("recipientCost") or {}).get("amount"),
+                "recipient_cost_currency": (
+                    (item.get("recipientCost") or {}).get("currency") or ""
+                ).upper(),
+            }
+            for index, (item, valid) in enumerate(zip(data["items"], validated.items, strict=True))
+        ],
+    )
+    by_item: dict[int, list[Asset]] = {}
+    for order_item, item, valid in zip(items, data["items"], validated.items, strict=True):
+        by_item[order_item.id] = rows_new(
+            Asset,
+            [
+                {
+                    "item": order_item,
+                    "position": position,
+                    "oms_id": asset.get("omsId"),
+                    "print_area": print_area,
+                    "url": asset["url"],
+                    "md5_hash": (asset.get("md5Hash") or "").lower(),
+                    "page_count": asset.get("pageCount"),
+                }
+                for position, (asset, print_area) in enumerate(
+                    zip(item["assets"], valid.print_areas, strict=True)
                 )
+            ],
+        )
+    rows = ([order], items, [asset for assets in by_item.values() for asset in assets])
+    issues: list[OrderIssue] = []
+    if not (branding or packing_slip_url or validated.unavailable or pay_first):
+        rows_insert(*rows)
+    else:
+        with transaction.atomic():
+            rows_insert(*rows)
+            issues = _extras_store(
+                order=order,
+                items=items,
+                validated=validated,
+                branding=branding,
+                packing_slip_url=packing_slip_url,
+                pay_first=pay_first,
             )
-    OrderItem.objects.bulk_create(items)
-    Asset.objects.bulk_create(assets)
+    if order.pipeline_step == PipelineStep.DOWNLOAD:
+        order_enqueue_on_commit(order_id=order.id, step=PipelineStep.DOWNLOAD)
+    return order, OrderParts(items=items, assets=by_item, issues=issues)
+
+
+def _extras_store(
+    *,
+    order: Order,
+    items: list[OrderItem],
+    validated: ValidatedOrder,
+    branding: Mapping[str, Any],
+    packing_slip_url: str,
+    pay_first: bool,
+) -> list[OrderIssue]:
+    """The order's files, and the issues a new order shows (an item unavailable, a payment to
+    authorise), in the transaction that stores the order."""
     files = [
         OrderFile(order=order, kind=OrderFileKind.BRANDING, name=name, url=value["url"])
         for name, value in branding.items()
@@ -360,9 +403,4 @@ def _store(
                 currency=order.currency,
             )
         )
-    if order.pipeline_step == PipelineStep.DOWNLOAD:
-        order_enqueue_on_commit(order_id=order.id, step=PipelineStep.DOWNLOAD)
-    by_item: dict[int, list[Asset]] = {item.id: [] for item in items}
-    for asset in assets:
-        by_item[asset.item.id].append(asset)
-    return order, OrderParts(items=items, assets=by_item, issues=issues)
+    return issues

@@ -371,10 +371,11 @@ def test_create_costs_a_fixed_number_of_queries(
     order_create_via_api(sandbox_api)  # the key's last-used time, the catalogue snapshot
 
     # the versions of the keys and the catalogue (one query: both are this process's), then
-    # in a transaction (a savepoint inside the test's): the order, its items, its assets; the
-    # answer is rendered from them, not read back
-    with django_assert_num_queries(6):
+    # the order, its items and its assets: on PostgreSQL one statement, elsewhere three in a
+    # transaction (here the test's); the answer is rendered from them, not read back
+    inserts = 1 if connection.vendor == "postgresql" else 3
+    with django_assert_num_queries(1 + inserts):
         order_create_via_api(sandbox_api, items=body["items"])
     # an idempotency key adds the look-up of an earlier order with it
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(2 + inserts):
         order_create_via_api(sandbox_api, items=body["items"], idempotencyKey="once")
