@@ -357,12 +357,39 @@ def rows_by_ids(first: Table, *joined: Table, by: str, iso_timestamps: bool = Fa
     )
 
 
-def _typed_nulls(table: TableColumns) -> list[str]:
-    """A NULL of each column's type in a SELECT of ``table``."""
-    return [
+@dataclass(frozen=True)
+class _Branch:
+    """A read's part of ``UnitedRead``: its columns (those of its tables, then any it sorts by
+    without reading them), a NULL of each one's type, and its ordering by their positions
+    (from 0) among them."""
+
+    columns: list[str]  # SQL, a table's or a column's each
+    typed_nulls: list[str]
+    ordering: list[int]
+    read_width: int  # the columns of its tables
+
+
+def _branch(read: JoinedRead) -> _Branch:
+    columns = [table.sql() for table in read.tables]
+    nulls = [
         f"CAST(NULL AS {'text' if table._as_text(f) else f.cast_db_type(connection)})"
+        for table in read.tables
         for f in table.fields
     ]
+    offsets = [0]
+    for table in read.tables:
+        offsets.append(offsets[-1] + table.width)
+    ordering = []
+    for at, name in read.order_by:
+        table = read.tables[at]
+        field = table.model._meta.pk if name == "pk" else table.model._meta.get_field(name)
+        if isinstance(field, Field) and field in table.fields and not table._as_text(field):
+            ordering.append(offsets[at] + list(table.fields).index(field))
+        else:  # not read as itself: one more column
+            ordering.append(len(nulls))
+            columns.append(_column(table.model, table.alias, name))
+            nulls.append(f"CAST(NULL AS {field.cast_db_type(connection)})")  # type: ignore[union-attr]
+    return _Branch(columns, nulls, ordering, offsets[-1])
 
 
 class UnitedRead:
@@ -379,34 +406,28 @@ class UnitedRead:
         self.reads = reads
         self._sql: str | None = None
         self._one_id: str | None = None
+        self._slices: list[tuple[int, int]] = []
         self._lock = threading.Lock()
 
     def sql(self) -> str:
         if self._sql is None:
             with self._lock:
-                branches, ordering, start = [], ["1"], 2
-                for position, read in enumerate(self.reads):
+                parts = [_branch(read) for read in self.reads]
+                branches, ordering, slices, start = [], ["1"], [], 1
+                for position, (read, part) in enumerate(zip(self.reads, parts, strict=True)):
                     columns = [str(position)]
-                    for other in self.reads:
-                        for table in other.tables:
-                            if other is read:
-                                columns.append(table.sql())
-                            elif position == 0:
-                                columns.extend(_typed_nulls(table))
-                            else:
-                                columns.extend(["NULL"] * table.width)
+                    for other in parts:
+                        if other is part:
+                            columns += part.columns
+                        elif position == 0:
+                            columns += other.typed_nulls
+                        else:
+                            columns += ["NULL"] * len(other.typed_nulls)
                     branches.append(read.written(", ".join(columns)))
-                    offsets = [start]
-                    for table in read.tables:
-                        offsets.append(offsets[-1] + table.width)
-                    for at, name in read.order_by:
-                        model = read.tables[at].model
-                        field = model._meta.pk if name == "pk" else model._meta.get_field(name)
-                        if not isinstance(field, Field) or field not in read.tables[at].fields:
-                            raise ValueError(f"{model.__name__}.{name}: sorted by, not read.")
-                        index = list(read.tables[at].fields).index(field)
-                        ordering.append(str(offsets[at] + index))
-                    start = offsets[-1]
+                    ordering += [str(start + 1 + at) for at in part.ordering]
+                    slices.append((start, start + part.read_width))
+                    start += len(part.typed_nulls)
+                self._slices = slices
                 self._sql = " UNION ALL ".join(branches) + " ORDER BY " + ", ".join(ordering)
         return self._sql
 
@@ -422,13 +443,9 @@ class UnitedRead:
     def split(self, rows: Sequence[Sequence[Any]]) -> list[list[Sequence[Any]]]:
         """The statement's rows as each read's own rows, read by read."""
         found: list[list[Sequence[Any]]] = [[] for _ in self.reads]
-        starts, start = [], 1
-        for read in self.reads:
-            width = sum(table.width for table in read.tables)
-            starts.append((start, start + width))
-            start += width
+        slices = self._slices
         for row in rows:
-            begin, end = starts[row[0]]
+            begin, end = slices[row[0]]
             found[row[0]].append(row[begin:end])
         return found
 

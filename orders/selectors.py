@@ -129,6 +129,16 @@ _SHOWN_PART_JOINS = (
     ),
     rows_by_ids(_shown(OrderIssue, ("order", "created", "id")), by="order", iso_timestamps=True),
 )
+# The API's read of one order: the same fields (and the order's environment, checked) in one
+# statement.
+_SHOWN_ORDER_ITEMS_ASSETS = rows_by_ids(
+    Table(Order, ("id",), fields=(*SHOWN_FIELDS[Order], "environment")),
+    _shown(OrderItem, ("position",), refers_by="order"),
+    _shown(Asset, ("position",), refers_by="item"),
+    by="pk",
+    iso_timestamps=True,
+)
+_ORDER_WITH_SHOWN_PARTS = UnitedRead(_SHOWN_ORDER_ITEMS_ASSETS, *_SHOWN_PART_JOINS)
 
 
 def _grouped(parents: list[Any], children: dict[int, list[Any]], parent: Any, child: Any) -> None:
@@ -194,6 +204,13 @@ def order_with_parts_get(*, environment: Environment, order_id: int) -> tuple[Ro
     return _order_with_parts(environment, order_id, plain=True)
 
 
+def order_shown_get(*, environment: Environment, order_id: int) -> tuple[Row, OrderParts]:
+    """As ``order_with_parts_get``, the order and its parts as ``Row``s of the fields the
+    representation shows (``orders.parts.SHOWN_FIELDS``, timestamps as its text, as the list
+    reads them): what ``GET`` of an order renders."""
+    return _order_with_parts(environment, order_id, plain=True, shown=True)
+
+
 def order_with_parts_numbered_get(
     *, environment: Environment, order_id: int
 ) -> tuple[Order, OrderParts]:
@@ -224,15 +241,21 @@ def _order_with_parts(
     *,
     write_first: Statement | None = None,
     plain: bool = False,
+    shown: bool = False,
 ) -> tuple[Any, OrderParts]:
-    (united,) = _reads_together([_ORDER_WITH_PARTS.statement([order_id])], write_first=write_first)
-    order_rows, *rest = _ORDER_WITH_PARTS.split(united)
-    rows = _ORDER_ITEMS_ASSETS.instances(order_rows, plain=plain)
+    read, first, joins = (
+        (_ORDER_WITH_SHOWN_PARTS, _SHOWN_ORDER_ITEMS_ASSETS, _SHOWN_PART_JOINS)
+        if shown
+        else (_ORDER_WITH_PARTS, _ORDER_ITEMS_ASSETS, _PART_JOINS)
+    )
+    (united,) = _reads_together([read.statement([order_id])], write_first=write_first)
+    order_rows, *rest = read.split(united)
+    rows = first.instances(order_rows, plain=plain)
     if not rows or rows[0][0].environment_id != environment.id:
         raise EntityNotFound(f"No order {Order(id=order_id).public_id} in this environment.")
     order = rows[0][0]
     parts = {order.id: OrderParts()}
-    _parts_fill(parts, rows, rest, plain=plain)
+    _parts_fill(parts, rows, rest, plain=plain, joins=joins)
     return order, parts[order.id]
 
 

@@ -34,6 +34,7 @@ from orders.selectors import (
     order_get,
     order_list,
     order_parts,
+    order_shown_get,
     order_with_parts_get,
 )
 
@@ -375,9 +376,7 @@ class OrderViewSet(ApiViewSet):
     )
     def retrieve(self, request: Request, orderId: str) -> Response:
         number = parse_id(PREFIXES["order"], orderId, field="orderId")
-        order, parts = order_with_parts_get(
-            environment=client_environment(request), order_id=number
-        )
+        order, parts = order_shown_get(environment=client_environment(request), order_id=number)
         return Response({"outcome": "Ok", "order": _render(request, order, parts)})
 
     @_order_operation(

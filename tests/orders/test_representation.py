@@ -32,7 +32,14 @@ from orders.models import (
     OrderItem,
 )
 from orders.representation import order_representation
-from orders.selectors import OrderFilter, order_get, order_list, order_parts, order_with_parts_get
+from orders.selectors import (
+    OrderFilter,
+    order_get,
+    order_list,
+    order_parts,
+    order_shown_get,
+    order_with_parts_get,
+)
 from tests.orders.factories import (
     ALLOCATED,
     PREPARED,
@@ -342,6 +349,15 @@ def test_the_api_reads_show_what_the_orm_prefetch_shows(state: str) -> None:
         shown(other),
         expected,
     ]
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_the_get_read_of_the_shown_fields_shows_what_the_orm_prefetch_shows(state: str) -> None:
+    order = STATES[state]()
+
+    fetched, parts = order_shown_get(environment=order.environment, order_id=order.id)
+
+    assert order_representation(fetched, base_url=BASE_URL, parts=parts) == shown(order)
 
 
 def test_the_api_read_keeps_items_and_assets_in_position_order() -> None:
