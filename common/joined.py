@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import orjson
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import DateTimeField, Field, JSONField, Model
+from django.db.models import CharField, DateTimeField, Field, JSONField, Model, TextField
 
 from common.db import Statement, ids_condition, update_returning_joined
 from common.ids import PREFIXES, format_id
@@ -369,13 +369,18 @@ class _Branch:
     read_width: int  # the columns of its tables
 
 
+def _typed_null(field: "Field[Any, Any]", as_text: bool) -> str:
+    """A NULL of the type of ``field``'s column (``as_text``: read as text). Text needs no
+    type: the chain's first ``UNION`` makes NULLs text, which any text type joins (and the
+    statement stays short enough for the driver to keep it converted)."""
+    if as_text or isinstance(field, CharField | TextField):
+        return "NULL"
+    return f"CAST(NULL AS {field.cast_db_type(connection)})"
+
+
 def _branch(read: JoinedRead) -> _Branch:
     columns = [table.sql() for table in read.tables]
-    nulls = [
-        f"CAST(NULL AS {'text' if table._as_text(f) else f.cast_db_type(connection)})"
-        for table in read.tables
-        for f in table.fields
-    ]
+    nulls = [_typed_null(f, table._as_text(f)) for table in read.tables for f in table.fields]
     offsets = [0]
     for table in read.tables:
         offsets.append(offsets[-1] + table.width)
@@ -388,7 +393,7 @@ def _branch(read: JoinedRead) -> _Branch:
         else:  # not read as itself: one more column
             ordering.append(len(nulls))
             columns.append(_column(table.model, table.alias, name))
-            nulls.append(f"CAST(NULL AS {field.cast_db_type(connection)})")  # type: ignore[union-attr]
+            nulls.append(_typed_null(field, False))  # type: ignore[arg-type]
     return _Branch(columns, nulls, ordering, offsets[-1])
 
 
@@ -416,13 +421,13 @@ class UnitedRead:
                 branches, ordering, slices, start = [], ["1"], [], 1
                 for position, (read, part) in enumerate(zip(self.reads, parts, strict=True)):
                     columns = [str(position)]
-                    for other in parts:
+                    for other in parts:  # (NULLs joined tight: the shorter the text, the better)
                         if other is part:
                             columns += part.columns
                         elif position == 0:
-                            columns += other.typed_nulls
+                            columns.append(",".join(other.typed_nulls))
                         else:
-                            columns += ["NULL"] * len(other.typed_nulls)
+                            columns.append(",".join(["NULL"] * len(other.typed_nulls)))
                     branches.append(read.written(", ".join(columns)))
                     ordering += [str(start + 1 + at) for at in part.ordering]
                     slices.append((start, start + part.read_width))
