@@ -186,28 +186,49 @@ class TableColumns:
             self._converters = found
         return self._converters
 
-    def instance(
-        self, row: Sequence[Any], start: int, db: BaseDatabaseWrapper, *, plain: bool = False
-    ) -> Any:
-        """The instance in ``row`` from column ``start`` (with ``plain``, its ``Row``); None
-        for a LEFT JOIN's missing row."""
+    def instance(self, row: Sequence[Any], start: int, db: BaseDatabaseWrapper) -> Any:
+        """The instance in ``row`` from column ``start``; None for a LEFT JOIN's missing row."""
+        if not self.whole:
+            raise TypeError("An instance is made of whole rows, as the model reads them.")
         if row[start] is None:
             return None
         values = list(row[start : start + self.width])
-        for index, functions, expression in self._converters or self.converters():
+        converters = self._converters if self._converters is not None else self.converters()
+        for index, functions, expression in converters:
             value = values[index]
             for function in functions:
                 value = function(value, expression, db)
             values[index] = value
-        if plain:
-            return self.row(values)
-        if not self.whole:
-            raise TypeError("An instance is made of whole rows, as the model reads them.")
         return self.built(values, db.alias)
 
-    def row(self, values: Sequence[Any]) -> Row:
-        """The ``Row`` of converted ``values`` (every concrete field, in order)."""
-        return self.row_class(dict(zip(self.attnames, values, strict=True)))
+    def rows(self, rows: Sequence[Sequence[Any]], start: int = 0) -> list[Row | None]:
+        """The ``Row`` in each of ``rows`` from column ``start`` (its values converted as
+        ``instance`` converts them), in one loop over the rows: one ``Row`` for the same key on
+        consecutive rows (a parent joined with several children), None for a LEFT JOIN's
+        missing row."""
+        converters = self._converters if self._converters is not None else self.converters()
+        db = connections[DEFAULT_DB_ALIAS]
+        names, make, end = self.attnames, self.row_class, start + self.width
+        made: list[Row | None] = []
+        last_key = last = None
+        for row in rows:
+            key = row[start]
+            if key is None:
+                made.append(None)
+                last_key = None
+                continue
+            if key != last_key:
+                values = row[start:end]
+                if converters:
+                    values = list(values)
+                    for index, functions, expression in converters:
+                        value = values[index]
+                        for function in functions:
+                            value = function(value, expression, db)
+                        values[index] = value
+                last_key, last = key, make(dict(zip(names, values, strict=True)))
+            made.append(last)
+        return made
 
     def built(self, values: Sequence[Any], db: str) -> Any:
         """The instance of converted ``values`` (every concrete field, in order), as a
@@ -277,6 +298,9 @@ class JoinedRead:
         for table in self.tables:
             starts.append(start)
             start += len(table.fields)
+        if plain:  # a table's Rows in one loop, the tuples zipped
+            made = [t.rows(rows, at) for t, at in zip(self.tables, starts, strict=True)]
+            return list(zip(*made, strict=True))
         # A parent repeated on consecutive rows (an item with several assets) is one instance.
         # (A row's first column is its key.)
         previous: list[Any] = [None] * len(self.tables)
@@ -289,7 +313,7 @@ class JoinedRead:
                 if last is not None and row[at] == previous_keys[position]:
                     instances.append(last)
                     continue
-                previous[position] = instance = table.instance(row, at, db, plain=plain)
+                previous[position] = instance = table.instance(row, at, db)
                 previous_keys[position] = row[at]
                 instances.append(instance)
             found.append(tuple(instances))
@@ -561,7 +585,7 @@ class RowsPage:
         if offset:
             sql += " OFFSET %s"
             parameters.append(offset)
-        db = connections[DEFAULT_DB_ALIAS]
         with connection.cursor() as cursor:
             cursor.execute(sql, parameters)
-            return [self.columns.instance(row, 0, db, plain=True) for row in cursor.fetchall()]
+            # (No None among them: a page's rows are its table's own, each with its key.)
+            return self.columns.rows(cursor.fetchall())  # type: ignore[return-value]
