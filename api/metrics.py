@@ -8,9 +8,11 @@ the proxy's own network); anyone else gets the JSON 404, as for an unknown path.
 import ipaddress
 import time
 from collections.abc import Callable
+from functools import cache
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from prometheus_client import Counter, Histogram
 
 from api.envelope import error_response
 from common.metrics import CONTENT_TYPE, HTTP_LATENCY, HTTP_REQUESTS, metrics_text
@@ -30,12 +32,24 @@ class RequestMetricsMiddleware:
         match = getattr(request, "resolver_match", None)
         route = match.route if match is not None and match.route else "unmatched"
         method = request.method if request.method in _METHODS else "other"
-        HTTP_LATENCY.labels(route, method).observe(time.perf_counter() - started)
-        HTTP_REQUESTS.labels(route, method, str(response.status_code)).inc()
+        _latency(route, method).observe(time.perf_counter() - started)
+        _requests(route, method, response.status_code).inc()
         return response
 
 
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+
+
+# Each series' child kept per process, as the metric keeps it, without asking the metric
+# (its lock and label checks) on every request; routes, methods and statuses are few.
+@cache
+def _latency(route: str, method: str) -> Histogram:
+    return HTTP_LATENCY.labels(route, method)
+
+
+@cache
+def _requests(route: str, method: str, status: int) -> Counter:
+    return HTTP_REQUESTS.labels(route, method, str(status))
 
 
 def _allowed(request: HttpRequest) -> bool:

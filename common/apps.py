@@ -3,6 +3,7 @@ from pathlib import Path
 from django.apps import AppConfig
 from django.conf import settings
 from django.core.signals import request_started
+from django.db import connections
 
 
 class CommonConfig(AppConfig):
@@ -12,8 +13,10 @@ class CommonConfig(AppConfig):
         local_folders_create()
         from common.db import dropped_connections_closed
 
-        # After Django's own receiver (close_old_connections), which closes expired ones.
-        request_started.connect(dropped_connections_closed, dispatch_uid="common.db.dropped")
+        # After Django's own receiver (close_old_connections), which closes expired ones; it
+        # looks at PostgreSQL connections only, so a process without one goes without it.
+        if any(connections[alias].vendor == "postgresql" for alias in connections):
+            request_started.connect(dropped_connections_closed, dispatch_uid="common.db.dropped")
 
 
 def local_folders_create() -> None:

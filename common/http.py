@@ -38,6 +38,8 @@ from django.conf import settings
 from requests_hardened import Config, HTTPSession
 from requests_hardened.ip_filter import InvalidIPAddress
 
+from common.scopes import ContextVarScope
+
 USER_AGENT = "print-api/4.0 (+fulfilment)"
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -98,17 +100,12 @@ class Pace:
 _budget_ends: ContextVar[float | None] = ContextVar("outbound_budget_ends", default=None)
 
 
-@contextmanager
-def outbound_budget(seconds: float) -> Iterator[None]:
+def outbound_budget(seconds: float) -> ContextVarScope[float | None]:
     """Every request sent through this client inside the block shares ``seconds`` in all: each
     one's timeout is cut to what is left, and one with nothing left is not sent (``OutboundError``,
     retryable). A web request's lab calls run under one (``api.timeouts``), so a site that hangs
     costs the request at most that long, well inside its own deadline."""
-    token = _budget_ends.set(time.monotonic() + seconds)
-    try:
-        yield
-    finally:
-        _budget_ends.reset(token)
+    return ContextVarScope(_budget_ends, time.monotonic() + seconds)
 
 
 def _within_budget(timeout: float, url: str) -> float:

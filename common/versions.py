@@ -13,11 +13,11 @@ afresh.
 """
 
 import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from django.db import connection, models
+
+from common.scopes import ContextVarScope
 
 _tables: dict[str, str] = {}  # name -> version table
 _request_versions: ContextVar[dict[str, int | None] | None] = ContextVar(
@@ -58,10 +58,5 @@ def version_current(name: str) -> int | None:
     return memo[name]
 
 
-@contextmanager
-def versions_request_scope() -> Iterator[None]:
-    token = _request_versions.set({})
-    try:
-        yield
-    finally:
-        _request_versions.reset(token)
+def versions_request_scope() -> ContextVarScope[dict[str, int | None] | None]:
+    return ContextVarScope(_request_versions, {})
