@@ -50,7 +50,9 @@ def _json_converter(field: JSONField) -> _Converter:  # type: ignore[type-arg]
     slow = field.from_db_value
 
     def converted(value: Any, expression: Any, db: Any) -> Any:
-        if isinstance(value, str) and not _LONG_NUMBER.search(value):
+        if value is None:
+            return None
+        if isinstance(value, str) and (len(value) < 19 or not _LONG_NUMBER.search(value)):
             try:
                 return orjson.loads(value)
             except orjson.JSONDecodeError:
