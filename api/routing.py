@@ -96,5 +96,6 @@ class CaseInsensitiveApiPathMiddleware:
                 )
             urlconf = getattr(request, "urlconf", None) or settings.ROOT_URLCONF
             request.path_info = canonical_api_path(path, urlconf) or API_PREFIX
-            request.GET = _canonical_query(request.GET)
+            if request.META.get("QUERY_STRING"):  # else it is empty already
+                request.GET = _canonical_query(request.GET)
         return self.get_response(request)

@@ -2,8 +2,11 @@ from pathlib import Path
 
 from django.apps import AppConfig
 from django.conf import settings
-from django.core.signals import request_started
+from django.core.cache import close_caches
+from django.core.cache.backends.base import BaseCache
+from django.core.signals import request_finished, request_started
 from django.db import connections
+from django.utils.module_loading import import_string
 
 
 class CommonConfig(AppConfig):
@@ -17,6 +20,13 @@ class CommonConfig(AppConfig):
         # looks at PostgreSQL connections only, so a process without one goes without it.
         if any(connections[alias].vendor == "postgresql" for alias in connections):
             request_started.connect(dropped_connections_closed, dispatch_uid="common.db.dropped")
+        # Django closes the caches a request used when it ends; with backends whose close does
+        # nothing (BaseCache's: file, database, local memory, Redis) that is a walk for nothing.
+        if all(
+            import_string(cache["BACKEND"]).close is BaseCache.close
+            for cache in settings.CACHES.values()
+        ):
+            request_finished.disconnect(close_caches)
 
 
 def local_folders_create() -> None:
