@@ -109,11 +109,20 @@ POOLED_TESTS := tests/api $(addprefix tests/orders/,test_api_create.py test_api_
 	test_pipeline_connections.py test_pipeline_embedded.py test_pipeline_faults.py \
 	test_pipeline_isolation.py test_pipeline_lanes.py test_pipeline_locks.py \
 	test_pipeline_queues.py)
+# Each pass in two runs: the quick tests on two processes (pytest-xdist, a test file each at a
+# time; each process has its own test database and the Redis database after REDIS_URL's, see
+# config/settings/test.py), then the tests marked slow (real workers and servers, some timing
+# what they do) one at a time, with nothing else of the suite running beside them.
+QUICK := -n 2 --dist loadfile -m "not slow"
 test: install browser nginx pgbouncer lint typecheck imports
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(VENV)/bin/pytest -q
+		$(VENV)/bin/pytest -q $(QUICK)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_TESTS)
+		$(VENV)/bin/pytest -q -m slow
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
+		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(QUICK) $(POOLED_TESTS)
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
+		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q -m slow $(POOLED_TESTS)
 
 clean:
 	rm -rf var .mypy_cache .ruff_cache

@@ -1,9 +1,12 @@
 """Test settings: the same code paths, faster password hashing, files in a temporary folder."""
 
+import os
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from config.env import TEST_SECRET_KEY, env
+from config.settings import base
 from config.settings.base import *  # noqa: F403
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=TEST_SECRET_KEY)
@@ -26,3 +29,13 @@ SIMULATOR_PRODUCES_LIVE = env.bool("SIMULATOR_PRODUCES_LIVE", default=True)
 # (tests/support/postgresql: milliseconds instead of about a second a test).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
     DATABASES["default"]["ENGINE"] = "tests.support.postgresql"  # noqa: F405
+
+# Each pytest-xdist worker (``make test`` runs the quick tests on two) has a Redis database of its
+# own, as pytest-django gives it its own test database: worker gwN the Nth after REDIS_URL's.
+_xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # set by pytest-xdist, not a setting
+if base.REDIS_URL and _xdist_worker:
+    _redis = urlsplit(base.REDIS_URL)
+    _redis_db = int(_redis.path.strip("/") or 0) + int(_xdist_worker.removeprefix("gw"))
+    REDIS_URL = _redis._replace(path=f"/{_redis_db}").geturl()
+    CACHES["default"]["LOCATION"] = REDIS_URL  # noqa: F405
+    CELERY_BROKER_URL = REDIS_URL
