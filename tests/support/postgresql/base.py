@@ -8,7 +8,8 @@ for, not raced), then emptied in one transaction, and the tables with triggers (
 triggers of ``common.versioning``, which fire on either statement) last, so that the version
 rows they write exist after the flush as after ``TRUNCATE``. The content types and permissions
 are kept: the flush's ``post_migrate`` would write the same rows again (under new ids), which
-costs more than the rest of the flush.
+costs more than the rest of the flush. So are the roles' groups and their permissions, made by
+a migration (staff): every test finds them as deployed, whatever ran before it on its process.
 """
 
 from collections.abc import Sequence
@@ -16,8 +17,9 @@ from typing import Any
 
 from django.db.backends.postgresql import base, operations
 
-# Written again by ``post_migrate`` after every flush (contenttypes' and auth's handlers).
-KEPT = {"django_content_type", "auth_permission"}
+# Written again by ``post_migrate`` after every flush (contenttypes' and auth's handlers), and
+# the groups of staff's roles migration with their permissions.
+KEPT = {"django_content_type", "auth_permission", "auth_group", "auth_group_permissions"}
 
 
 class DatabaseOperations(operations.DatabaseOperations):
