@@ -112,17 +112,19 @@ POOLED_TESTS := tests/api $(addprefix tests/orders/,test_api_create.py test_api_
 # Each pass in two runs: the quick tests on two processes (pytest-xdist, a test file each at a
 # time; each process has its own test database and the Redis database after REDIS_URL's, see
 # config/settings/test.py), then the tests marked slow (real workers and servers, some timing
-# what they do) one at a time, with nothing else of the suite running beside them.
-QUICK := -n 2 --dist loadfile -m "not slow"
+# what they do) one at a time, with nothing else of the suite running beside them, and those
+# marked serial (tests pytest-xdist cannot tell apart, see tests/conftest.py).
+QUICK := -n 2 --dist loadfile -m "not slow and not serial"
+ALONE := -m "slow or serial"
 test: install browser nginx pgbouncer lint typecheck imports
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(VENV)/bin/pytest -q $(QUICK)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(VENV)/bin/pytest -q -m slow
+		$(VENV)/bin/pytest -q $(ALONE)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(QUICK) $(POOLED_TESTS)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q -m slow $(POOLED_TESTS)
+		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(ALONE) $(POOLED_TESTS)
 
 clean:
 	rm -rf var .mypy_cache .ruff_cache

@@ -1,3 +1,4 @@
+import collections
 import copy
 from collections.abc import Iterator
 from typing import Any
@@ -143,3 +144,14 @@ def pooled_test_database_released(request: pytest.FixtureRequest) -> Iterator[No
     from django.db import connection
 
     pooled_database_released(connection.settings_dict["NAME"])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests sharing a node id with another (schemathesis' operations, test_fuzz.py) are marked
+    ``serial``: pytest-xdist tells tests apart by node id and would run one of them only, so
+    ``make test`` runs these in its one-process run."""
+    counts = collections.Counter(item.nodeid for item in items)
+    for item in items:
+        if counts[item.nodeid] > 1:
+            item.add_marker(pytest.mark.serial)
