@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -13,6 +14,7 @@ class EnvironmentInline(admin.TabularInline):
     max_num = 2
     fields = ("kind", "callback_url", "pause_mode", "pause_minutes")
     readonly_fields = ("kind",)
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # as Django 6 will
 
 
 @admin.register(Merchant)
@@ -30,6 +32,7 @@ class EnvironmentAdmin(admin.ModelAdmin):
     search_fields = ("merchant__name",)
     readonly_fields = ("merchant", "kind", "callback_signing_secret")
     actions = ["issue_api_key"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # environments are created with their merchant
