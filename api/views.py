@@ -32,7 +32,14 @@ class ApiView(APIView):
             request.method in self.body_required or declares_body(request.META)
         ) and not JsonBodyParser.accepts(content_type):
             raise exceptions.UnsupportedMediaType(content_type or "(none)")
+        self.read_ahead(request, *args, **kwargs)
         super().initial(request, *args, **kwargs)
+
+    def read_ahead(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """Called before the request's key is checked: what a view reads then (a read that
+        needs nothing from the key) goes in the statement that reads the request's versions
+        (``common.versions.versions_read_with``), which checking the key would otherwise run
+        alone. Nothing by default."""
 
 
 def declares_body(meta: Mapping[str, Any]) -> bool:

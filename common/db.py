@@ -18,6 +18,8 @@ on it instead, whatever the concurrency.
 
 ``database_reachable``: whether the database answers a statement now.
 
+``tables_tidied``: dead row versions cleared and statistics refreshed (benchmarks).
+
 ``ids_condition``, ``update_returning_joined``, ``locks_without_key_update`` and
 ``insert_returning``: what the database can take, for the statements written by hand here and
 elsewhere (``common.joined``, the order reads, and ``common.claim_statements``, the pipeline's
@@ -399,3 +401,11 @@ def database_reachable() -> bool:
     except Exception:
         logger.warning("Database unreachable", exc_info=True)
         return False
+
+
+def tables_tidied() -> None:
+    """Every table's dead row versions cleared and its statistics refreshed, as a deployment's
+    autovacuum keeps them (``VACUUM ANALYZE`` on PostgreSQL, ``ANALYZE`` on SQLite): the steady
+    state a benchmark measures after loading its data."""
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE" if _postgresql() else "ANALYZE")

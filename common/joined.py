@@ -436,7 +436,9 @@ class UnitedRead:
     def __init__(self, *reads: JoinedRead) -> None:
         self.reads = reads
         self._sql: str | None = None
+        self._ordering = ""
         self._one_id: str | None = None
+        self._one_id_beside: dict[str, str] = {}
         self._slices: list[tuple[int, int]] = []
         self._lock = threading.Lock()
 
@@ -459,7 +461,8 @@ class UnitedRead:
                     slices.append((start, start + part.read_width))
                     start += len(part.typed_nulls)
                 self._slices = slices
-                self._sql = " UNION ALL ".join(branches) + " ORDER BY " + ", ".join(ordering)
+                self._ordering = " ORDER BY " + ", ".join(ordering)
+                self._sql = " UNION ALL ".join(branches) + self._ordering
         return self._sql
 
     def statement(self, ids: Sequence[int]) -> Statement:
@@ -471,11 +474,32 @@ class UnitedRead:
             self._one_id = self.sql().format(in_ids=condition)
         return self._one_id, parameters * len(self.reads)
 
+    def statement_beside(self, ids: Sequence[int], row: str) -> Statement:
+        """As ``statement`` for one id, each row followed by the columns of ``row`` (a SELECT
+        of one row, without parameters); with no rows to read, that row alone (the reads'
+        columns NULL, which ``split`` skips): a read and a few values read with it, one
+        statement where they would take two."""
+        if len(ids) != 1:
+            raise ValueError("A read beside another is written for one id.")
+        condition, parameters = ids_condition(ids)
+        sql = self._one_id_beside.get(row)
+        if sql is None:  # written once per row read beside
+            united = self.sql().removesuffix(self._ordering).format(in_ids=condition)
+            # The row on the left: there whether the reads find rows or not; the reads'
+            # columns first, so the ordering's positions hold.
+            sql = self._one_id_beside[row] = (
+                f"SELECT r.*, b.* FROM ({row}) b LEFT JOIN ({united}) r ON 1 = 1{self._ordering}"
+            )
+        return sql, parameters * len(self.reads)
+
     def split(self, rows: Sequence[Sequence[Any]]) -> list[list[Sequence[Any]]]:
-        """The statement's rows as each read's own rows, read by read."""
+        """The statement's rows as each read's own rows, read by read (the columns read beside
+        them left out, and the row of those alone skipped)."""
         found: list[list[Sequence[Any]]] = [[] for _ in self.reads]
         slices = self._slices
         for row in rows:
+            if row[0] is None:  # the row read beside, alone: the reads found none
+                continue
             begin, end = slices[row[0]]
             found[row[0]].append(row[begin:end])
         return found

@@ -26,6 +26,7 @@ from common.joined import (
     rows_by_ids,
     rows_referred_to,
 )
+from common.versions import versions_read_with
 from labs.models import Lab
 from merchants.models import Environment
 from orders.models import (
@@ -204,11 +205,29 @@ def order_with_parts_get(*, environment: Environment, order_id: int) -> tuple[Ro
     return _order_with_parts(environment, order_id, plain=True)
 
 
-def order_shown_get(*, environment: Environment, order_id: int) -> tuple[Row, OrderParts]:
+@dataclass(frozen=True)
+class OrderReadAhead:
+    """The rows ``order_shown_get`` makes an order of, read before the request's key is checked
+    (the read needs nothing from the key: the order's environment is compared after), in the
+    statement that reads the request's versions (``common.versions.versions_read_with``)."""
+
+    order_id: int
+    rows: list[Sequence[Any]]
+
+
+def order_shown_read_ahead(*, order_id: int) -> OrderReadAhead:
+    return OrderReadAhead(order_id, versions_read_with(_ORDER_WITH_SHOWN_PARTS, order_id))
+
+
+def order_shown_get(
+    *, environment: Environment, order_id: int, read_ahead: OrderReadAhead | None = None
+) -> tuple[Row, OrderParts]:
     """As ``order_with_parts_get``, the order and its parts as ``Row``s of the fields the
     representation shows (``orders.parts.SHOWN_FIELDS``, timestamps as its text, as the list
-    reads them): what ``GET`` of an order renders."""
-    return _order_with_parts(environment, order_id, plain=True, shown=True)
+    reads them): what ``GET`` of an order renders. With ``read_ahead`` of the same order, its
+    rows rather than a read now."""
+    united = read_ahead.rows if read_ahead is not None and read_ahead.order_id == order_id else None
+    return _order_with_parts(environment, order_id, plain=True, shown=True, united=united)
 
 
 def order_with_parts_numbered_get(
@@ -242,13 +261,15 @@ def _order_with_parts(
     write_first: Statement | None = None,
     plain: bool = False,
     shown: bool = False,
+    united: Sequence[Any] | None = None,
 ) -> tuple[Any, OrderParts]:
     read, first, joins = (
         (_ORDER_WITH_SHOWN_PARTS, _SHOWN_ORDER_ITEMS_ASSETS, _SHOWN_PART_JOINS)
         if shown
         else (_ORDER_WITH_PARTS, _ORDER_ITEMS_ASSETS, _PART_JOINS)
     )
-    (united,) = _reads_together([read.statement([order_id])], write_first=write_first)
+    if united is None:  # else read already (an ``OrderReadAhead``'s rows)
+        (united,) = _reads_together([read.statement([order_id])], write_first=write_first)
     order_rows, *rest = read.split(united)
     rows = first.instances(order_rows, plain=plain)
     if not rows or rows[0][0].environment_id != environment.id:

@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from django.db import connection
 
-from common.joined import RowsPage, TableColumns, iso_timestamp
-from orders.models import Order
+from common.db import rows_together
+from common.joined import RowsPage, Table, TableColumns, UnitedRead, iso_timestamp, rows_by_ids
+from orders.models import Order, OrderIssue
 from tests.orders.factories import OrderFactory
 
 pytestmark = pytest.mark.django_db
@@ -61,3 +62,29 @@ def test_an_instance_is_not_made_of_some_fields() -> None:
 
     with pytest.raises(TypeError):
         columns.instance([order.id, order.created], 0, connection)
+
+
+ORDER_WITH_ISSUES = UnitedRead(
+    rows_by_ids(Table(Order, fields=("stage",)), by="pk"),
+    rows_by_ids(Table(OrderIssue, order_by=("id",), fields=("error_code",)), by="order"),
+)
+
+
+def test_a_row_read_beside_a_united_read_is_on_each_of_its_rows_and_alone_without_them() -> None:
+    order = OrderFactory.create()
+    for code in ("ItemUnavailable", "FailedToDownload"):
+        OrderIssue.objects.create(order=order, error_code=code, description="")
+    beside = "SELECT 7, 'seven'"
+
+    (rows,) = rows_together([ORDER_WITH_ISSUES.statement_beside([order.id], beside)])
+    (missing,) = rows_together([ORDER_WITH_ISSUES.statement_beside([order.id + 1], beside)])
+
+    assert [tuple(row[-2:]) for row in rows] == [(7, "seven")] * 3
+    found, issues = ORDER_WITH_ISSUES.split(rows)
+    assert [tuple(row) for row in found] == [(order.id, order.stage)]
+    assert [row[1] for row in issues] == ["ItemUnavailable", "FailedToDownload"]
+    assert [tuple(row) for row in missing] == [(None,) * (len(rows[0]) - 2) + (7, "seven")]
+    assert ORDER_WITH_ISSUES.split(missing) == [[], []]
+    # the same read without the row beside
+    (alone,) = rows_together([ORDER_WITH_ISSUES.statement([order.id])])
+    assert ORDER_WITH_ISSUES.split(alone) == [found, issues]
