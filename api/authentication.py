@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -129,7 +130,7 @@ class StaffSessionAuthenticationScheme(OpenApiAuthenticationExtension):
         }
 
 
-def client_environment(request: Request) -> Environment:
+def client_environment(request: HttpRequest | Request) -> Environment:
     """The environment selected by the request's API key (views behind ``HasApiKey``)."""
     assert isinstance(request.user, ApiClient)
     return request.user.environment
