@@ -113,18 +113,24 @@ POOLED_TESTS := tests/api $(addprefix tests/orders/,test_api_create.py test_api_
 # time; each process has its own test database and the Redis database after REDIS_URL's, see
 # config/settings/test.py), then the tests marked slow (real workers and servers, some timing
 # what they do) one at a time, with nothing else of the suite running beside them, and those
-# marked serial (tests pytest-xdist cannot tell apart, see tests/conftest.py).
-QUICK := -n 2 --dist loadfile -m "not slow and not serial"
-ALONE := -m "slow or serial"
+# marked serial (tests pytest-xdist cannot tell apart, see tests/conftest.py). The slow tests
+# also marked side_by_side only wait on their workers and servers (they time nothing and kill
+# no worker): the first pass runs them with its quick tests. Behind PgBouncer they stay with
+# the other slow ones: there a worker's connections are counted by their name alone, not in
+# their process's test database (tests/support/worker.py), so two processes' would mix.
+QUICK := -n 2 --dist loadfile -m "(not slow or side_by_side) and not serial"
+ALONE := -m "(slow and not side_by_side) or serial"
+POOLED_QUICK := -n 2 --dist loadfile -m "not slow and not serial"
+POOLED_ALONE := -m "slow or serial"
 test: install browser nginx pgbouncer lint typecheck imports
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(VENV)/bin/pytest -q $(QUICK)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(VENV)/bin/pytest -q $(ALONE)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(QUICK) $(POOLED_TESTS)
+		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_QUICK) $(POOLED_TESTS)
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(ALONE) $(POOLED_TESTS)
+		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_ALONE) $(POOLED_TESTS)
 
 clean:
 	rm -rf var .mypy_cache .ruff_cache

@@ -73,6 +73,7 @@ def test_requests_are_counted_and_timed_by_route_not_by_path(sandbox_api: APICli
 
 
 @pytest.mark.slow
+@pytest.mark.side_by_side
 @pytest.mark.skipif(not CAN_RUN_WORKER, reason=NO_WORKER)
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("catalogue")

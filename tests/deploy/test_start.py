@@ -24,6 +24,7 @@ from tests.support.web import free_port
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,
     pytest.mark.django_db,
     needs_nginx,
     pytest.mark.skipif(

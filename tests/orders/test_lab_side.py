@@ -21,6 +21,7 @@ from tests.support.worker import Worker, needs_worker, start_worker, wait_for
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
     needs_worker,

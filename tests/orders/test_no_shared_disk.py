@@ -35,6 +35,7 @@ from tests.support.worker import (
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,
     needs_shared_database,
     pytest.mark.skipif(not CAN_RUN_WORKER, reason=NO_WORKER),
     pytest.mark.django_db(transaction=True),

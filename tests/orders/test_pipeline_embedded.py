@@ -22,6 +22,7 @@ from tests.support.worker import Worker, purge_queues, wait_for, worker_environm
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
     pytest.mark.skipif(not ON_POSTGRES, reason="the worker shares the PostgreSQL test database"),

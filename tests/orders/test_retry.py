@@ -38,6 +38,7 @@ def failed_download(api: APIClient, httpserver: HTTPServer, worker: Worker | Non
 
 @needs_worker
 @pytest.mark.slow
+@pytest.mark.side_by_side
 @pytest.mark.django_db(transaction=True)
 def test_a_retried_download_with_a_corrected_url_completes(
     worker: Worker, sandbox_api: APIClient, httpserver: HTTPServer, admin_client: Client,

@@ -27,6 +27,7 @@ from webhooks.tasks import events_sweep_task
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
         not ON_POSTGRES,
