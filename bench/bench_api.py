@@ -324,7 +324,8 @@ def table(sittings: dict[str, dict[str, dict[str, Any]]]) -> str:
             else:
                 met = "" if f["ratio"] >= GOALS[path] else " (below goal)"
                 cells.append(
-                    f"{f['ratio']:.3f}{met}: {f['queries']} queries, "
+                    f"{f['ratio']:.3f}{met}: {f['queries']} "
+                    f"{'query' if f['queries'] == 1 else 'queries'}, "
                     f"p50 {f['p50']:.1f} / p99 {f['p99']:.1f} ms"
                 )
         goal = f">= {GOALS[path]:.2f}" if path in GOALS else "-"
