@@ -11,7 +11,7 @@ from rest_framework.request import Request
 
 from api.rate_limits import FailOpenRateThrottle
 from merchants.models import ApiKey, Environment, Merchant
-from merchants.selectors import api_key_authenticate
+from merchants.selectors import api_key_authenticate, api_key_kept
 from staff.models import StaffApiKey
 from staff.selectors import is_staff_user, staff_api_key_authenticate
 
@@ -128,6 +128,14 @@ class StaffSessionAuthenticationScheme(OpenApiAuthenticationExtension):
             "name": "sessionid",
             "description": "A staff user signed in to the admin (/admin/).",
         }
+
+
+def carries_kept_key(request: HttpRequest | Request) -> bool:
+    """Whether the request's ``X-API-Key`` is a merchant key this process keeps as active: a
+    read made ahead of authentication is made for such a request only, so that one without a
+    valid key can learn nothing from it (not even from how long it takes)."""
+    key = request.headers.get(HEADER, "").strip()
+    return bool(key) and api_key_kept(key=key)
 
 
 def client_environment(request: HttpRequest | Request) -> Environment:

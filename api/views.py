@@ -37,9 +37,10 @@ class ApiView(APIView):
 
     def read_ahead(self, request: Request, *args: Any, **kwargs: Any) -> None:
         """Called before the request's key is checked: what a view reads then (a read that
-        needs nothing from the key) goes in the statement that reads the request's versions
-        (``common.versions.versions_read_with``), which checking the key would otherwise run
-        alone. Nothing by default."""
+        needs nothing from the key, for a request that carries a key this process keeps:
+        ``api.authentication.carries_kept_key``) goes in the statement that reads the
+        request's versions (``common.versions.versions_read_with``), which checking the key
+        would otherwise run alone. Nothing by default."""
 
 
 def declares_body(meta: Mapping[str, Any]) -> bool:

@@ -84,6 +84,11 @@ class ApiKeyCache:
         kept.last_used_at = api_key.last_used_at
         return api_key
 
+    def keeps(self, *, key: str) -> bool:
+        """Whether ``key`` is one of the keys kept: active when this process last read it
+        (whether it still is, only ``authenticate`` says)."""
+        return api_key_digest(key) in self._keys
+
     def _keep(self, version: int | None, digest: str, kept: _KeptKey) -> None:
         # A version of None (the row missing after a flush) could come back for other data.
         if version is None:
@@ -103,3 +108,10 @@ def api_key_authenticate(*, key: str) -> ApiKey | None:
     this process's kept keys while the accounts version read for the request (the one the
     catalogue is checked against) stands, else from the database."""
     return _process_keys.authenticate(key=key)
+
+
+def api_key_kept(*, key: str) -> bool:
+    """Whether this process keeps ``key`` as an active key (no database read): a request that
+    carries one is worth a read made before its authentication (``api.views.ApiView.read_ahead``);
+    any other is authenticated first."""
+    return _process_keys.keeps(key=key)

@@ -5,7 +5,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -226,3 +227,28 @@ def test_get_costs_a_fixed_number_of_queries(
         assert sandbox_api.get(f"/v4.0/orders/{fresh}").status_code == 200
     with django_assert_num_queries(1):
         assert sandbox_api.get(f"/v4.0/orders/{allocated}").status_code == 200
+
+
+def test_without_a_kept_key_nothing_is_read_before_the_key_is_checked(
+    sandbox_api: APIClient, merchant: CreatedMerchant
+) -> None:
+    order_id = order_create_via_api(sandbox_api)
+    url = f"/v4.0/orders/{order_id}"
+    orders_table = Order._meta.db_table
+
+    def reads_the_order(client: APIClient) -> tuple[int, bool]:
+        with CaptureQueriesContext(connection) as captured:
+            status = client.get(url).status_code
+        return status, any(orders_table in query["sql"] for query in captured.captured_queries)
+
+    wrong = APIClient()
+    wrong.credentials(HTTP_X_API_KEY="sk_sandbox_not_a_real_key_000")
+    live = APIClient()
+    live.credentials(HTTP_X_API_KEY=merchant.live_api_key)
+
+    # no key, a wrong key: refused without the order read (nothing to time); a valid key not
+    # yet kept by this process: checked first, then the order read as before
+    assert reads_the_order(APIClient()) == (401, False)
+    assert reads_the_order(wrong) == (401, False)
+    assert reads_the_order(live) == (404, True)
+    assert reads_the_order(sandbox_api) == (200, True)
