@@ -13,7 +13,7 @@ from rest_framework.viewsets import ViewSetMixin
 
 from api.envelope import error_response
 from api.parsers import JsonBodyParser
-from api.renderers import AlwaysJson, ApiJsonRenderer
+from api.renderers import AlwaysJson
 
 
 class ApiView(APIView):
@@ -35,12 +35,13 @@ class ApiView(APIView):
         self.read_ahead(request, *args, **kwargs)
         super().initial(request, *args, **kwargs)
 
-    def read_ahead(self, request: Request, *args: Any, **kwargs: Any) -> None:
+    def read_ahead(self, request: HttpRequest | Request, *args: Any, **kwargs: Any) -> None:
         """Called before the request's key is checked: what a view reads then (a read that
         needs nothing from the key, for a request that carries a key this process keeps:
         ``api.authentication.carries_kept_key``) goes in the statement that reads the
         request's versions (``common.versions.versions_read_with``), which checking the key
-        would otherwise run alone. Nothing by default."""
+        would otherwise run alone. A request its throttles then refuse has paid for the read
+        too. Nothing by default."""
 
 
 def declares_body(meta: Mapping[str, Any]) -> bool:
@@ -64,6 +65,21 @@ class ApiViewSet(ViewSetMixin, ApiView):
     route_options: dict[str, dict[str, Any]] = {}
     lean_get: str | None = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.lean_get is None:
+            return
+        # The lean way runs these on Django's own request and skips finalize_response: only
+        # classes known to read nothing more than it has (headers, META, user) may take it.
+        used = [*cls.authentication_classes, *cls.permission_classes, *cls.throttle_classes]
+        unknown = [f"{getattr(c, '__module__', '')}.{getattr(c, '__qualname__', c)}" for c in used]
+        unknown = [name for name in unknown if name not in LEAN_CLASSES]
+        if unknown or cls.finalize_response is not APIView.finalize_response:
+            raise TypeError(
+                f"{cls.__qualname__}.lean_get: the lean way takes only {sorted(LEAN_CLASSES)} "
+                f"and the framework's finalize_response; not {unknown or 'its own'}."
+            )
+
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if (
             self.lean_get is None
@@ -83,8 +99,10 @@ class ApiViewSet(ViewSetMixin, ApiView):
         framework answers it (``handle_exception``: the error envelope), through a framework
         request made then, which is given what authentication found rather than asked again.
 
-        For this project's authentication, permission and throttle classes: they read only
-        what Django's request has too (headers, ``META``, ``user``)."""
+        For this project's authentication, permission and throttle classes (``LEAN_CLASSES``,
+        checked when the viewset is defined): they read only what Django's request has too
+        (headers, ``META``, ``user``). ``self.request`` is Django's request here, unless an
+        exception made the framework's."""
         action = self.lean_get
         assert action is not None  # (dispatch's condition)
         self.args, self.kwargs, self.action = args, kwargs, action
@@ -92,17 +110,19 @@ class ApiViewSet(ViewSetMixin, ApiView):
         user: Any = None
         auth: Any = None
         try:
-            self.read_ahead(request, *args, **kwargs)  # type: ignore[arg-type]
+            self.read_ahead(request, *args, **kwargs)
+            authenticators = self.get_authenticators()
             authenticated = False
-            for authenticator in self.get_authenticators():
+            for authenticator in authenticators:
                 found = authenticator.authenticate(request)  # type: ignore[arg-type]
                 if found is not None:
                     (user, auth), authenticated = found, True
                     break
-            request.user = user  # as the framework sets it on Django's request
+            # as the framework sets them on Django's request
+            request.user, request.auth = user, auth  # type: ignore[attr-defined]
             for permission in self.get_permissions():
                 if not permission.has_permission(request, self):  # type: ignore[arg-type]
-                    if not authenticated:
+                    if authenticators and not authenticated:
                         raise exceptions.NotAuthenticated()
                     raise exceptions.PermissionDenied(
                         getattr(permission, "message", None), getattr(permission, "code", None)
@@ -119,14 +139,23 @@ class ApiViewSet(ViewSetMixin, ApiView):
             framework_request.accepted_media_type = media_type
             response = self.handle_exception(exc)
             return self.finalize_response(framework_request, response, *args, **kwargs)
-        answer = HttpResponse(_LEAN_RENDERER.render(data), content_type=_LEAN_CONTENT_TYPE)
+        renderer = self.get_renderers()[0]  # the framework's choice too (AlwaysJson)
+        answer = HttpResponse(
+            renderer.render(data), content_type=f"{renderer.media_type}; charset={renderer.charset}"
+        )
         for name, value in self.headers.items():
             answer[name] = value
         return answer
 
 
-_LEAN_RENDERER = ApiJsonRenderer()
-_LEAN_CONTENT_TYPE = f"{ApiJsonRenderer.media_type}; charset={ApiJsonRenderer.charset}"
+# The classes the lean way may run (ApiViewSet.__init_subclass__).
+LEAN_CLASSES = frozenset(
+    {
+        "api.authentication.ApiKeyAuthentication",
+        "api.permissions.HasApiKey",
+        "api.throttling.ApiKeyRateThrottle",
+    }
+)
 
 
 def validated_input(serializer_class: type[serializers.Serializer], request: Request) -> Any:

@@ -59,10 +59,10 @@ def versions_read_with(read: UnitedRead, order_id: int) -> list[Sequence[Any]]:
     request has yet to read them (``UnitedRead.statement_beside``); the request then uses
     those versions. Outside a request, or once its versions are read, ``read`` alone."""
     memo = _request_versions.get()
-    if memo is None or memo:
+    names = sorted(_tables)
+    if memo is None or memo or not names:
         (rows,) = rows_together([read.statement([order_id])])
         return rows
-    names = sorted(_tables)
     (rows,) = rows_together([read.statement_beside([order_id], _versions_sql(tuple(names)))])
     memo.update(zip(names, rows[0][-len(names) :], strict=True))
     return rows

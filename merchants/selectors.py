@@ -71,6 +71,7 @@ class ApiKeyCache:
                 .first()
             )
             if api_key is None:
+                self._forget(digest)  # revoked (or never a key): no longer "kept"
                 return None
             kept = _KeptKey(
                 key=_values(api_key, _KEY_FIELDS),
@@ -86,8 +87,14 @@ class ApiKeyCache:
 
     def keeps(self, *, key: str) -> bool:
         """Whether ``key`` is one of the keys kept: active when this process last read it
-        (whether it still is, only ``authenticate`` says)."""
+        (whether it still is, only ``authenticate`` says; once it has refused the key, it is
+        no longer kept)."""
         return api_key_digest(key) in self._keys
+
+    def _forget(self, digest: str) -> None:
+        if digest in self._keys:
+            with self._lock:
+                self._keys.pop(digest, None)
 
     def _keep(self, version: int | None, digest: str, kept: _KeptKey) -> None:
         # A version of None (the row missing after a flush) could come back for other data.

@@ -392,7 +392,7 @@ class OrderViewSet(ApiViewSet):
 
     _read_ahead: OrderReadAhead | None = None
 
-    def read_ahead(self, request: Request, *args: Any, **kwargs: Any) -> None:
+    def read_ahead(self, request: HttpRequest | Request, *args: Any, **kwargs: Any) -> None:
         # GET of an order with a key this process keeps: the order with its parts in the
         # statement that reads the versions (retrieve compares its environment with the
         # key's). An id of the wrong form is left for retrieve to refuse, after the key.

@@ -103,3 +103,18 @@ def test_past_the_rate_limits_the_lean_way_answers_as_the_framework_does(
         lean, framework = _both_ways(monkeypatch, lambda key=key: twice(key))  # type: ignore[misc]
         assert lean == framework
         assert lean[0] == 429
+
+
+def test_only_the_classes_it_knows_take_the_lean_way() -> None:
+    from rest_framework.authentication import SessionAuthentication
+
+    from api.views import ApiViewSet
+
+    with pytest.raises(TypeError, match="SessionAuthentication"):
+
+        class Sessions(ApiViewSet):
+            lean_get = "retrieve"
+            authentication_classes = [SessionAuthentication]
+
+    class Keys(ApiViewSet):  # the defaults: a key, its permission and its rate limit
+        lean_get = "retrieve"

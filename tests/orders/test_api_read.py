@@ -10,7 +10,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from merchants.services import CreatedMerchant
+from merchants.keys import api_key_digest
+from merchants.models import ApiKey
+from merchants.services import CreatedMerchant, api_key_revoke
 from orders.models import Order, Stage
 from orders.pipeline.steps.allocate import order_allocate
 from tests.support.database import ON_POSTGRES
@@ -252,3 +254,22 @@ def test_without_a_kept_key_nothing_is_read_before_the_key_is_checked(
     assert reads_the_order(wrong) == (401, False)
     assert reads_the_order(live) == (404, True)
     assert reads_the_order(sandbox_api) == (200, True)
+
+
+def test_a_revoked_key_is_no_longer_kept_once_refused(
+    sandbox_api: APIClient, merchant: CreatedMerchant
+) -> None:
+    order_id = order_create_via_api(sandbox_api)
+    url = f"/v4.0/orders/{order_id}"
+    assert sandbox_api.get(url).status_code == 200  # kept by this process
+    api_key_revoke(api_key=ApiKey.objects.get(digest=api_key_digest(merchant.sandbox_api_key)))
+
+    refused = []
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as captured:
+            status = sandbox_api.get(url).status_code
+        read = any(Order._meta.db_table in q["sql"] for q in captured.captured_queries)
+        refused.append((status, read))
+
+    # refused at once; the read ahead made for the first, the key being kept until then
+    assert refused == [(401, True), (401, False)]
