@@ -136,7 +136,9 @@ def test_a_job_killed_during_its_rows_lab_calls_finishes_each_row_resubmitted_on
     assert {s.lab_code for s in originals} == {"gb1"} and len(site.orders) == SITE_ROWS
     Order.objects.update(due_at=None)  # the pipeline has nothing to do meanwhile
     sheets.put("s", "T", [["Lab Order Id"], *[[s.public_id] for s in originals]])
-    site.answer_delays.update(cancel=4.0, submit=4.0)
+    # Each answer held long enough for the kill to land while it is on its way (the test sees
+    # the call within a 0.05 s poll and kills at once), and no longer: three rows make six.
+    site.answer_delays.update(cancel=2.0, submit=2.0)
     worker = start_worker(
         tmp_path,
         live_server.url,
