@@ -21,19 +21,25 @@ FLAGS = [
 ]
 
 
-@pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One Chromium a test module (launching one takes about half a second); each test has a
+    context of its own (``page``), so no cookie, storage or cache passes from test to test."""
     if not shutil.which("chromium"):
         pytest.fail(
             "Debian's chromium is missing: `make test` installs it (apt-get install chromium)."
         )
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-    # still synchronous, so Django's async-safety guard is lifted for the test's duration.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield browser
-        browser.close()
+    # Playwright's sync API keeps an event loop in this thread; the tests' own ORM calls, and
+    # their database fixtures', are still synchronous, so Django's async-safety guard is lifted
+    # while the module's tests run.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            yield browser
+            browser.close()
+            # The last test's database teardown ran beside the event loop too (see ``page``).
+            connections.close_all()
 
 
 @pytest.fixture
