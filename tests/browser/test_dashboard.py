@@ -21,6 +21,7 @@ from orders.models import Order, Stage
 from orders.pipeline.state_machine import order_advance
 from tests.merchants.factories import merchant_with_keys
 from tests.support.dashboard import (
+    filter_submitted,
     merchant_sign_in_create,
     off_the_browser_loop,
     screenshot,
@@ -142,7 +143,7 @@ def test_set_a_pause_window_and_the_next_order_is_held(
     order_id = response.json()["order"]["id"]
     page.get_by_role("link", name="Orders").click()
     page.get_by_label("Stage").select_option("draft")
-    page.get_by_role("button", name="Filter").click()
+    filter_submitted(page)
     row = page.locator("tr", has_text=order_id)
     assert "On hold" in row.inner_text()
 

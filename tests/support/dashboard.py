@@ -88,3 +88,10 @@ def screenshot(page: Any, name: str) -> None:
         folder = BASE_DIR / "docs" / "screenshots"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{name}.png").write_bytes(image)
+
+
+def filter_submitted(page: Any) -> None:
+    """Click a list's Filter button and wait until the filtered page has loaded: a count read
+    right after the click could see the page still loading (no rows yet)."""
+    with page.expect_navigation():
+        page.get_by_role("button", name="Filter").click()
