@@ -18,6 +18,11 @@ from staff.selectors import is_staff_user, staff_api_key_authenticate
 HEADER = "X-API-Key"
 
 
+def header_key(request: HttpRequest | Request) -> str:
+    """The key the request carries in ``X-API-Key`` ("" for none)."""
+    return request.headers.get(HEADER, "").strip()
+
+
 @dataclass(frozen=True)
 class ApiClient:
     """Who is calling: stands in ``request.user`` for API requests."""
@@ -47,7 +52,7 @@ class WrongKeyThrottle(FailOpenRateThrottle):
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[ApiClient, ApiKey] | None:
-        key = request.headers.get(HEADER, "").strip()
+        key = header_key(request)
         if not key:
             return None
         api_key = api_key_authenticate(key=key)
@@ -80,7 +85,7 @@ class StaffApiKeyAuthentication(authentication.BaseAuthentication):
     key (a merchant's, a revoked one) is refused, never passed on to another scheme."""
 
     def authenticate(self, request: Request) -> tuple[AbstractBaseUser, StaffApiKey] | None:
-        key = request.headers.get(HEADER, "").strip()
+        key = header_key(request)
         if not key:
             return None
         staff_key = staff_api_key_authenticate(key=key)
@@ -134,7 +139,7 @@ def carries_kept_key(request: HttpRequest | Request) -> bool:
     """Whether the request's ``X-API-Key`` is a merchant key this process keeps as active: a
     read made ahead of authentication is made for such a request only, so that one without a
     valid key can learn nothing from it (not even from how long it takes)."""
-    key = request.headers.get(HEADER, "").strip()
+    key = header_key(request)
     return bool(key) and api_key_kept(key=key)
 
 

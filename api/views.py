@@ -72,8 +72,8 @@ class ApiViewSet(ViewSetMixin, ApiView):
         # The lean way runs these on Django's own request and skips finalize_response: only
         # classes known to read nothing more than it has (headers, META, user) may take it.
         used = [*cls.authentication_classes, *cls.permission_classes, *cls.throttle_classes]
-        unknown = [f"{getattr(c, '__module__', '')}.{getattr(c, '__qualname__', c)}" for c in used]
-        unknown = [name for name in unknown if name not in LEAN_CLASSES]
+        names = [f"{getattr(c, '__module__', '')}.{getattr(c, '__qualname__', c)}" for c in used]
+        unknown = [name for name in names if name not in LEAN_CLASSES]
         if unknown or cls.finalize_response is not APIView.finalize_response:
             raise TypeError(
                 f"{cls.__qualname__}.lean_get: the lean way takes only {sorted(LEAN_CLASSES)} "

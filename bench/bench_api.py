@@ -15,9 +15,9 @@ counts the queries of one request per path; then the floor, ``GET /healthz``,
 ``POST /v4.0/orders`` (2 items), ``GET /v4.0/orders/{id}``, ``GET /v4.0/orders?top=100`` and
 ``POST /v4.0/quotes`` (2 items, every method) are driven for ``--seconds`` each with
 ``--clients`` keep-alive connections and no rate limit in the way, in ``--rounds`` interleaved
-rounds. Prints req/s, p50 and p99, queries per
-request and each path's ratio to the floor's rate (over all rounds, and the lowest and highest
-round), then the README's table with the goals.
+rounds. Prints req/s, p50 and p99, queries per request and each path's ratio to the floor's
+rate (over all rounds, and the lowest and highest round), then the README's table with the
+goals.
 
     .venv/bin/python bench/bench_api.py [--database-url postgres://.../perf_api
         --redis-url redis://127.0.0.1:6379/14] [--only sqlite|postgres] [--seconds 5]

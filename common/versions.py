@@ -54,16 +54,16 @@ def _versions_sql(names: tuple[str, ...]) -> str:
     return "SELECT " + ", ".join(numbers)
 
 
-def versions_read_with(read: UnitedRead, order_id: int) -> list[Sequence[Any]]:
-    """The rows of ``read`` for one id, read in one statement with the versions when this
+def versions_read_with(read: UnitedRead, pk: int) -> list[Sequence[Any]]:
+    """The rows of ``read`` for the id ``pk``, read in one statement with the versions when this
     request has yet to read them (``UnitedRead.statement_beside``); the request then uses
     those versions. Outside a request, or once its versions are read, ``read`` alone."""
     memo = _request_versions.get()
     names = sorted(_tables)
     if memo is None or memo or not names:
-        (rows,) = rows_together([read.statement([order_id])])
+        (rows,) = rows_together([read.statement([pk])])
         return rows
-    (rows,) = rows_together([read.statement_beside([order_id], _versions_sql(tuple(names)))])
+    (rows,) = rows_together([read.statement_beside([pk], _versions_sql(tuple(names)))])
     memo.update(zip(names, rows[0][-len(names) :], strict=True))
     return rows
 
