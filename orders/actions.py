@@ -43,7 +43,7 @@ from orders.models import (
 from orders.payment_balance import order_payment_settle, payment_raise_refusal
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_allocate, order_basket, order_cost
-from orders.representation import shipment_address
+from orders.representation import order_recipient
 from orders.shipments import (
     BUSY_MESSAGE,
     LabCall,
@@ -503,15 +503,17 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
         steps = _update_steps(locked, operation="updateAddress")
 
     def record(locked: Order, ok: set[str]) -> None:
-        # Each shipment keeps the address its lab has: one whose lab refused keeps the one it
-        # had (the order's, until now), written on it before the order's changes.
+        # Each shipment keeps the whole recipient its lab holds: one whose lab refused keeps
+        # the one it had (the order's, until now: name, email, phone and address together),
+        # written on it before the order's changes.
+        kept = order_recipient(locked)
         for refused in _live_shipments(locked):
-            if refused.public_id not in ok and refused.address is None:
-                Shipment.objects.filter(id=refused.id).update(address=shipment_address(refused))
+            if refused.public_id not in ok and refused.recipient is None:
+                Shipment.objects.filter(id=refused.id).update(recipient=kept)
         set_recipient(locked)
-        # Shipments that took the new recipient follow the order's address again.
+        # Shipments that took the new recipient follow the order's again.
         ids = [s.id for s in _live_shipments(locked) if s.public_id in ok]
-        Shipment.objects.filter(id__in=ids).update(address=None)
+        Shipment.objects.filter(id__in=ids).update(recipient=None)
 
     return _update_after_labs(
         locked,

@@ -49,7 +49,7 @@ from orders.models import (
 from orders.pipeline.claims import ACTIVE_STEPS
 from orders.pipeline.scheduling import order_enqueue_on_commit
 from orders.pipeline.state_machine import order_submit_now
-from orders.representation import file_url, shipment_address
+from orders.representation import file_url, shipment_address, shipment_recipient
 from orders.retry import FailedStep, RetryRefused, order_failed_step, order_failed_step_retry
 from orders.shipments import (
     ShipmentOperationResult,
@@ -98,15 +98,18 @@ class ShipmentInline(PublicIdColumn, ReadOnlyInline):
     fields = ("public_id", "lab_code", "status", "shipping_method", "carrier_name",
               "carrier_service", "tracking_number", "dispatch_date", "lab_order_reference",
               "submit_attempts", "submitted_at", "in_production_at", "lab_ended_at",
-              "made_by", "lab_address")  # fmt: skip
+              "made_by", "lab_recipient")  # fmt: skip
     readonly_fields = fields
 
-    @admin.display(description="address at its lab")
-    def lab_address(self, shipment: Shipment) -> str:
-        """The address its lab has: its own when a lab kept another (a refused change)."""
-        if shipment.address is None:
+    @admin.display(description="recipient at its lab")
+    def lab_recipient(self, shipment: Shipment) -> str:
+        """The recipient its lab holds: its own when its lab kept another (a refused change,
+        or an address changed on this lab order alone)."""
+        if shipment.recipient is None:
             return "the order's"
-        return ", ".join(str(v) for v in shipment_address(shipment).values() if v)
+        recipient = shipment_recipient(shipment)
+        parts = [recipient["name"], recipient["email"], recipient["phoneNumber"]]
+        return ", ".join(str(v) for v in [*parts, *recipient["address"].values()] if v)
 
     @admin.display(description="made by")
     def made_by(self, shipment: Shipment) -> str:
@@ -475,7 +478,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
                 "title": f"{described.title}: {shipment.public_id}",
                 "order": shipment.order,
                 "shipment": shipment,
-                "address": shipment_address(shipment),
+                "recipient": shipment_recipient(shipment),
                 "operation": operation,
                 "described": described,
                 "form": form,

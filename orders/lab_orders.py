@@ -10,7 +10,7 @@ from labs.connectors import LabOrder, LabOrderItem
 from orders.artwork.spine import SPINE_AREA
 from orders.models import Asset, OrderFile, OrderFileKind, OrderItem, Shipment
 from orders.parts import ShipmentParts
-from orders.representation import order_recipient, shipment_address
+from orders.representation import shipment_recipient
 from products.models import Product
 from products.validation import resolve_attributes
 
@@ -38,9 +38,9 @@ def item_attributes(
 
 
 def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrder:
-    """The shipment's lab order: the order's recipient, at the shipment's own address when
-    staff changed it (``updateAddress`` on one shipment of several), and the order's packing
-    slip and branding files (the checked copies this service stored, as for print files).
+    """The shipment's lab order: the recipient its lab holds (``shipment_recipient``: its own
+    when its lab kept another than the order's, whole), and the order's packing slip and
+    branding files (the checked copies this service stored, as for print files).
 
     Its items, their assets and the order's files are read here unless ``parts`` (from
     ``orders.selectors.order_shipment_parts``) has them."""
@@ -58,7 +58,7 @@ def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrde
         order_id=order.public_id,
         lab_code=shipment.lab_code,
         shipping_method=shipment.shipping_method,
-        recipient={**order_recipient(order), "address": shipment_address(shipment)},
+        recipient=shipment_recipient(shipment),
         items=tuple(
             LabOrderItem(
                 item_id=item.public_id,

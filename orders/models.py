@@ -300,10 +300,12 @@ class Shipment(PublicIdModel):
     )
     submitted_at = models.DateTimeField(null=True, blank=True)
     in_production_at = models.DateTimeField(null=True, blank=True)
-    address = models.JSONField(
+    recipient = models.JSONField(
         null=True,
         blank=True,
-        help_text="The lab order's address when staff changed it apart from the order's.",
+        help_text="The whole recipient its lab holds (name, email, phoneNumber, address, as an "
+        "order's recipient) when it is not the order's: its lab refused an updateRecipient, or "
+        "staff changed this lab order's address alone. Null: the order's.",
     )
     held_since = models.DateTimeField(
         null=True, blank=True, help_text="On hold at its lab since (staff hold); null if not."

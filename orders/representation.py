@@ -140,10 +140,19 @@ def order_recipient(order: Order) -> dict[str, Any]:
     }
 
 
+def shipment_recipient(shipment: Shipment) -> dict[str, Any]:
+    """The whole recipient the shipment's lab holds (name, email, phone and address, blanks as
+    empty strings): its own when its lab kept another than the order's (a refused
+    ``updateRecipient``, or staff's ``updateAddress`` on one shipment of several), else the
+    order's. What the lab is sent, and what ``maptojson`` shows; never the order's GET."""
+    if shipment.recipient is None:
+        return order_recipient(shipment.order)
+    return {**shipment.recipient, "address": dict(shipment.recipient["address"])}
+
+
 def shipment_address(shipment: Shipment) -> dict[str, str]:
-    """Where the shipment goes: its own address when staff changed it on one shipment of
-    several (``updateAddress``), else the order's."""
-    return dict(shipment.address or order_recipient(shipment.order)["address"])
+    """Where the shipment goes: the address of ``shipment_recipient``."""
+    return dict(shipment_recipient(shipment)["address"])
 
 
 def order_representation(

@@ -12,11 +12,13 @@ run again:
    intent cleared with it);
 3. **record** the resubmission (``ShipmentResubmission``: the new shipment's id, lab and
    prices, at most one per original) before the lab is asked: the intent of the submission;
-4. **submit** the new lab order; once accepted, under the order's row lock, the new shipment
-   is written with the items moved to it, the original's issues cleared, the shipment
-   callback sent, and a Failed or Done order moved back to Production by the state machine
-   (``order_transition``) to follow its new lab order to Shipped (a reprint of a Complete
-   order included).
+4. **submit** the new lab order to the recipient the original's lab holds, whole
+   (``orders.representation.shipment_recipient``: a shipment whose lab refused a new
+   recipient goes on to the old one); once accepted, under the order's row lock, the new
+   shipment is written with the items moved to it and the original's recipient, the
+   original's issues cleared, the shipment callback sent, and a Failed or Done order moved
+   back to Production by the state machine (``order_transition``) to follow its new lab order
+   to Shipped (a reprint of a Complete order included).
 
 A resubmission never charges the merchant again: the new lab's cost is the service's,
 recorded in ``ShipmentResubmission.plan`` (shown to staff) and never written as a charge of
@@ -75,6 +77,7 @@ from orders.models import (
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket
 from orders.pipeline.steps.prepare import order_print_files_restore
+from orders.representation import shipment_address
 from orders.shipments import (
     BUSY_MESSAGE,
     lab_call,
@@ -231,8 +234,7 @@ def _cheapest_plan(
         try:
             plan = plan_basket(
                 items=basket,
-                country_code=(shipment.address or {}).get("countryCode")
-                or order.address_country_code,
+                country_code=shipment_address(shipment)["countryCode"],
                 shipping_method=shipping_method or shipment.shipping_method,
                 currency=order.currency,
                 catalogue=catalogue,
@@ -373,7 +375,7 @@ def _submit(record: ShipmentResubmission, notes: list[str], *, resumed: bool) ->
             carrier_service=locked.carrier_service,
             lab_order_reference=result.reference,
             submitted_at=now,
-            address=original.address,
+            recipient=original.recipient,
         )
         OrderItem.objects.filter(shipment=original).update(shipment=new)
         locked.submitted_at = now

@@ -27,7 +27,7 @@ from orders.models import Order, PipelineStep, Shipment, ShipmentStatus, Stage
 from orders.payment_balance import order_payment_settle, payment_raise_refusal
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket, order_cost
-from orders.representation import shipment_address
+from orders.representation import order_recipient, shipment_address, shipment_recipient
 
 # An intent older than this is left over from a process that died during its lab call.
 LAB_OPERATION_STALE = timedelta(minutes=5)
@@ -258,8 +258,10 @@ def shipment_unhold(*, shipment: Shipment) -> ShipmentOperationResult:
 def shipment_update_address(
     *, shipment: Shipment, address: Mapping[str, Any]
 ) -> ShipmentOperationResult:
-    """Send the lab order to ``address``; the order's recipient address follows when the
-    order has this one shipment."""
+    """Send the lab order to ``address``, with the name, email and phone its lab holds
+    (``shipment_recipient``); the order's recipient address follows when the order has this
+    one shipment. The shipment keeps the recipient its lab now holds unless that is the
+    order's."""
     new_address = {
         key: address.get(key) or ""
         for key in ("line1", "line2", "postalOrZipCode", "countryCode", "townOrCity")
@@ -269,15 +271,14 @@ def shipment_update_address(
         return connector.update_address(payload, {**payload.recipient, "address": new_address})
 
     def record(order: Order, locked: Shipment) -> None:
+        held = {**shipment_recipient(locked), "address": new_address}
         if _only_shipment(order):
             for column, key in ORDER_ADDRESS_COLUMNS.items():
                 setattr(order, column, new_address[key])
             order.last_updated = timezone.now()
             order.save(update_fields=[*ORDER_ADDRESS_COLUMNS, "last_updated"])
-            locked.address = None
-        else:
-            locked.address = new_address
-        locked.save(update_fields=["address"])
+        locked.recipient = None if held == order_recipient(order) else held
+        locked.save(update_fields=["recipient"])
 
     return _operate(shipment=shipment, operation="updateAddress", call=call, record=record)
 

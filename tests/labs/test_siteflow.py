@@ -42,7 +42,7 @@ from orders.pipeline.state_machine import order_advance
 from orders.resubmission import shipment_resubmit
 from tests.labs.factories import LabFactory, LabProductFactory
 from tests.support.orders import events_of
-from tests.support.siteflow import SiteflowServer, site_running, siteflow_lab
+from tests.support.siteflow import SiteflowServer, lab_at_site, site_running, siteflow_lab
 
 TOKEN = "token-gb1"
 SECRET = "s3cret-siteflow-value"
@@ -810,6 +810,142 @@ def test_staff_operations_on_a_site_flow_shipment_go_to_the_site(
     assert refused.status_code == 200
     assert refused.json()["success"] is False
     assert "Order sf000001 is cancelled and cannot be changed" in refused.json()["message"]
+
+
+ADA_SHIP_TO = {
+    "name": "Ada Lovelace",
+    "companyName": None,
+    "address1": "1 Analytical Row",
+    "address2": None,
+    "town": "London",
+    "postcode": "SW1A 1AA",
+    "state": None,
+    "isoCountry": "GB",
+    "phone": "+44 7700 900123",
+    "email": "ada@example.com",
+}
+GRACE = {
+    "name": "Grace Hopper",
+    "email": "grace@example.com",
+    "phoneNumber": "+44 7700 900999",
+    "address": {
+        "line1": "2 Compiler Close",
+        "postalOrZipCode": "M1 1AA",
+        "countryCode": "GB",
+        "townOrCity": "Manchester",
+    },
+}
+GRACE_SHIP_TO = {
+    **ADA_SHIP_TO,
+    "name": "Grace Hopper",
+    "address1": "2 Compiler Close",
+    "town": "Manchester",
+    "postcode": "M1 1AA",
+    "phone": "+44 7700 900999",
+    "email": "grace@example.com",
+}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("catalogue")
+def test_a_lab_order_the_site_refused_a_new_recipient_keeps_the_old_one_whole_at_every_call(
+    site: SiteflowServer, settings: Any, live_api: APIClient, staff_api: APIClient,
+    httpserver: HTTPServer, live_server: Any,
+) -> None:  # fmt: skip
+    """A print at gb1 and a frame at gb2, both Site Flow labs; the site refuses to change the
+    frame's lab order (it cancelled it), so it keeps Ada while the order moves on to Grace:
+    ``maptojson``, its resubmission and a later address change all carry Ada whole."""
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    lab_at_site(site, "gb2")
+    Lab.objects.exclude(code__in=["gb1", "gb2"]).update(is_active=False)  # one lab each
+    for name in ("print", "frame"):
+        httpserver.expect_request(f"/{name}.jpg").respond_with_data(
+            jpeg_bytes(), content_type="image/jpeg"
+        )
+    created = live_api.post(
+        "/v4.0/orders",
+        {
+            "shippingMethod": "Standard",
+            "recipient": lab_order().recipient,
+            "items": [
+                {
+                    "sku": "GLOBAL-PHO-4X6",
+                    "copies": 1,
+                    "assets": [{"url": httpserver.url_for("/print.jpg")}],
+                },
+                {
+                    "sku": "GLOBAL-CFPM-12X16",
+                    "copies": 1,
+                    "attributes": {"color": "black"},
+                    "assets": [{"url": httpserver.url_for("/frame.jpg")}],
+                },
+            ],
+        },
+        format="json",
+    )
+    assert created.status_code == 200, created.content
+    order_pk = int(created.json()["order"]["id"].split("_", 1)[1])
+    advance_until(order_pk, PipelineStep.PRODUCTION)
+    photo, framed = Shipment.objects.filter(order_id=order_pk).order_by("lab_code")
+    assert (photo.lab_code, framed.lab_code) == ("gb1", "gb2")
+    site.advance(framed.public_id, "cancelled", message="Frame out of stock")
+    base = f"/v4.0/orders/ord_{order_pk}/shipments"
+
+    body = live_api.post(
+        f"/v4.0/orders/ord_{order_pk}/actions/updateRecipient", GRACE, format="json"
+    ).json()
+
+    assert body["outcome"] == "PartiallyUpdated"
+    results = {r["shipmentId"]: r for r in body["shipmentUpdateResults"]}
+    assert results[photo.public_id]["successful"] is True
+    assert results[framed.public_id]["successful"] is False
+    assert "is cancelled and cannot be changed" in results[framed.public_id]["description"]
+    assert body["order"]["recipient"]["name"] == "Grace Hopper"  # the merchant's: the order's
+    # What the site holds for each lab order, and maptojson shows exactly that.
+    assert site.order(photo.public_id).ship_to == GRACE_SHIP_TO
+    assert site.order(framed.public_id).ship_to == ADA_SHIP_TO
+    for shipment, name, email in [
+        (photo, "Grace Hopper", "grace@example.com"),
+        (framed, "Ada Lovelace", "ada@example.com"),
+    ]:
+        mapped = staff_api.get(f"{base}/{shipment.public_id}/maptojson").json()["orderData"]
+        assert (mapped["customerName"], mapped["email"]) == (name, email)
+        assert mapped["shipments"][0]["shipTo"] == site.order(shipment.public_id).ship_to
+
+    # Resubmitted, the frame goes to Ada whole.
+    outcome = shipment_resubmit(shipment_id=framed.id, labs=["gb2"])
+
+    assert outcome.successful and outcome.new_shipment_id is not None, outcome.message
+    new = Shipment.objects.get(id=outcome.new_shipment_id)
+    sent = site.order(new.public_id).submitted
+    assert (sent["orderData"]["customerName"], sent["orderData"]["email"]) == (
+        "Ada Lovelace",
+        "ada@example.com",
+    )
+    assert sent["orderData"]["shipments"][0]["shipTo"] == ADA_SHIP_TO
+    assert staff_api.get(f"{base}/{new.public_id}/maptojson").json() == sent
+
+    # Staff move the new lab order: Ada keeps her name, email and phone there.
+    moved = staff_api.post(
+        f"{base}/{new.public_id}/updateAddress",
+        {"address": {"line1": "3 Loom Lane", "postalOrZipCode": "LS1 1AA",
+                     "countryCode": "GB", "townOrCity": "Leeds"}},
+        format="json",
+    ).json()  # fmt: skip
+
+    assert moved["success"] is True, moved
+    reference = site.order(new.public_id).id
+    assert site.operations()[-1] == (
+        "PUT",
+        f"/api/order/{reference}/shipments/0",
+        {"shipTo": {**ADA_SHIP_TO, "address1": "3 Loom Lane", "town": "Leeds",
+                    "postcode": "LS1 1AA"}},
+    )  # fmt: skip
+    mapped = staff_api.get(f"{base}/{new.public_id}/maptojson").json()["orderData"]
+    assert mapped["shipments"][0]["shipTo"] == site.order(new.public_id).ship_to
+    shown = live_api.get(f"/v4.0/orders/ord_{order_pk}").json()["order"]["recipient"]
+    assert (shown["name"], shown["address"]["townOrCity"]) == ("Grace Hopper", "Manchester")
 
 
 @pytest.mark.django_db(transaction=True)

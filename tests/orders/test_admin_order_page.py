@@ -189,6 +189,27 @@ def test_change_the_address_validates_then_goes_through_the_service(
     assert AuditEntry.objects.get(operation="shipment.updateAddress").success
 
 
+def test_an_operation_on_a_lab_order_holding_another_recipient_shows_it(
+    operator: Client, shipment: Shipment
+) -> None:
+    """As a refused ``updateRecipient`` leaves it: the order is Grace's, its lab holds Ada."""
+    Order.objects.filter(id=shipment.order_id).update(recipient_name="Grace Hopper")
+    held = {
+        "name": "Ada Lovelace",
+        "email": "ada@example.com",
+        "phoneNumber": "+44 7700 900123",
+        "address": {"line1": "1 Analytical Row", "line2": "", "postalOrZipCode": "SW1A 1AA",
+                    "countryCode": "GB", "townOrCity": "London", "stateOrCounty": ""},
+    }  # fmt: skip
+    Shipment.objects.filter(id=shipment.id).update(recipient=held)
+
+    operation = operator.get(operation_url(shipment, "updateAddress")).content.decode()
+
+    assert "<th>Recipient at its lab</th><td>Ada Lovelace, ada@example.com, +44 7700 900123" in (
+        operation
+    )
+
+
 def test_change_the_shipping_method(operator: Client, shipment: Shipment) -> None:
     operator.post(operation_url(shipment, "updateShippingMethod"), {"shippingMethod": "Express"})
 

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from labs.capabilities import CAPABILITIES
 from labs.models import Lab, ShippingRate
 from labs.selectors import shipping_rate_for
+from orders.lab_orders import lab_order
 from orders.models import (
     Charge,
     ChargeItem,
@@ -581,7 +582,7 @@ def test_actions_follow_what_the_shipments_labs_can_do(sandbox_api: APIClient) -
     assert (cancel["outcome"], method["outcome"]) == ("FailedToCancel", "FailedToUpdate")
 
 
-def test_a_refused_update_recipient_leaves_that_shipments_address_as_its_lab_has_it(
+def test_a_refused_update_recipient_leaves_that_shipment_the_whole_recipient_its_lab_holds(
     sandbox_api: APIClient, staff_api: APIClient
 ) -> None:
     order = allocated(sandbox_api, items=[order_body()["items"][0], book_item()])
@@ -590,21 +591,60 @@ def test_a_refused_update_recipient_leaves_that_shipments_address_as_its_lab_has
         submitted_at=timezone.now(), lab_order_reference="SIM-1"
     )
     Lab.objects.filter(code=second.lab_code).update(capabilities=["cancel"])
-    old_address = order_body()["recipient"]["address"]
+    old_recipient = order_body()["recipient"]
 
     body = act(sandbox_api, order, "updateRecipient", NEW_RECIPIENT).json()
 
     assert body["outcome"] == "PartiallyUpdated"
-    assert body["order"]["recipient"]["address"]["townOrCity"] == "Manchester"
-    refused = Shipment.objects.get(id=second.id)
-    assert refused.address == {**old_address}
-    assert Shipment.objects.get(id=first.id).address is None  # follows the order's
+    assert [(r["shipmentId"], r["successful"]) for r in body["shipmentUpdateResults"]] == [
+        (first.public_id, True),
+        (second.public_id, False),
+    ]
+    # The merchant sees the order's recipient: the new one, and no shipment shows another.
+    shown = sandbox_api.get(f"/v4.0/orders/{order.public_id}").json()["order"]
+    assert (
+        shown["recipient"]
+        == body["order"]["recipient"]
+        == {
+            **NEW_RECIPIENT,
+            "address": {**NEW_RECIPIENT["address"], "line2": None, "stateOrCounty": None},
+        }
+    )
+    assert all("recipient" not in s and "address" not in s for s in shown["shipments"])
+    # Each lab order keeps the whole recipient its lab holds.
+    assert Shipment.objects.get(id=second.id).recipient == old_recipient
+    assert Shipment.objects.get(id=first.id).recipient is None  # follows the order's
     mapped = staff_api.get(
         f"/v4.0/orders/{order.public_id}/shipments/{second.public_id}/maptojson"
     ).json()
     took = staff_api.get(
         f"/v4.0/orders/{order.public_id}/shipments/{first.public_id}/maptojson"
     ).json()
-    assert mapped["recipient"]["address"]["townOrCity"] == "London"
-    assert mapped["recipient"]["address"]["postalOrZipCode"] == "SW1A 1AA"
-    assert took["recipient"]["address"]["townOrCity"] == "Manchester"
+    assert mapped["recipient"] == old_recipient
+    assert took["recipient"] == NEW_RECIPIENT
+
+
+def test_a_later_update_recipient_the_refusing_lab_takes_makes_its_shipment_follow_the_order(
+    sandbox_api: APIClient,
+) -> None:
+    order = allocated(sandbox_api, items=[order_body()["items"][0], book_item()])
+    first, second = Shipment.objects.filter(order=order).order_by("lab_code")
+    Shipment.objects.filter(id__in=[first.id, second.id]).update(
+        submitted_at=timezone.now(), lab_order_reference="SIM-1"
+    )
+    capabilities = Lab.objects.get(code=second.lab_code).capabilities
+    Lab.objects.filter(code=second.lab_code).update(capabilities=["cancel"])
+    assert act(sandbox_api, order, "updateRecipient", NEW_RECIPIENT).json()["outcome"] == (
+        "PartiallyUpdated"
+    )
+    Lab.objects.filter(code=second.lab_code).update(capabilities=[*capabilities, "updateAddress"])
+    third = {**NEW_RECIPIENT, "name": "Katherine Johnson"}
+
+    body = act(sandbox_api, order, "updateRecipient", third).json()
+
+    assert body["outcome"] == "Updated"
+    assert list(Shipment.objects.filter(order=order).values_list("recipient", flat=True)) == [
+        None,
+        None,
+    ]
+    assert lab_order(Shipment.objects.get(id=second.id)).recipient == third

@@ -13,7 +13,7 @@ from labs.selectors import shipping_rate_for
 from orders.lab_orders import lab_order
 from orders.models import Charge, ChargeType, Order, Shipment, ShipmentStatus, Stage
 from staff.models import AuditEntry, StaffApiKey
-from tests.support.orders import order_allocated, order_at_labs
+from tests.support.orders import order_allocated, order_at_labs, order_body
 from webhooks.models import CallbackEvent
 
 pytestmark = pytest.mark.usefixtures("catalogue")
@@ -41,6 +41,8 @@ NEW_ADDRESS = {
     "townOrCity": "Manchester",
     "stateOrCounty": "",
 }
+
+ADA = {k: v for k, v in order_body()["recipient"].items() if k != "address"}
 
 
 def url(shipment: Shipment, suffix: str, *, order_id: str | None = None) -> str:
@@ -438,7 +440,7 @@ def test_update_address_of_the_only_shipment_moves_the_order_recipient_too(
     )
     assert order.recipient_name == "Ada Lovelace"
     current = Shipment.objects.get(id=shipment.id)
-    assert current.address is None
+    assert current.recipient is None  # the order's, which moved with it
     assert lab_order(current).recipient["address"] == NEW_ADDRESS
     [event] = CallbackEvent.objects.filter(subject=order.public_id)
     assert event.event_type == "com.service.order.shipments.shipment#Processing"
@@ -454,11 +456,47 @@ def test_update_address_of_one_shipment_of_two_changes_only_its_lab_order(
 
     assert body["success"] is True
     assert Order.objects.get(id=order.id).address_line1 == "1 Analytical Row"
-    assert Shipment.objects.get(id=first.id).address == NEW_ADDRESS
-    assert Shipment.objects.get(id=second.id).address is None
+    assert Shipment.objects.get(id=first.id).recipient == {**ADA, "address": NEW_ADDRESS}
+    assert Shipment.objects.get(id=second.id).recipient is None
     lab_json = staff_api.get(url(first, "maptojson")).json()
     assert lab_json["recipient"]["address"] == NEW_ADDRESS
     assert lab_json["recipient"]["name"] == "Ada Lovelace"
+
+
+def test_update_address_keeps_the_name_email_and_phone_the_lab_order_holds(
+    sandbox_api: APIClient, staff_api: APIClient
+) -> None:
+    order = order_at_labs(sandbox_api, two_shipments=True)
+    first, second = Shipment.objects.filter(order=order).order_by("lab_code")
+    capabilities = Lab.objects.get(code=second.lab_code).capabilities
+    Lab.objects.filter(code=second.lab_code).update(capabilities=["cancel"])
+    grace = {"name": "Grace Hopper", "email": "grace@example.com", "phoneNumber": "+44 7700 900999"}
+    partial = sandbox_api.post(
+        f"/v4.0/orders/{order.public_id}/actions/updateRecipient",
+        {**grace, "address": NEW_ADDRESS},
+        format="json",
+    ).json()
+    assert partial["outcome"] == "PartiallyUpdated"
+    Lab.objects.filter(code=second.lab_code).update(capabilities=[*capabilities, "updateAddress"])
+    moved = {
+        **NEW_ADDRESS,
+        "line1": "3 Loom Lane",
+        "townOrCity": "Leeds",
+        "postalOrZipCode": "LS1 1AA",
+    }
+
+    body = post(staff_api, second, "updateAddress", {"address": moved}).json()
+
+    assert body["success"] is True, body
+    # The refused lab order keeps Ada, now at the new address; the order stays Grace's.
+    assert Shipment.objects.get(id=second.id).recipient == {**ADA, "address": moved}
+    assert staff_api.get(url(second, "maptojson")).json()["recipient"] == {**ADA, "address": moved}
+    assert staff_api.get(url(first, "maptojson")).json()["recipient"] == {
+        **grace,
+        "address": NEW_ADDRESS,
+    }
+    shown = sandbox_api.get(f"/v4.0/orders/{order.public_id}").json()["order"]["recipient"]
+    assert (shown["name"], shown["address"]["line1"]) == ("Grace Hopper", "2 Compiler Close")
 
 
 def test_update_shipping_method_takes_the_labs_carrier_for_it(
@@ -563,7 +601,9 @@ def test_maptojson_without_nulls_drops_null_keys_at_every_depth(
     sandbox_api: APIClient, staff_api: APIClient
 ) -> None:
     shipment = only_shipment(order_at_labs(sandbox_api))
-    Shipment.objects.filter(id=shipment.id).update(address={**NEW_ADDRESS, "line2": None})
+    Shipment.objects.filter(id=shipment.id).update(
+        recipient={**ADA, "address": {**NEW_ADDRESS, "line2": None}}
+    )
 
     with_nulls = staff_api.get(url(shipment, "maptojson")).json()
     without = staff_api.get(url(shipment, "maptojson") + "?includeNulls=false").json()

@@ -133,6 +133,42 @@ def test_no_allowed_lab_that_makes_the_items_is_a_refusal_that_leaves_the_origin
     assert not ShipmentResubmission.objects.exists()
 
 
+HELD_BY_ITS_LAB = {
+    "name": "Ada Lovelace",
+    "email": "ada@example.com",
+    "phoneNumber": "+44 7700 900123",
+    "address": {
+        "line1": "1 Analytical Row",
+        "line2": "Flat 2",
+        "postalOrZipCode": "SW1A 1AA",
+        "countryCode": "GB",
+        "townOrCity": "London",
+        "stateOrCounty": "Greater London",
+    },
+}
+
+
+def test_a_shipment_holding_a_recipient_of_its_own_is_resubmitted_to_it_whole() -> None:
+    """As a refused ``updateRecipient`` leaves it: the order moved on to Grace in Manchester,
+    its lab kept Ada in London."""
+    original = _at_its_lab(
+        producing=True,
+        recipient_name="Grace Hopper",
+        recipient_email="grace@example.com",
+        address_town_or_city="Manchester",
+        address_postal_or_zip_code="M1 1AA",
+    )
+    Shipment.objects.filter(id=original.id).update(recipient=HELD_BY_ITS_LAB)
+
+    done = shipment_resubmit(shipment_id=original.id, labs=["us1"])
+
+    assert done.successful, done.message
+    new = _new_shipment(done)
+    assert new.recipient == HELD_BY_ITS_LAB
+    assert lab_order(new).recipient == HELD_BY_ITS_LAB
+    assert Order.objects.get(id=original.order_id).recipient_name == "Grace Hopper"
+
+
 def test_a_lab_that_refuses_leaves_an_issue_on_the_original_and_the_record_for_a_retry() -> None:
     Lab.objects.filter(code="us1").update(simulator_failure_share=1)
     original = _at_its_lab(producing=True)
