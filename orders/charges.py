@@ -12,7 +12,8 @@ order) is the Refund charge crediting their lines; money paid by card that no ch
 order accounts for any more (a cost lowered after it was paid, an order cancelled before it was
 charged) shows as an Other charge of that amount (the part of the payment beyond the cost, one
 line with no item or shipment) beside the Refund charge that gives it back, the two adding up
-to zero.
+to zero. An order paid by card is never invoiced (``charges_uninvoiced``): its payments settle
+all of its charges, whatever its merchant's billing mode later becomes.
 """
 
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Exists, OuterRef, Sum
 
 from common.tasks import task_enqueue_on_commit
 from labs.allocation import AllocationPlan
@@ -330,7 +331,10 @@ def shipping_adjustment_write(
 
 def charges_uninvoiced(*, merchant_id: int, before: datetime) -> list[Charge]:
     """The merchant's Live charges created before ``before`` that no invoice numbers yet
-    (Sandbox is never billed), oldest first, with their orders."""
+    (Sandbox is never billed), oldest first, with their orders. A charge of an order paid by
+    card is never among them, whatever the merchant's billing mode is now: the order's card
+    payments settle all its charges (a payment recorded, ``OrderPayment``, marks the order)."""
+    paid_by_card = Exists(OrderPayment.objects.filter(order=OuterRef("order")))
     return list(
         Charge.objects.filter(
             order__environment__merchant_id=merchant_id,
@@ -338,6 +342,7 @@ def charges_uninvoiced(*, merchant_id: int, before: datetime) -> list[Charge]:
             service_invoice_number__isnull=True,
             created__lt=before,
         )
+        .exclude(paid_by_card)
         .select_related("order")
         .order_by("created", "id")
     )

@@ -11,8 +11,9 @@ from pypdf import PdfReader
 from rest_framework.test import APIClient
 
 from billing.models import Invoice
-from billing.services import previous_month
+from billing.services import merchant_invoices_issue, previous_month
 from billing.tasks import invoices_issue_task
+from merchants.models import BillingMode, Merchant
 from merchants.services import CreatedMerchant
 from orders.authorisation import order_payment_authorise
 from orders.models import Charge, Order
@@ -79,6 +80,38 @@ def test_card_merchants_get_no_invoice(card: CreatedMerchant, live_api: APIClien
 
     assert invoices_issue_task() == 0
     assert not Charge.objects.filter(service_invoice_number__isnull=False).exists()
+
+
+def test_what_a_card_paid_is_never_invoiced_before_or_after_a_switch_to_invoice(
+    card: CreatedMerchant, live_api: APIClient
+) -> None:
+    paid_by_card = order_create_via_api(live_api)
+    order_payment_authorise(order=Order.objects.get(id=pk(paid_by_card)))
+    with transaction.atomic():
+        assert order_allocate(order=Order.objects.get(id=pk(paid_by_card)))
+    refunded = order_create_via_api(live_api)
+    order_payment_authorise(order=Order.objects.get(id=pk(refunded)))
+    assert live_api.post(f"/v4.0/orders/{refunded}/actions/cancel").json()["outcome"] == "Cancelled"
+    last_month()
+    period = previous_month(timezone.now().date())
+    assert merchant_invoices_issue(merchant=card.merchant, period_start=period) == []
+
+    Merchant.objects.filter(pk=card.merchant.pk).update(billing_mode=BillingMode.INVOICE)
+    on_account = allocated(live_api)  # no payment asked for now
+    last_month()
+
+    assert invoices_issue_task() == 1
+
+    invoice = Invoice.objects.get()
+    invoiced = list(Charge.objects.filter(order_id=pk(on_account)))
+    assert invoice.charge_count == len(invoiced) == 2
+    assert invoice.total == sum((c.total_cost + c.total_tax for c in invoiced), Decimal(0))
+    for order_id in (paid_by_card, refunded):
+        assert fetch(live_api, order_id)["charges"]  # charged (and refunded), by card
+        assert {c["serviceInvoiceNumber"] for c in fetch(live_api, order_id)["charges"]} == {None}
+    assert {c["serviceInvoiceNumber"] for c in fetch(live_api, on_account)["charges"]} == {
+        invoice.number
+    }
 
 
 def test_the_dashboard_lists_the_invoices_and_serves_each_as_a_pdf_to_its_merchant_only(
