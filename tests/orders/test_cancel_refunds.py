@@ -2,11 +2,13 @@
 cancelled, its payment issue goes, every amount its card paid goes back, and each refund shows
 in its charges (a Refund charge), which still add up to what the order costs."""
 
+import importlib
 import re
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -24,6 +26,7 @@ from orders.models import (
     Shipment,
     Stage,
 )
+from orders.payments import payment_issue_write
 from orders.pipeline.state_machine import order_advance, order_submit_now
 from orders.pipeline.steps.allocate import order_allocate, order_cost
 from orders.shipments import shipment_cancel
@@ -107,6 +110,10 @@ def test_a_paid_order_cancelled_before_it_was_charged_shows_its_refund_in_charge
     assert refund.charge is not None and refund.charge.public_id == order["charges"][1]["id"]
     assert [line["itemId"] for c in order["charges"] for line in c["items"]] == [None, None]
     nothing_to_pay(card, order_id)
+    page = signed_in_client(card.merchant).get(f"/dashboard/orders/{order_id}").content.decode()
+    assert f"<dt>Paid by card beyond the cost</dt><dd>{amount} GBP</dd>" in page
+    assert f"<dt>Refunds</dt><dd>\N{MINUS SIGN}{amount} GBP</dd>" in page
+    assert "<dd><strong>0.00 GBP</strong></dd>" in page
 
 
 def test_a_paid_allocated_order_cancelled_is_refunded_what_it_was_charged(
@@ -224,3 +231,21 @@ def test_staff_cancelling_the_last_shipment_of_a_paid_order_refunds_all_it_paid(
     assert shown_order["status"]["stage"] == "Cancelled"
     assert refunds(order_id) == [amount]
     assert sum((total for _, total in shown(shown_order)), Decimal(0)) == 0
+
+
+def test_the_migration_takes_the_payment_issue_off_orders_cancelled_before_it(
+    card: CreatedMerchant, live_api: APIClient
+) -> None:
+    waiting = order_create_via_api(live_api)
+    order_id = order_create_via_api(live_api)
+    cancelled(live_api, order_id)
+    order = Order.objects.get(id=pk(order_id))
+    payment_issue_write(order=order, amount=Decimal("711.38"), currency="GBP")  # as left before
+    migration = importlib.import_module("orders.migrations.0019_cancelled_orders_ask_no_payment")
+
+    migration.payment_issues_of_cancelled_orders_delete(django_apps, None)
+
+    assert not OrderIssue.objects.filter(order=order).exists()
+    assert [i["errorCode"] for i in fetch(live_api, waiting)["status"]["issues"]] == [
+        "RequiresPaymentAuthorisation"
+    ]
