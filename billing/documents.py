@@ -83,7 +83,9 @@ def invoice_pdf(*, invoice: Invoice, charges: Sequence[Charge]) -> bytes:
 def receipt_pdf(
     *, order: Order, payments: Sequence[OrderPayment], refunds: Sequence[PaymentRefund]
 ) -> bytes:
-    """What was paid for the order by card (each payment), and what was given back."""
+    """Every card payment of the order and every refund of it, each with its date and amount:
+    a refund sent with the day it was sent, one on its way or refused by the provider with the
+    day it was made; what was paid, refunded and is still to be refunded, and the net."""
     document = _Document(f"Receipt for order {order.public_id}")
     merchant = order.environment.merchant
     document.line_of(f"From: {SERVICE}")
@@ -100,15 +102,28 @@ def receipt_pdf(
             f"{_money(payment.amount, payment.currency)} ({payment.reference})",
             bold=True,
         )
-    refunded = Decimal(0)
+    refunded = pending = Decimal(0)
     for refund in refunds:
-        if refund.sent_at is None:
-            continue
-        refunded += refund.amount
-        document.line_of(
-            f"Refunded on {refund.sent_at:%Y-%m-%d}: {_money(refund.amount, refund.currency)} "
-            f"({refund.reference})"
-        )
+        amount = _money(refund.amount, refund.currency)
+        if refund.sent_at is not None:
+            refunded += refund.amount
+            document.line_of(
+                f"Refunded on {refund.sent_at:%Y-%m-%d %H:%M} UTC: {amount} ({refund.reference})"
+            )
+        elif refund.due_at is not None:
+            pending += refund.amount
+            document.line_of(
+                f"Refund made on {refund.created:%Y-%m-%d %H:%M} UTC: {amount} (on its way)"
+            )
+        else:
+            document.line_of(
+                f"Refund made on {refund.created:%Y-%m-%d %H:%M} UTC: {amount} (refused by the "
+                f"payment provider: {refund.failure or 'no reason given'}; our staff follow it up)"
+            )
     document.ln(2)
+    document.line_of(f"Paid: {_money(paid, currency)}")
+    document.line_of(f"Refunded: {_money(refunded, currency)}")
+    if pending:
+        document.line_of(f"To be refunded: {_money(pending, currency)}")
     document.line_of(f"Net paid: {_money(paid - refunded, currency)}", bold=True)
     return document.pdf()

@@ -94,23 +94,28 @@ def issue_in_words(issue: OrderIssue) -> IssueInWords:
 
 @dataclass(frozen=True)
 class Money:
-    """The order's charges added up by kind; ``total`` = item + shipping + tax - refunds."""
+    """The order's charges added up by kind; ``total`` = item + shipping + other + tax -
+    refunds. ``other`` is card money beyond what the order costs now (Other charges), which a
+    Refund charge beside it gives back."""
 
     item: Decimal
     shipping: Decimal
     tax: Decimal
     refunds: Decimal
     currency: str
+    other: Decimal = Decimal(0)
 
     @property
     def total(self) -> Decimal:
-        return self.item + self.shipping + self.tax - self.refunds
+        return self.item + self.shipping + self.other + self.tax - self.refunds
 
 
 def order_money(order: Order) -> Money | None:
-    """From the order's prefetched charges; None before any is written."""
+    """From the order's prefetched charges; None before the order is charged (no Item or
+    Shipping charge yet), unless it was cancelled (a refund of what it was paid shows then)."""
     charges = list(order.charges.all())
-    if not charges:
+    charged = any(c.charge_type in (ChargeType.ITEM, ChargeType.SHIPPING) for c in charges)
+    if not charges or (not charged and order.stage != Stage.CANCELLED):
         return None
     sums = {kind: Decimal(0) for kind in ChargeType.values}
     tax = refunds = Decimal(0)
@@ -123,6 +128,7 @@ def order_money(order: Order) -> Money | None:
     return Money(
         item=sums[ChargeType.ITEM],
         shipping=sums[ChargeType.SHIPPING],
+        other=sums[ChargeType.OTHER],
         tax=tax,
         refunds=refunds,
         currency=charges[0].currency,

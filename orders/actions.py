@@ -26,7 +26,7 @@ from django.utils import timezone
 from common.errors import ValidationFailed
 from labs.allocation import methods_available
 from labs.connectors import LabResult, connector_for, simulator_serves
-from orders.charges import payment_rest_refund_write, refund_write
+from orders.charges import refund_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.issues import SHIPMENT_NOT_AVAILABLE, SHIPMENT_UPDATE_FAILED
 from orders.lab_orders import lab_order
@@ -40,7 +40,11 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
-from orders.payment_balance import order_payment_settle, payment_raise_refusal
+from orders.payment_balance import (
+    order_cancelled_settle,
+    order_payment_settle,
+    payment_raise_refusal,
+)
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_allocate, order_basket, order_cost
 from orders.representation import order_recipient
@@ -256,8 +260,7 @@ def _cancel_record(locked: Order, steps: list[_LabStep]) -> ActionResult:
             shipment_changed(order=locked, shipment=shipment)
         return ActionResult("FailedToCancel", tuple(results))
     order_transition(order=locked, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED)
-    refund_write(order=locked)
-    payment_rest_refund_write(order=locked)
+    order_cancelled_settle(order=locked)
     for shipment in cancelled:
         shipment_changed(order=locked, shipment=shipment)
     order_stage_changed(order=locked)

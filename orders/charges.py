@@ -5,6 +5,15 @@ card, the refunds to send back through the payment provider.
 The amounts are exactly the plan's (the same engine prices quotes), so a quote for a basket
 equals the charges of an order for it, to the cent. Sandbox orders show charges but are never
 billed (no invoice number is ever set for them).
+
+The charges of an order add up to what it costs (``order_cost``), and every refund given back
+to a card shows among them as a Refund charge: a refund of charges (a cancelled shipment or
+order) is the Refund charge crediting their lines; money paid by card that no charge of the
+order accounts for any more (a cost lowered after it was paid, an order cancelled before it was
+charged) shows as an Other charge of that amount (the part of the payment beyond the cost, one
+line with no item or shipment) beside the Refund charge that gives it back, the two adding up
+to zero. An order paid by card is never invoiced (``charges_uninvoiced``): its payments settle
+all of its charges, whatever its merchant's billing mode later becomes.
 """
 
 from collections.abc import Sequence
@@ -12,7 +21,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import Exists, OuterRef, Sum
 
 from common.tasks import task_enqueue_on_commit
 from labs.allocation import AllocationPlan
@@ -135,16 +144,44 @@ def refund_write(*, order: Order, shipments: Sequence[Shipment] | None = None) -
 
 def payment_rest_refund_write(*, order: Order) -> PaymentRefund | None:
     """When a paid order is cancelled: what was paid and not refunded yet goes back (all of it
-    when the order was cancelled before any charge was written)."""
-    return _payment_refund_write(order=order, amount=None, key=f"{order.public_id}-cancelled")
+    when the order was cancelled before any charge was written), shown by an Other charge and
+    its Refund charge."""
+    return _payment_excess_refund_write(
+        order=order, amount=None, key=f"{order.public_id}-cancelled"
+    )
 
 
 def payment_lowered_refund_write(*, order: Order, amount: Decimal) -> PaymentRefund | None:
-    """When a change lowered a paid order's cost: ``amount`` of what was paid goes back."""
+    """When a change lowered a paid order's cost, or a payment paid more than the order asked:
+    ``amount`` of what was paid goes back, shown by an Other charge and its Refund charge."""
     number = PaymentRefund.objects.filter(order=order).count() + 1
-    return _payment_refund_write(
+    return _payment_excess_refund_write(
         order=order, amount=amount, key=f"{order.public_id}-lowered-{number}"
     )
+
+
+def _payment_excess_refund_write(
+    *, order: Order, amount: Decimal | None, key: str
+) -> PaymentRefund | None:
+    """A refund of card money no charge of the order accounts for (``amount``, None: all that
+    is left), and the two charges that show it: Other, the part of the payment beyond the cost,
+    and Refund, crediting it (they add up to zero, so the charges still add up to the cost).
+    The first refund made (linked to the Refund charge), or None when nothing is refunded."""
+    made = _payment_refunds_write(order=order, amount=amount, key=key)
+    if not made:
+        return None
+    total = sum((refund.amount for refund in made), Decimal(0))
+    _, refund_charge = _charges_create(
+        order=order,
+        currency=made[0].currency,
+        charges=[
+            (ChargeType.OTHER, [ChargeItem(cost=total)]),
+            (ChargeType.REFUND, [ChargeItem(cost=-total)]),
+        ],
+    )
+    PaymentRefund.objects.filter(id=made[0].id).update(charge=refund_charge)
+    made[0].charge = refund_charge
+    return made[0]
 
 
 def payments_covered(*, order: Order) -> Decimal | None:
@@ -160,16 +197,24 @@ def payments_covered(*, order: Order) -> Decimal | None:
 def _payment_refund_write(
     *, order: Order, amount: Decimal | None, key: str, charge: Charge | None = None
 ) -> PaymentRefund | None:
-    """A refund through the payment provider of ``amount`` (None: the rest), at most what was
+    """As ``_payment_refunds_write``: the first refund made, or None."""
+    made = _payment_refunds_write(order=order, amount=amount, key=key, charge=charge)
+    return made[0] if made else None
+
+
+def _payment_refunds_write(
+    *, order: Order, amount: Decimal | None, key: str, charge: Charge | None = None
+) -> list[PaymentRefund]:
+    """Refunds through the payment provider of ``amount`` (None: the rest), at most what was
     paid and not refunded yet; sent after commit. An order paid more than once (a raise paid
     for) is refunded from its latest payment first, one refund per payment drawn on (a
-    provider refunds a payment at most its amount). The first refund made, or None when the
-    order was not paid by card or nothing is left."""
+    provider refunds a payment at most its amount); the first carries ``charge``. None made
+    when the order was not paid by card or nothing is left."""
     if not order.payment_reference:
-        return None
+        return []
     payments = list(OrderPayment.objects.filter(order=order).order_by("paid_at", "id"))
     if not payments:
-        return None
+        return []
     refunded: dict[int | None, Decimal] = {
         payment_id: total
         for payment_id, total in PaymentRefund.objects.filter(order=order)
@@ -199,7 +244,7 @@ def _payment_refund_write(
         )
     for refund in made:
         task_enqueue_on_commit(PAYMENT_REFUND_SEND_TASK, refund.id)
-    return made[0] if made else None
+    return made
 
 
 def shipment_charged(*, order: Order, shipment: Shipment) -> Decimal:
@@ -286,7 +331,10 @@ def shipping_adjustment_write(
 
 def charges_uninvoiced(*, merchant_id: int, before: datetime) -> list[Charge]:
     """The merchant's Live charges created before ``before`` that no invoice numbers yet
-    (Sandbox is never billed), oldest first, with their orders."""
+    (Sandbox is never billed), oldest first, with their orders. A charge of an order paid by
+    card is never among them, whatever the merchant's billing mode is now: the order's card
+    payments settle all its charges (a payment recorded, ``OrderPayment``, marks the order)."""
+    paid_by_card = Exists(OrderPayment.objects.filter(order=OuterRef("order")))
     return list(
         Charge.objects.filter(
             order__environment__merchant_id=merchant_id,
@@ -294,6 +342,7 @@ def charges_uninvoiced(*, merchant_id: int, before: datetime) -> list[Charge]:
             service_invoice_number__isnull=True,
             created__lt=before,
         )
+        .exclude(paid_by_card)
         .select_related("order")
         .order_by("created", "id")
     )

@@ -7,7 +7,8 @@ until that is authorised (the submit step waits for it); a change that lowers it
 the difference through the payment provider. What the payments cover is what was paid
 (``OrderPayment``: the first payment and each difference paid) less what was refunded
 (``PaymentRefund``). Callers price the order (``orders.pipeline.steps.allocate.order_cost``);
-this module compares and records.
+this module compares and records. A cancelled order asks for nothing and keeps nothing it was
+paid (``order_cancelled_settle``).
 """
 
 from collections.abc import Sequence
@@ -16,7 +17,13 @@ from decimal import Decimal
 from django.db import transaction
 
 from labs.allocation import PlannedShipment
-from orders.charges import payment_lowered_refund_write, payments_covered, shipping_charged
+from orders.charges import (
+    payment_lowered_refund_write,
+    payment_rest_refund_write,
+    payments_covered,
+    refund_write,
+    shipping_charged,
+)
 from orders.models import Order, Shipment
 from orders.payments import payment_issue, payment_issue_write
 
@@ -76,3 +83,17 @@ def order_payment_settle(*, order: Order, cost: Decimal | None) -> Decimal:
     if difference < 0:
         payment_lowered_refund_write(order=order, amount=-difference)
     return Decimal(0)
+
+
+def order_cancelled_settle(*, order: Order) -> None:
+    """For an order (locked by the caller) cancelled now, in the cancel's transaction, by
+    whatever cancelled it (the merchant, staff, the lab, an unpaid payment wait): its
+    ``RequiresPaymentAuthorisation`` issue goes (a cancelled order asks for no payment, first
+    or raise), what it was charged and not refunded yet is credited by a Refund charge, and
+    every amount its card payments cover goes back to the card (``PaymentRefund``), the part
+    no charge accounts for shown by an Other charge and its Refund charge."""
+    issue = payment_issue(order)
+    if issue is not None:
+        issue.delete()
+    refund_write(order=order)
+    payment_rest_refund_write(order=order)

@@ -24,7 +24,11 @@ from orders.charges import refund_write, shipping_adjustment_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.lab_orders import lab_order
 from orders.models import Order, PipelineStep, Shipment, ShipmentStatus, Stage
-from orders.payment_balance import order_payment_settle, payment_raise_refusal
+from orders.payment_balance import (
+    order_cancelled_settle,
+    order_payment_settle,
+    payment_raise_refusal,
+)
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket, order_cost
 from orders.representation import order_recipient, shipment_address, shipment_recipient
@@ -207,6 +211,7 @@ def shipment_cancel(*, shipment: Shipment) -> ShipmentOperationResult:
             order_transition(
                 order=order, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED
             )
+            order_cancelled_settle(order=order)
             return True
         order.last_updated = timezone.now()
         order.save(update_fields=["last_updated"])

@@ -25,7 +25,9 @@ CARD_COST_CHANGES = (
     "`paymentDetails.amount` is the difference: the order goes to no lab (stage "
     "`AwaitingPayment`) until that is authorised. A change that would raise the cost of "
     "shipments already at their labs is refused (`FailedToUpdate`, each shipment saying why). "
-    "A change that lowers the cost refunds the difference."
+    "A change that lowers the cost refunds the difference (shown in `charges` as an `Other` "
+    "charge of the difference, the part of the payment beyond the cost, and the `Refund` "
+    "charge that gives it back)."
 )
 
 
@@ -68,7 +70,11 @@ class ChargeItemOutput(serializers.Serializer):
 
 class ChargeOutput(serializers.Serializer):
     id = serializers.CharField()
-    chargeType = serializers.CharField(help_text="Item, Shipping, Refund or Other.")
+    chargeType = serializers.CharField(
+        help_text="Item, Shipping, Refund or Other. Every refund to a card is a Refund charge; "
+        "Other is card money beyond what the order costs now, given back by the Refund charge "
+        "beside it."
+    )
     serviceInvoiceNumber = serializers.CharField(allow_null=True)
     totalCost = CostOutput()
     totalTax = CostOutput()

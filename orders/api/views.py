@@ -423,7 +423,9 @@ class OrderViewSet(ApiViewSet):
         s.CancelResponse,
         request=None,
         description=(
-            "Before a lab has started on it the order is `Cancelled` and refunded in full; "
+            "Before a lab has started on it the order is `Cancelled` and refunded in full "
+            "(each refund a `Refund` charge; an order paid by card gets back all it paid, and "
+            "a `RequiresPaymentAuthorisation` issue goes); "
             "once a shipment is in production or shipped, `FailedToCancel`; an order already "
             "complete or cancelled, `ActionNotAvailable`. No body."
         ),

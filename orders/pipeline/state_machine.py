@@ -67,7 +67,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.db import rows_update
-from orders.charges import payment_rest_refund_write, refund_write
 from orders.events import (
     PartsKept,
     downloads_complete,
@@ -76,7 +75,7 @@ from orders.events import (
     step_failed,
 )
 from orders.models import DetailState, Order, PipelineStep, Stage
-from orders.payment_balance import order_payment_settle
+from orders.payment_balance import order_cancelled_settle, order_payment_settle
 from orders.payments import payment_due_by, payment_issue
 from orders.pipeline.claims import (
     CLAIM_RELEASED,
@@ -280,13 +279,9 @@ def _release_hold(order: Order) -> None:
 @transaction.atomic
 def _payment_expire(order: Order) -> None:
     """Due only when the payment wait is over (authorising moves the order on first)."""
-    issue = payment_issue(order)
-    if issue is not None:
-        issue.delete()
     # An order that waited for a raise to be paid was paid before: its charges are credited
     # and what it paid goes back.
-    refund_write(order=order)
-    payment_rest_refund_write(order=order)
+    order_cancelled_settle(order=order)
     order_move_on(order=order, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED)
     order_stage_changed(order=order)
 

@@ -11,11 +11,17 @@ from pypdf import PdfReader
 from rest_framework.test import APIClient
 
 from billing.models import Invoice
-from billing.services import previous_month
+from billing.services import merchant_invoices_issue, previous_month
 from billing.tasks import invoices_issue_task
+from merchants.models import BillingMode, Merchant, PauseMode
 from merchants.services import CreatedMerchant
-from orders.authorisation import order_payment_authorise
-from orders.models import Charge, Order
+from orders.authorisation import (
+    order_payment_amount,
+    order_payment_authorise,
+    payment_refund_send,
+)
+from orders.editing import order_held_update
+from orders.models import Charge, Order, OrderPayment, PaymentRefund
 from orders.pipeline.steps.allocate import order_allocate
 from tests.support.dashboard import signed_in_client
 from tests.support.orders import fetch, order_create_via_api, pk
@@ -81,6 +87,38 @@ def test_card_merchants_get_no_invoice(card: CreatedMerchant, live_api: APIClien
     assert not Charge.objects.filter(service_invoice_number__isnull=False).exists()
 
 
+def test_what_a_card_paid_is_never_invoiced_before_or_after_a_switch_to_invoice(
+    card: CreatedMerchant, live_api: APIClient
+) -> None:
+    paid_by_card = order_create_via_api(live_api)
+    order_payment_authorise(order=Order.objects.get(id=pk(paid_by_card)))
+    with transaction.atomic():
+        assert order_allocate(order=Order.objects.get(id=pk(paid_by_card)))
+    refunded = order_create_via_api(live_api)
+    order_payment_authorise(order=Order.objects.get(id=pk(refunded)))
+    assert live_api.post(f"/v4.0/orders/{refunded}/actions/cancel").json()["outcome"] == "Cancelled"
+    last_month()
+    period = previous_month(timezone.now().date())
+    assert merchant_invoices_issue(merchant=card.merchant, period_start=period) == []
+
+    Merchant.objects.filter(pk=card.merchant.pk).update(billing_mode=BillingMode.INVOICE)
+    on_account = allocated(live_api)  # no payment asked for now
+    last_month()
+
+    assert invoices_issue_task() == 1
+
+    invoice = Invoice.objects.get()
+    invoiced = list(Charge.objects.filter(order_id=pk(on_account)))
+    assert invoice.charge_count == len(invoiced) == 2
+    assert invoice.total == sum((c.total_cost + c.total_tax for c in invoiced), Decimal(0))
+    for order_id in (paid_by_card, refunded):
+        assert fetch(live_api, order_id)["charges"]  # charged (and refunded), by card
+        assert {c["serviceInvoiceNumber"] for c in fetch(live_api, order_id)["charges"]} == {None}
+    assert {c["serviceInvoiceNumber"] for c in fetch(live_api, on_account)["charges"]} == {
+        invoice.number
+    }
+
+
 def test_the_dashboard_lists_the_invoices_and_serves_each_as_a_pdf_to_its_merchant_only(
     merchant: CreatedMerchant, other_merchant: CreatedMerchant, live_api: APIClient
 ) -> None:
@@ -125,3 +163,52 @@ def test_an_order_paid_by_card_has_a_receipt(
     stranger = signed_in_client(other_merchant.merchant)
     assert stranger.get(f"/dashboard/orders/{order_id}/receipt.pdf").status_code == 404
     assert "by card" in owner.get("/dashboard/invoices").content.decode()
+
+
+def test_the_receipt_lists_every_payment_and_every_refund_with_its_date_and_amount(
+    card: CreatedMerchant, live_api: APIClient
+) -> None:
+    card.merchant.environments.filter(kind="Live").update(pause_mode=PauseMode.INDEFINITE)
+    order_id = order_create_via_api(live_api, outcome="OnHold")
+
+    def copies(number: int) -> None:
+        order = Order.objects.get(id=pk(order_id))
+        order_held_update(
+            order=order,
+            recipient=fetch(live_api, order_id)["recipient"],
+            shipping_method=order.shipping_method,
+            copies=[number],
+            metadata={},
+        )
+        if order_payment_amount(order=order)[0]:
+            assert order_payment_authorise(order=Order.objects.get(id=pk(order_id))).authorised
+
+    copies(2)  # paid for two
+    copies(5)  # the raise paid for
+    copies(3)  # lowered: refunded from the raise's payment
+    lowered = PaymentRefund.objects.get(order_id=pk(order_id))
+    payment_refund_send(refund_id=lowered.id)
+    assert live_api.post(f"/v4.0/orders/{order_id}/actions/cancel").json()["outcome"] == "Cancelled"
+    payments = list(OrderPayment.objects.filter(order_id=pk(order_id)).order_by("id"))
+    refunds = list(PaymentRefund.objects.filter(order_id=pk(order_id)).order_by("id"))
+    assert len(payments) == 2 and len(refunds) == 3  # the rest from both payments
+    lowered.refresh_from_db()
+
+    text = pdf_text(
+        signed_in_client(card.merchant).get(f"/dashboard/orders/{order_id}/receipt.pdf").content
+    )
+
+    for payment in payments:
+        assert f"Paid by card on {payment.paid_at:%Y-%m-%d %H:%M} UTC: {payment.amount} GBP" in text
+    assert lowered.sent_at is not None
+    assert f"Refunded on {lowered.sent_at:%Y-%m-%d %H:%M} UTC: {lowered.amount} GBP" in text
+    for pending in refunds[1:]:
+        assert (
+            f"Refund made on {pending.created:%Y-%m-%d %H:%M} UTC: {pending.amount} GBP "
+            "(on its way)"
+        ) in text
+    paid = sum((p.amount for p in payments), Decimal(0))
+    assert f"Paid: {paid} GBP" in text
+    assert f"Refunded: {lowered.amount} GBP" in text
+    assert f"To be refunded: {refunds[1].amount + refunds[2].amount} GBP" in text
+    assert paid == sum((r.amount for r in refunds), Decimal(0))  # all of it goes back

@@ -6,13 +6,22 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Sum
+from django.db.models import Count, F, Q, Sum
 
 from labs.allocation import NO_CONFIGURED_LAB, AllocationPlan, BasketItem, Infeasible, plan_basket
 from labs.connectors import simulator_serves
 from orders.charges import charges_write
 from orders.issues import ITEM_UNAVAILABLE
-from orders.models import Asset, Charge, ItemAvailability, Order, OrderIssue, OrderItem, Shipment
+from orders.models import (
+    Asset,
+    Charge,
+    ChargeType,
+    ItemAvailability,
+    Order,
+    OrderIssue,
+    OrderItem,
+    Shipment,
+)
 from orders.selectors import order_allocation_parts, order_items_get
 from products.validation import item_page_count
 
@@ -52,12 +61,15 @@ def order_plan(order: Order) -> AllocationPlan:
 
 def order_cost(order: Order) -> Decimal | None:
     """What the order costs now, tax included: its charges once allocated (refunds and
-    adjustments counted), else what a quote for it gives; None when it cannot be priced."""
+    adjustments counted), else what a quote for it gives; None when it cannot be priced. An
+    order is allocated when it has Item or Shipping charges: a card refund of a payment beyond
+    the cost before that (an Other charge and its Refund, adding up to zero) prices nothing."""
     charged = Charge.objects.filter(order=order).aggregate(
-        total=Sum(F("total_cost") + F("total_tax"))
-    )["total"]
-    if charged is not None:
-        return Decimal(charged)
+        total=Sum(F("total_cost") + F("total_tax")),
+        allocated=Count("id", filter=Q(charge_type__in=[ChargeType.ITEM, ChargeType.SHIPPING])),
+    )
+    if charged["allocated"]:
+        return Decimal(charged["total"])
     try:
         return order_plan(order).total_cost
     except Infeasible:
