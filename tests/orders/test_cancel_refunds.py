@@ -241,7 +241,7 @@ def test_the_migration_takes_the_payment_issue_off_orders_cancelled_before_it(
     cancelled(live_api, order_id)
     order = Order.objects.get(id=pk(order_id))
     payment_issue_write(order=order, amount=Decimal("711.38"), currency="GBP")  # as left before
-    migration = importlib.import_module("orders.migrations.0019_cancelled_orders_ask_no_payment")
+    migration = importlib.import_module("orders.migrations.0020_cancelled_orders_ask_no_payment")
 
     migration.payment_issues_of_cancelled_orders_delete(django_apps, None)
 

@@ -15,7 +15,7 @@ def payment_issues_of_cancelled_orders_delete(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("orders", "0018_order_claim_token"),
+        ("orders", "0019_shipment_recipient"),
     ]
 
     operations = [
