@@ -5,22 +5,22 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from billing.models import Invoice, StripeEvent
-from billing.stripe import from_minor_units
-from common.errors import ValidationFailed
-from common.ids import PREFIXES, parse_id
+from billing.stripe import CheckoutEvent
 from merchants.models import BillingMode, Merchant
-from orders.authorisation import order_payment_confirm
+from orders.authorisation import Confirmation, order_payment_confirm, payment_session_note
 from orders.charges import charges_invoice_number_set, charges_uninvoiced
-from orders.models import Charge
+from orders.models import Charge, PaymentSessionStatus
 
 logger = logging.getLogger(__name__)
 
 CHECKOUT_COMPLETED = "checkout.session.completed"
+ASYNC_PAYMENT_SUCCEEDED = "checkout.session.async_payment_succeeded"
+ASYNC_PAYMENT_FAILED = "checkout.session.async_payment_failed"
+CHECKOUT_EXPIRED = "checkout.session.expired"
 
 
 @dataclass(frozen=True)
@@ -29,56 +29,61 @@ class EventTaken:
     duplicate: bool = False
 
 
-def _session_order_id(session: dict[str, Any]) -> int | None:
-    reference = session.get("client_reference_id") or (session.get("metadata") or {}).get(
-        "order_id"
-    )
-    try:
-        return parse_id(PREFIXES["order"], str(reference or ""), field="client_reference_id")
-    except ValidationFailed:
-        return None
+def _event_apply(event: CheckoutEvent) -> Confirmation:
+    """What the event does to the order of the Checkout Session it is about (only one this
+    service opened for that order: ``orders.authorisation``)."""
+    session = event.session
+    if session is None:
+        return Confirmation("Ignored")
+    order, opened = session.order_reference, session.id
+    paying = event.type in (CHECKOUT_COMPLETED, ASYNC_PAYMENT_SUCCEEDED)
+    if paying and session.payment_status == "paid" and session.payment_intent:
+        return order_payment_confirm(
+            order_reference=order,
+            session_reference=opened,
+            reference=session.payment_intent,
+            amount=session.amount,
+            currency=session.currency,
+        )
+    status = {
+        (CHECKOUT_COMPLETED, "unpaid"): PaymentSessionStatus.PENDING,
+        (ASYNC_PAYMENT_FAILED, session.payment_status): PaymentSessionStatus.FAILED,
+        (CHECKOUT_EXPIRED, session.payment_status): PaymentSessionStatus.EXPIRED,
+    }.get((event.type, session.payment_status))
+    if status is None:
+        missing = "" if session.payment_intent else ", no payment_intent"
+        return Confirmation("NotPaid", f"payment_status {session.payment_status}{missing}")
+    return payment_session_note(order_reference=order, session_reference=opened, status=status)
 
 
 @transaction.atomic
-def stripe_event_take(*, event: dict[str, Any]) -> EventTaken:
+def stripe_event_take(*, event: CheckoutEvent) -> EventTaken:
     """A verified Stripe event, taken once: its id is recorded with what it did, in the
     transaction that does it, so a redelivery finds it and changes nothing.
 
-    ``checkout.session.completed`` with ``payment_status: paid`` pays the order named by
-    ``client_reference_id`` (its amount and currency must be the order's); other events are
-    recorded and ignored.
+    ``checkout.session.completed`` with ``payment_status: paid``, or
+    ``checkout.session.async_payment_succeeded``, is a payment of the order the session was
+    opened for (``order_payment_confirm``: counted toward what it asks, or refunded); a
+    session completed unpaid (a delayed method), ``async_payment_failed`` or ``expired`` only
+    notes the session's state (the order keeps asking). Other events are recorded and
+    ignored.
     """
-    event_id, event_type = str(event["id"]), str(event["type"])
-    if StripeEvent.objects.filter(event_id=event_id).exists():
+    if StripeEvent.objects.filter(event_id=event.id).exists():
         return EventTaken("Duplicate", duplicate=True)
-    outcome, message = "Ignored", ""
-    if event_type == CHECKOUT_COMPLETED:
-        session = event["data"]["object"]
-        order_id = _session_order_id(session)
-        if session.get("payment_status") != "paid":
-            outcome, message = "NotPaid", f"payment_status {session.get('payment_status')}"
-        elif order_id is None:
-            outcome, message = "UnknownOrder", "No order id in client_reference_id."
-        else:
-            currency = str(session.get("currency") or "").upper()
-            confirmed = order_payment_confirm(
-                order_id=order_id,
-                reference=str(session.get("payment_intent") or session.get("id")),
-                amount=from_minor_units(int(session.get("amount_total") or 0), currency),
-                currency=currency,
-            )
-            outcome, message = confirmed.outcome, confirmed.message
-    if outcome not in ("Authorised", "Ignored"):
-        logger.warning("Stripe event %s (%s): %s %s", event_id, event_type, outcome, message)
+    applied = _event_apply(event)
+    if applied.outcome not in ("Authorised", "Ignored"):
+        logger.warning(
+            "Stripe event %s (%s): %s %s", event.id, event.type, applied.outcome, applied.message
+        )
     try:
         with transaction.atomic():
             StripeEvent.objects.create(
-                event_id=event_id, type=event_type, outcome=outcome, message=message
+                event_id=event.id, type=event.type, outcome=applied.outcome, message=applied.message
             )
     except IntegrityError:  # the same event taken at the same moment by another request
         transaction.set_rollback(True)
         return EventTaken("Duplicate", duplicate=True)
-    return EventTaken(outcome)
+    return EventTaken(applied.outcome)
 
 
 def month_start(day: date) -> date:

@@ -45,7 +45,8 @@ from orders.payment_balance import (
     order_payment_settle,
     payment_raise_refusal,
 )
-from orders.pipeline.state_machine import order_transition
+from orders.payments import payment_sessions_expire_write
+from orders.pipeline.state_machine import order_payment_wait_end, order_transition
 from orders.pipeline.steps.allocate import order_allocate, order_basket, order_cost
 from orders.representation import order_recipient
 from orders.shipments import (
@@ -261,6 +262,7 @@ def _cancel_record(locked: Order, steps: list[_LabStep]) -> ActionResult:
         return ActionResult("FailedToCancel", tuple(results))
     order_transition(order=locked, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED)
     order_cancelled_settle(order=locked)
+    payment_sessions_expire_write(order=locked)
     for shipment in cancelled:
         shipment_changed(order=locked, shipment=shipment)
     order_stage_changed(order=locked)
@@ -414,6 +416,7 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
             _touch(locked, "shipping_method")
             results = _replan(locked, path="shippingMethod")
             order_payment_settle(order=locked, cost=order_cost(locked))
+            order_payment_wait_end(order=locked)  # a part paid before may cover it now
             return ActionResult("Updated", results)
         # Each shipment stays at its lab: the engine prices the new method there, and a lab
         # that does not deliver so is not asked (its result says so; the basket as a whole,
@@ -502,6 +505,7 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
             set_recipient(locked)
             results = _replan(locked, path="address.countryCode")
             order_payment_settle(order=locked, cost=order_cost(locked))
+            order_payment_wait_end(order=locked)  # a part paid before may cover it now
             return ActionResult("Updated", results)
         steps = _update_steps(locked, operation="updateAddress")
 

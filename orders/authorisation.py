@@ -1,5 +1,13 @@
 """Paying for an order: the provider asked, the payment recorded, a waiting order started (or,
-after a raise paid for, submitted); refunds sent back through the provider."""
+after a raise paid for, submitted); refunds sent back through the provider, and payment pages
+no longer wanted expired there.
+
+A payment is never lost. The provider's confirmation of a payment made on a payment page this
+service opened for the order (``PaymentSession``) is always recorded (``OrderPayment``), then:
+up to what the order asks for, it is counted (an order asked for more, by a stale page, is
+asked only for the rest); what it pays beyond that, or all of it when the order asks for
+nothing (paid already, in another tab; cancelled; finished) or it is in another currency, is
+refunded at once (``PaymentRefund``, sent after commit)."""
 
 import logging
 from dataclasses import dataclass
@@ -11,17 +19,24 @@ from django.db.models import F
 from django.utils import timezone
 
 from common.errors import ValidationFailed
-from orders.charges import payments_covered
-from orders.events import order_stage_changed
-from orders.models import DetailState, Order, OrderPayment, PaymentRefund, PipelineStep, Stage
+from orders.charges import payment_unasked_refund_write, payments_covered
+from orders.models import (
+    Order,
+    OrderPayment,
+    PaymentRefund,
+    PaymentSession,
+    PaymentSessionStatus,
+    Stage,
+)
 from orders.payments import (
     PaymentResult,
     PaymentUnavailable,
     payment_issue,
+    payment_issue_write,
     payment_provider,
+    payment_sessions_expire_write,
 )
-from orders.pipeline.scheduling import order_enqueue_on_commit
-from orders.pipeline.state_machine import order_transition
+from orders.pipeline.state_machine import order_payment_wait_end
 from orders.pipeline.steps.allocate import order_cost
 
 logger = logging.getLogger(__name__)
@@ -62,9 +77,10 @@ def _awaiting(order: Order) -> bool:
 
 @transaction.atomic
 def order_payment_authorise(*, order: Order, return_url: str = "") -> PaymentResult:
-    """Ask ``PAYMENT_PROVIDER`` for the order's cost. Authorised at once, the payment is
-    recorded (``order_payment_record``); a provider with a payment page of its own answers
-    ``redirect_url`` and confirms the payment later (``order_payment_confirm``).
+    """Ask ``PAYMENT_PROVIDER`` for what the order asks for. Authorised at once, the payment
+    is recorded (``order_payment_record``); a provider with a payment page of its own answers
+    ``redirect_url`` and confirms the payment later (``order_payment_confirm``): the page is
+    recorded as the order's ``PaymentSession`` for that amount.
 
     Raises ``ValidationFailed`` when the order has nothing to pay or cannot be priced, and
     ``PaymentUnavailable`` when the provider cannot answer.
@@ -88,62 +104,148 @@ def order_payment_authorise(*, order: Order, return_url: str = "") -> PaymentRes
     )
     if result.authorised:
         order_payment_record(order=locked, reference=result.reference, amount=amount)
+    elif result.redirect_url and result.reference:
+        PaymentSession.objects.get_or_create(
+            reference=result.reference,
+            defaults={"order": locked, "amount": amount, "currency": currency},
+        )
     return result
 
 
 @dataclass(frozen=True)
 class Confirmation:
-    """What a provider's confirmation did: ``outcome`` is ``Authorised``, ``AlreadyPaid``,
-    ``AmountMismatch``, ``NotAwaitingPayment`` or ``UnknownOrder``."""
+    """What a provider's notification did: ``outcome`` is ``Authorised`` (the order is paid),
+    ``PartlyPaid`` (counted; the rest is asked for), ``Overpaid`` (the order is paid; the
+    excess refunded), ``Refunded`` (recorded and refunded whole), ``AlreadyPaid`` (recorded
+    before), ``Pending``, ``Failed`` or ``Expired`` (a session's state, nothing paid), or
+    ``UnknownSession`` (not a payment page this service opened for that order: nothing
+    changes)."""
 
     outcome: str
     message: str = ""
 
 
+def _session(*, order_reference: str, session_reference: str) -> PaymentSession | None:
+    """The payment session the provider names, when this service opened it for the order the
+    notification names."""
+    session = (
+        PaymentSession.objects.select_related("order").filter(reference=session_reference).first()
+    )
+    if session is None or session.order.public_id != order_reference:
+        logger.warning(
+            "Payment session %s of order %r is not one this service opened for it.",
+            session_reference,
+            order_reference,
+        )
+        return None
+    return session
+
+
 @transaction.atomic
 def order_payment_confirm(
-    *, order_id: int, reference: str, amount: Decimal, currency: str
+    *,
+    order_reference: str,
+    session_reference: str,
+    reference: str,
+    amount: Decimal,
+    currency: str,
 ) -> Confirmation:
-    """A payment the provider confirms (Stripe's ``checkout.session.completed``): recorded when
-    it is for the order's cost in the order's currency; anything else changes nothing (the
-    order keeps waiting) and says why. A second confirmation of a paid order is harmless."""
-    locked = _lock(order_id)
-    if locked is None:
-        return Confirmation("UnknownOrder", f"No order {order_id}.")
+    """A payment the provider confirms (Stripe's ``checkout.session.completed`` paid, or
+    ``checkout.session.async_payment_succeeded``) on the payment session
+    ``session_reference`` opened for the order ``order_reference``: recorded once (by its
+    ``reference``), and counted or refunded as the module says. A second confirmation of the
+    same payment is harmless; one for a session this service did not open for that order
+    changes nothing."""
+    session = _session(order_reference=order_reference, session_reference=session_reference)
+    if session is None:
+        return Confirmation(
+            "UnknownSession", f"No session {session_reference} of {order_reference}."
+        )
+    locked = _lock(session.order_id)
+    assert locked is not None  # the session's order, whose row cascades to it
+    PaymentSession.objects.filter(id=session.id).update(
+        status=PaymentSessionStatus.PAID, expire_due_at=None
+    )
     if OrderPayment.objects.filter(order=locked, reference=reference).exists():
-        return Confirmation("AlreadyPaid", f"{locked.public_id} is paid already.")
-    if not _awaiting(locked):
-        return Confirmation("NotAwaitingPayment", f"{locked.public_id} awaits no payment.")
-    due, due_currency = order_payment_amount(order=locked)
-    if due is None or due != amount or due_currency.upper() != currency.upper():
-        message = f"{locked.public_id} costs {due} {due_currency}; paid {amount} {currency}."
-        logger.warning("Payment %s not taken: %s", reference, message)
-        return Confirmation("AmountMismatch", message)
-    order_payment_record(order=locked, reference=reference, amount=amount)
+        return Confirmation("AlreadyPaid", f"{reference} is recorded for {locked.public_id}.")
+    asked = _awaiting(locked) and currency.upper() == locked.currency.upper()
+    due = order_payment_amount(order=locked)[0] if asked else None
+    payment = _payment_store(order=locked, reference=reference, amount=amount, currency=currency)
+    if not asked:
+        payment_unasked_refund_write(order=locked, payment=payment, amount=amount)
+        message = f"{locked.public_id} asked for no payment in {currency}; {amount} refunded."
+        logger.warning("Payment %s refunded: %s", reference, message)
+        return Confirmation("Refunded", message)
+    if due is None or amount < due:  # counted; the rest asked for (once the order is priced)
+        rest = None if due is None else due - amount
+        payment_issue_write(order=locked, amount=rest, currency=locked.currency)
+        payment_sessions_expire_write(order=locked, keep_amount=rest)
+        message = f"{locked.public_id} was asked for {due}; paid {amount}, {rest} asked for now."
+        return Confirmation("PartlyPaid", message)
+    order_payment_start(order=locked, reference=reference)
+    excess = amount - max(due, Decimal(0))
+    if excess > 0:
+        payment_unasked_refund_write(order=locked, payment=payment, amount=excess)
+        message = f"{locked.public_id} was asked for {due}; paid {amount}, {excess} refunded."
+        logger.warning("Payment %s in excess: %s", reference, message)
+        return Confirmation("Overpaid", message)
     return Confirmation("Authorised")
 
 
+@transaction.atomic
+def payment_session_note(
+    *, order_reference: str, session_reference: str, status: str
+) -> Confirmation:
+    """A payment session's state the provider reports without a payment: ``Pending`` (paid by
+    a delayed method: the money is not there yet; the order keeps asking), ``Failed`` (that
+    method failed: it keeps asking) or ``Expired``. Only for a session this service opened for
+    the order named."""
+    session = _session(order_reference=order_reference, session_reference=session_reference)
+    if session is None:
+        return Confirmation(
+            "UnknownSession", f"No session {session_reference} of {order_reference}."
+        )
+    PaymentSession.objects.filter(id=session.id).exclude(status=PaymentSessionStatus.PAID).update(
+        status=status, expire_due_at=None
+    )
+    return Confirmation(status)
+
+
+def _payment_store(*, order: Order, reference: str, amount: Decimal, currency: str) -> OrderPayment:
+    """Under the order's lock: the payment stored; the order's payment reference is the latest
+    (refunds need one)."""
+    now = timezone.now()
+    payment = OrderPayment.objects.create(
+        order=order, reference=reference, amount=amount, currency=currency.upper(), paid_at=now
+    )
+    order.payment_reference = reference
+    order.last_updated = now
+    order.save(update_fields=["payment_reference", "last_updated"])
+    return payment
+
+
 def order_payment_record(*, order: Order, reference: str, amount: Decimal) -> None:
-    """Under the order's lock: the payment is stored, the issue goes, and an order waiting for
-    payment goes on: a new one starts fulfilment (a held one starts when released), one that
-    waited at its submit step for a raise to be paid is submitted."""
+    """Under the order's lock: the payment of what the order asks for is stored and the order
+    goes on (``order_payment_start``)."""
+    _payment_store(order=order, reference=reference, amount=amount, currency=order.currency)
+    order_payment_start(order=order, reference=reference)
+
+
+def order_payment_start(*, order: Order, reference: str) -> None:
+    """Under the order's lock, once its payments cover what it asked for: the issue goes, its
+    payment pages still open are expired, and an order waiting for payment goes on: a new one
+    starts fulfilment (a held one starts when released), one that waited at its submit step
+    for a raise to be paid is submitted."""
     issue = payment_issue(order)
     if issue is not None:
         issue.delete()
+    payment_sessions_expire_write(order=order)
     now = timezone.now()
-    OrderPayment.objects.create(
-        order=order, reference=reference, amount=amount, currency=order.currency, paid_at=now
-    )
     order.payment_reference = reference
     order.payment_authorised_at = now
     order.last_updated = now
     order.save(update_fields=["payment_reference", "payment_authorised_at", "last_updated"])
-    if order.pipeline_step == PipelineStep.AWAITING_PAYMENT:
-        prepared = order.print_ready_assets_prepared == DetailState.COMPLETE
-        step = PipelineStep.SUBMIT if prepared else PipelineStep.DOWNLOAD
-        order_transition(order=order, step=step, due_at=now, stage=Stage.IN_PROGRESS)
-        order_stage_changed(order=order)
-        order_enqueue_on_commit(order_id=order.id, step=step)
+    order_payment_wait_end(order=order)
 
 
 def _refunded_payment(refund: PaymentRefund) -> OrderPayment:
@@ -192,3 +294,40 @@ def payment_refund_send(*, refund_id: int) -> None:
     else:
         logger.error("Refund %s refused by the provider: %s", refund.key, result.message)
         PaymentRefund.objects.filter(id=refund.id).update(due_at=None, failure=result.message)
+
+
+def payment_session_expire_send(*, session_id: int) -> None:
+    """Expire a payment session at the provider when it is due: claimed first (a second
+    worker finds it taken), the provider called outside any transaction, the answer recorded.
+    Unreachable, it is due again later; refused (the session was completed or expired at the
+    provider already: its notification says which), it is left as it is."""
+    now = timezone.now()
+    session = PaymentSession.objects.filter(id=session_id, expire_due_at__lte=now).first()
+    if session is None:
+        return
+    claimed = PaymentSession.objects.filter(
+        id=session.id, expire_due_at=session.expire_due_at
+    ).update(
+        expire_due_at=now + timedelta(seconds=REFUND_CLAIM_SECONDS),
+        expire_attempts=F("expire_attempts") + 1,
+    )
+    if not claimed:
+        return
+    try:
+        result = payment_provider().expire(session_reference=session.reference)
+    except PaymentUnavailable as problem:
+        delay = REFUND_RETRY_SECONDS[min(session.expire_attempts, len(REFUND_RETRY_SECONDS) - 1)]
+        PaymentSession.objects.filter(id=session.id).update(
+            expire_due_at=timezone.now() + timedelta(seconds=delay), expire_failure=str(problem)
+        )
+        return
+    if result.expired:
+        PaymentSession.objects.filter(id=session.id, status=PaymentSessionStatus.OPEN).update(
+            status=PaymentSessionStatus.EXPIRED
+        )
+        PaymentSession.objects.filter(id=session.id).update(expire_due_at=None, expire_failure="")
+    else:
+        logger.warning("Payment session %s not expired: %s", session.reference, result.message)
+        PaymentSession.objects.filter(id=session.id).update(
+            expire_due_at=None, expire_failure=result.message
+        )

@@ -184,6 +184,17 @@ def _payment_excess_refund_write(
     return made[0]
 
 
+def payment_unasked_refund_write(
+    *, order: Order, payment: OrderPayment, amount: Decimal
+) -> PaymentRefund | None:
+    """A payment the order did not ask for (all of it, or what it paid beyond what was asked:
+    a stale payment page, a second one paid in another tab): ``amount`` of it goes back, drawn
+    from it (the latest payment), shown by an Other charge and its Refund charge."""
+    return _payment_excess_refund_write(
+        order=order, amount=amount, key=f"{order.public_id}-unasked-{payment.id}"
+    )
+
+
 def payments_covered(*, order: Order) -> Decimal | None:
     """What the order's card payments cover now: what was paid less what was refunded (or is
     being refunded); None when nothing was paid."""

@@ -458,6 +458,49 @@ class OrderPayment(models.Model):
         return f"{self.amount} {self.currency} for order {self.order_id}"
 
 
+class PaymentSessionStatus(models.TextChoices):
+    OPEN = "Open"  # the payer may still pay on its page
+    PENDING = "Pending"  # completed with a delayed method: the money is not there yet
+    PAID = "Paid"
+    FAILED = "Failed"  # the delayed method failed
+    EXPIRED = "Expired"
+
+
+class PaymentSession(models.Model):
+    """A payment page the provider opened for an order at our request (a Stripe Checkout
+    Session), for ``amount``: the provider's notifications are applied only to the order of a
+    session recorded here. When what the order asks for changes (or it is paid, or cancelled),
+    its open sessions for another amount are expired at the provider: ``expire_due_at`` is
+    set and ``orders.tasks.payment_session_expire_task`` sends it (again, while the provider
+    cannot be reached)."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="payment_sessions")
+    reference = models.CharField(max_length=255, unique=True, help_text="The provider's id.")
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3)
+    created = models.DateTimeField(default=timezone.now)
+    status = models.CharField(
+        max_length=10, choices=PaymentSessionStatus.choices, default=PaymentSessionStatus.OPEN
+    )
+    # Due to be expired at the provider (again) at this time; None when not (or no longer).
+    expire_due_at = models.DateTimeField(null=True, blank=True)
+    expire_attempts = models.PositiveIntegerField(default=0)
+    expire_failure = models.TextField(blank=True, help_text="Why the provider did not expire it.")
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [
+            models.Index(
+                fields=["expire_due_at"],
+                name="payment_session_expire_due",
+                condition=Q(expire_due_at__isnull=False),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"payment session {self.reference} of order {self.order_id}"
+
+
 class PaymentRefund(models.Model):
     """Money to give back through the provider, written in the transaction that refunds (a
     Refund charge, or the rest of the payment when a paid order is cancelled) and sent by

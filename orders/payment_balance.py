@@ -25,7 +25,7 @@ from orders.charges import (
     shipping_charged,
 )
 from orders.models import Order, Shipment
-from orders.payments import payment_issue, payment_issue_write
+from orders.payments import payment_issue, payment_issue_write, payment_sessions_expire_write
 
 
 def payment_shortfall(*, order: Order, cost: Decimal | None) -> Decimal:
@@ -63,23 +63,27 @@ def order_payment_settle(*, order: Order, cost: Decimal | None) -> Decimal:
     paid for before asks for the difference when it went up (its ``RequiresPaymentAuthorisation``
     issue with ``paymentDetails.amount`` the difference; nothing more goes to a lab until it is
     authorised) and is refunded the difference when it went down. An order whose first
-    payment is awaited has its issue priced again. Returns what is still to authorise (zero
-    when nothing is, or the order cannot be priced)."""
+    payment is awaited has its issue priced again. Payment pages opened for another amount
+    than the one asked now are expired at the provider. Returns what is still to authorise
+    (zero when nothing is, or the order cannot be priced)."""
     issue = payment_issue(order)
     covered = payments_covered(order=order)
     if covered is None:
         if issue is None:
             return Decimal(0)
         payment_issue_write(order=order, amount=cost, currency=order.currency)
+        payment_sessions_expire_write(order=order, keep_amount=cost)
         return cost or Decimal(0)
     if cost is None:
         return Decimal(0)
     difference = cost - covered
     if difference > 0:
         payment_issue_write(order=order, amount=difference, currency=order.currency)
+        payment_sessions_expire_write(order=order, keep_amount=difference)
         return difference
     if issue is not None:
         issue.delete()
+    payment_sessions_expire_write(order=order)
     if difference < 0:
         payment_lowered_refund_write(order=order, amount=-difference)
     return Decimal(0)

@@ -6,7 +6,11 @@ cost is paid from the dashboard's pay page; Sandbox orders and merchants billed 
 never wait. ``PAYMENT_PROVIDER`` names the provider: ``test`` (this module's
 ``TestPaymentProvider``: local use only, the production settings refuse it), ``stripe``
 (``billing.stripe.StripePaymentProvider``: Stripe Checkout, confirmed by Stripe's signed
-webhook), or the dotted path of any class with the two methods of ``PaymentProvider``.
+webhook), or the dotted path of any class with the three methods of ``PaymentProvider``.
+
+A provider's payment page opened for an order is a ``PaymentSession``; when what the order
+asks for changes, is paid or goes (the order cancelled), its open sessions for another amount
+are expired at the provider (``payment_sessions_expire_write``, sent after commit).
 """
 
 from dataclasses import dataclass
@@ -15,16 +19,19 @@ from decimal import Decimal
 from typing import Protocol
 
 from django.conf import settings
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from common.tasks import task_enqueue_on_commit
 from merchants.models import BillingMode, Environment
 from orders.issues import REQUIRES_PAYMENT_AUTHORISATION
-from orders.models import Order, OrderIssue
+from orders.models import Order, OrderIssue, PaymentSession, PaymentSessionStatus
 
 PAYMENT_PROVIDERS = {
     "test": "orders.payments.TestPaymentProvider",
     "stripe": "billing.stripe.StripePaymentProvider",
 }
+PAYMENT_SESSION_EXPIRE_TASK = "orders.tasks.payment_session_expire_task"
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,15 @@ class PaymentResult:
 class RefundResult:
     refunded: bool
     reference: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ExpiryResult:
+    """``expired``: the session's page takes no payment any more; else the provider refused
+    (the session was completed or expired already: its notification says which)."""
+
+    expired: bool
     message: str = ""
 
 
@@ -72,6 +88,11 @@ class PaymentProvider(Protocol):
         Raises ``PaymentUnavailable`` when the provider cannot answer (try again later)."""
         ...
 
+    def expire(self, *, session_reference: str) -> ExpiryResult:
+        """Close the payment page ``authorise`` opened (its ``reference``) so that it takes no
+        payment. Raises ``PaymentUnavailable`` when the provider cannot answer."""
+        ...
+
 
 class TestPaymentProvider:
     """Authorises every payment and refund at once (no money moves); for local use and tests."""
@@ -91,6 +112,9 @@ class TestPaymentProvider:
         self, *, payment_reference: str, amount: Decimal, currency: str, key: str
     ) -> RefundResult:
         return RefundResult(True, reference=f"test-{key}")
+
+    def expire(self, *, session_reference: str) -> ExpiryResult:
+        return ExpiryResult(True)  # it opens no payment page
 
 
 def payment_provider_path(name: str) -> str:
@@ -136,3 +160,28 @@ def payment_issue_write(*, order: Order, amount: Decimal | None, currency: str) 
         },
     )
     return issue
+
+
+def payment_sessions_expire_write(
+    *, order: Order, keep_amount: Decimal | None = None
+) -> list[PaymentSession]:
+    """Under the order's lock, when what it asks for changed: its open payment sessions are
+    due to be expired at the provider (after commit), but for those for ``keep_amount`` (what
+    it asks for now, in its currency), which may still be paid. The sessions made due."""
+    now = timezone.now()
+    sessions = list(
+        PaymentSession.objects.filter(
+            order=order, status=PaymentSessionStatus.OPEN, expire_due_at__isnull=True
+        )
+    )
+    due = [
+        s
+        for s in sessions
+        if keep_amount is None
+        or s.amount != keep_amount
+        or s.currency.upper() != order.currency.upper()
+    ]
+    PaymentSession.objects.filter(id__in=[s.id for s in due]).update(expire_due_at=now)
+    for session in due:
+        task_enqueue_on_commit(PAYMENT_SESSION_EXPIRE_TASK, session.id)
+    return due

@@ -12,9 +12,10 @@ from django.utils import timezone
 from common.sweeping import sweep_batch_mark_values
 from common.tasks import task_enqueue
 from common.versions import versions_request_scope
-from orders.authorisation import payment_refund_send
+from orders.authorisation import payment_refund_send, payment_session_expire_send
 from orders.charges import PAYMENT_REFUND_SEND_TASK
-from orders.models import Order, PaymentRefund
+from orders.models import Order, PaymentRefund, PaymentSession
+from orders.payments import PAYMENT_SESSION_EXPIRE_TASK
 from orders.pipeline.claims import orders_due_unclaimed
 from orders.pipeline.retention import images_purge_expired
 from orders.pipeline.scheduling import order_enqueue
@@ -65,17 +66,33 @@ def payment_refund_send_task(refund_id: int) -> None:
     payment_refund_send(refund_id=refund_id)
 
 
+@shared_task(name="orders.tasks.payment_session_expire_task", ignore_result=True)
+def payment_session_expire_task(session_id: int) -> None:
+    """Expire one payment session at the provider (no Celery retries: one the provider could
+    not be asked about is due again in its row, and the refunds' sweep queues it)."""
+    payment_session_expire_send(session_id=session_id)
+
+
 @shared_task(name="orders.tasks.payment_refunds_sweep_task", ignore_result=True)
 def payment_refunds_sweep_task() -> int:
-    """Queue every refund that is due (a lost message, a provider that was away)."""
-    ids = list(
-        PaymentRefund.objects.filter(due_at__lte=timezone.now())
+    """Queue every refund that is due, and every payment session due to be expired (a lost
+    message, a provider that was away)."""
+    now = timezone.now()
+    refund_ids = list(
+        PaymentRefund.objects.filter(due_at__lte=now)
         .order_by("due_at")
         .values_list("id", flat=True)[:SWEEP_BATCH]
     )
-    for refund_id in ids:
+    for refund_id in refund_ids:
         task_enqueue(PAYMENT_REFUND_SEND_TASK, refund_id)
-    return len(ids)
+    session_ids = list(
+        PaymentSession.objects.filter(expire_due_at__lte=now)
+        .order_by("expire_due_at")
+        .values_list("id", flat=True)[:SWEEP_BATCH]
+    )
+    for session_id in session_ids:
+        task_enqueue(PAYMENT_SESSION_EXPIRE_TASK, session_id)
+    return len(refund_ids) + len(session_ids)
 
 
 @shared_task(name="orders.tasks.images_purge_expired_task", ignore_result=True)

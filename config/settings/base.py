@@ -384,10 +384,12 @@ if PAYMENT_PROVIDER == "stripe" and not (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SE
     raise ImproperlyConfigured(
         "PAYMENT_PROVIDER=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET."
     )
-# Refunds wait on the provider as callbacks wait on merchants: the callbacks worker sends them.
+# Refunds (and payment pages to expire) wait on the provider as callbacks wait on merchants:
+# the callbacks worker sends them.
 CELERY_TASK_ROUTES.append(
     {
         "orders.tasks.payment_refund_send_task": {"queue": "callbacks"},
+        "orders.tasks.payment_session_expire_task": {"queue": "callbacks"},
         "orders.tasks.payment_refunds_sweep_task": {"queue": "sweeps"},
     }
 )

@@ -76,7 +76,7 @@ from orders.events import (
 )
 from orders.models import DetailState, Order, PipelineStep, Stage
 from orders.payment_balance import order_cancelled_settle, order_payment_settle
-from orders.payments import payment_due_by, payment_issue
+from orders.payments import payment_due_by, payment_issue, payment_sessions_expire_write
 from orders.pipeline.claims import (
     CLAIM_RELEASED,
     STARTED_DETAILS,
@@ -276,12 +276,27 @@ def _release_hold(order: Order) -> None:
     order_stage_changed(order=order)
 
 
+def order_payment_wait_end(*, order: Order) -> bool:
+    """Under the order's lock, once its payments cover what it costs (its issue gone): an
+    order waiting at the AwaitingPayment step goes on, a new one to its download, one that
+    waited at its submit step for a raise to be paid to its submission. True when it moved."""
+    if order.pipeline_step != PipelineStep.AWAITING_PAYMENT or payment_issue(order) is not None:
+        return False
+    prepared = order.print_ready_assets_prepared == DetailState.COMPLETE
+    step = PipelineStep.SUBMIT if prepared else PipelineStep.DOWNLOAD
+    order_transition(order=order, step=step, due_at=timezone.now(), stage=Stage.IN_PROGRESS)
+    order_stage_changed(order=order)
+    order_enqueue_on_commit(order_id=order.id, step=step)
+    return True
+
+
 @transaction.atomic
 def _payment_expire(order: Order) -> None:
     """Due only when the payment wait is over (authorising moves the order on first)."""
     # An order that waited for a raise to be paid was paid before: its charges are credited
     # and what it paid goes back.
     order_cancelled_settle(order=order)
+    payment_sessions_expire_write(order=order)
     order_move_on(order=order, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED)
     order_stage_changed(order=order)
 

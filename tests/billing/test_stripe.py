@@ -1,6 +1,7 @@
 """Card payments through Stripe (decisions.md, "Account and payments, wave 3"), against the
 Stripe compatible server of tests/support/stripe.py driven by the official library."""
 
+import io
 import json
 from collections.abc import Iterator
 from datetime import timedelta
@@ -11,13 +12,26 @@ import pytest
 from django.db import transaction
 from django.test import Client
 from django.utils import timezone
+from pypdf import PdfReader
 from rest_framework.test import APIClient
 
 from billing.models import StripeEvent
-from billing.stripe import minor_units
+from billing.stripe import minor_units, stripe_client
 from merchants.services import CreatedMerchant
-from orders.authorisation import order_payment_amount, payment_refund_send
-from orders.models import Order, OrderIssue, OrderPayment, PaymentRefund, Stage
+from orders.authorisation import (
+    order_payment_amount,
+    payment_refund_send,
+    payment_session_expire_send,
+)
+from orders.models import (
+    Order,
+    OrderIssue,
+    OrderPayment,
+    PaymentRefund,
+    PaymentSession,
+    PaymentSessionStatus,
+    Stage,
+)
 from orders.pipeline.steps.allocate import order_allocate, order_cost
 from tests.support.dashboard import signed_in_client
 from tests.support.orders import events_of, fetch, order_create_via_api, pk
@@ -168,43 +182,22 @@ def test_a_redelivered_event_answers_200_and_changes_nothing(
     assert OrderPayment.objects.count() == 1
 
 
-@pytest.mark.parametrize(
-    "change", [{"amount_total": -1}, {"currency": "usd"}], ids=["amount", "currency"]
-)
-def test_a_payment_that_is_not_the_orders_cost_leaves_it_waiting(
-    card: CreatedMerchant,
-    live_api: APIClient,
-    stripe_server: StripeServer,
-    change: dict[str, Any],
-) -> None:
-    order_id, _ = awaiting_order(live_api)
-    session_url = checkout(card, order_id)
-    session = stripe_server.session_paid(session_url.rsplit("/", 1)[1])
-    if "amount_total" in change:
-        change = {"amount_total": session["amount_total"] - 1}
-    payload = stripe_server.event({**session, **change})
-
-    response = post_event(payload, stripe_server.signature(payload))
-
-    assert response.status_code == 200
-    assert response.json()["outcome"] == "AmountMismatch"
-    assert fetch(live_api, order_id)["status"]["stage"] == "AwaitingPayment"
-    assert not OrderPayment.objects.exists()
-    assert StripeEvent.objects.get().outcome == "AmountMismatch"
-
-
-def test_an_unpaid_session_or_another_event_type_changes_nothing(
+def test_an_unpaid_session_or_another_event_type_pays_nothing(
     card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
 ) -> None:
     order_id, _ = awaiting_order(live_api)
     checkout(card, order_id)
     [session] = stripe_server.sessions.values()
-    unpaid = stripe_server.event(session)
+    unpaid = stripe_server.event(session)  # completed, unpaid: a delayed method
     expired = stripe_server.event(session, type="checkout.session.expired")
+    other = stripe_server.event(session, type="payment_intent.created")
 
-    assert post_event(unpaid, stripe_server.signature(unpaid)).json()["outcome"] == "NotPaid"
-    assert post_event(expired, stripe_server.signature(expired)).json()["outcome"] == "Ignored"
+    assert post_event(unpaid, stripe_server.signature(unpaid)).json()["outcome"] == "Pending"
+    assert post_event(expired, stripe_server.signature(expired)).json()["outcome"] == "Expired"
+    assert post_event(other, stripe_server.signature(other)).json()["outcome"] == "Ignored"
     assert fetch(live_api, order_id)["status"]["stage"] == "AwaitingPayment"
+    assert not OrderPayment.objects.exists()
+    assert PaymentSession.objects.get().status == PaymentSessionStatus.EXPIRED
 
 
 def _paid(card: CreatedMerchant, live_api: APIClient, server: StripeServer) -> tuple[str, Order]:
@@ -339,3 +332,375 @@ def test_a_paid_order_is_shown_with_stage_in_progress_in_the_list(
 
     assert [o["id"] for o in listed] == [order_id]
     assert Order.objects.get(id=pk(order_id)).stage == Stage.IN_PROGRESS
+
+
+# --- Payments never lost: stale sessions, two tabs, delayed methods (issue 41) ------------
+
+
+def session_id(session_url: str) -> str:
+    return session_url.rsplit("/", 1)[1]
+
+
+def _expiries_send() -> None:
+    for session in PaymentSession.objects.filter(expire_due_at__isnull=False):
+        payment_session_expire_send(session_id=session.id)
+
+
+def _deliver(server: StripeServer, session: dict[str, Any], **event: Any) -> Any:
+    payload = server.event(session, **event)
+    return post_event(payload, server.signature(payload))
+
+
+def _method_changed(live_api: APIClient, order_id: str, method: str) -> None:
+    response = live_api.post(
+        f"/v4.0/orders/{order_id}/actions/updateShippingMethod",
+        {"shippingMethod": method},
+        format="json",
+    )
+    assert response.json()["outcome"] == "Updated", response.content
+
+
+def _asked(live_api: APIClient, order_id: str) -> Decimal:
+    [issue] = fetch(live_api, order_id)["status"]["issues"]
+    assert issue["errorCode"] == "RequiresPaymentAuthorisation"
+    return Decimal(issue["authorisationDetails"]["paymentDetails"]["amount"])
+
+
+def _receipt(card: CreatedMerchant, order_id: str) -> str:
+    response = signed_in_client(card.merchant).get(f"/dashboard/orders/{order_id}/receipt.pdf")
+    assert response.status_code == 200
+    return "\n".join(page.extract_text() for page in PdfReader(io.BytesIO(response.content)).pages)
+
+
+def _net_paid_at_stripe(server: StripeServer) -> int:
+    """What the payer paid at Stripe in all, less what Stripe refunded (minor units)."""
+    paid = [s for s in server.sessions.values() if s["payment_status"] == "paid"]
+    return sum(s["amount_total"] - server.refunded(s["payment_intent"]) for s in paid)
+
+
+def test_a_stale_session_paid_after_a_raise_counts_and_only_the_rest_is_asked_for(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    # The issue's case: the pay page opened at Standard, the method changed to Express, the
+    # old session paid (here after the service expired it: the race).
+    order_id, order = awaiting_order(live_api)
+    standard = _asked(live_api, order_id)
+    first = session_id(checkout(card, order_id))
+    _method_changed(live_api, order_id, "Express")
+    express = _asked(live_api, order_id)
+    assert express > standard
+    _expiries_send()
+    assert stripe_server.sessions[first]["status"] == "expired"
+    assert [c.path for c in stripe_server.calls][-1] == f"/v1/checkout/sessions/{first}/expire"
+
+    stale = _deliver(stripe_server, stripe_server.session_paid(first, after_expiry=True))
+
+    assert stale.json() == {"received": True, "outcome": "PartlyPaid"}
+    assert [p.amount for p in OrderPayment.objects.filter(order=order)] == [standard]
+    assert _asked(live_api, order_id) == express - standard
+    assert fetch(live_api, order_id)["status"]["stage"] == "AwaitingPayment"
+    assert order_payment_amount(order=Order.objects.get(id=order.id)) == (express - standard, "GBP")
+
+    rest = session_id(checkout(card, order_id))  # the pay page asks for the rest only
+    assert stripe_server.sessions[rest]["amount_total"] == minor_units(express - standard, "GBP")
+    assert _deliver(stripe_server, stripe_server.session_paid(rest)).json()["outcome"] == (
+        "Authorised"
+    )
+
+    shown = fetch(live_api, order_id)
+    assert shown["status"]["stage"] == "InProgress" and shown["status"]["issues"] == []
+    payments = list(OrderPayment.objects.filter(order=order).order_by("id"))
+    assert [p.amount for p in payments] == [standard, express - standard]
+    assert not PaymentRefund.objects.exists()
+    assert _net_paid_at_stripe(stripe_server) == minor_units(express, "GBP")  # paid once
+    receipt = _receipt(card, order_id)
+    assert all(p.reference in receipt for p in payments)
+    assert f"Net paid: {express} GBP" in receipt
+
+
+def test_a_stale_session_for_more_than_asked_pays_the_order_and_the_excess_is_refunded(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    _method_changed(live_api, order_id, "Express")
+    express = _asked(live_api, order_id)
+    first = session_id(checkout(card, order_id))
+    _method_changed(live_api, order_id, "Standard")
+    standard = _asked(live_api, order_id)
+    # Paid before the service's expiry reached Stripe: Stripe refuses to expire it.
+    paid = stripe_server.session_paid(first)
+    _expiries_send()
+    session = PaymentSession.objects.get(reference=first)
+    assert session.expire_due_at is None and "can be expired" in session.expire_failure
+
+    response = _deliver(stripe_server, paid)
+
+    assert response.json()["outcome"] == "Overpaid"
+    assert fetch(live_api, order_id)["status"]["stage"] == "InProgress"
+    [payment] = OrderPayment.objects.filter(order=order)
+    [refund] = PaymentRefund.objects.filter(order=order)
+    assert (payment.amount, payment.reference) == (express, paid["payment_intent"])
+    assert (refund.payment, refund.amount) == (payment, express - standard)
+    _send_due_refunds()
+    refund.refresh_from_db()
+    assert stripe_server.refunded(paid["payment_intent"]) == minor_units(express - standard, "GBP")
+    assert _net_paid_at_stripe(stripe_server) == minor_units(standard, "GBP")
+    receipt = _receipt(card, order_id)
+    assert payment.reference in receipt and refund.reference in receipt
+    assert f"Net paid: {standard} GBP" in receipt
+
+
+def test_a_second_session_paid_in_another_tab_is_refunded_at_once(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    cost = _asked(live_api, order_id)
+    first, second = session_id(checkout(card, order_id)), session_id(checkout(card, order_id))
+    assert PaymentSession.objects.filter(order=order).count() == 2
+    assert _deliver(stripe_server, stripe_server.session_paid(first)).json()["outcome"] == (
+        "Authorised"
+    )
+    # The order paid, the other tab's session is expired at Stripe; paid all the same (the race).
+    assert PaymentSession.objects.get(reference=second).expire_due_at is not None
+    _expiries_send()
+    assert stripe_server.sessions[second]["status"] == "expired"
+    again = stripe_server.session_paid(second, after_expiry=True)
+
+    response = _deliver(stripe_server, again)
+
+    assert response.json() == {"received": True, "outcome": "Refunded"}
+    payments = list(OrderPayment.objects.filter(order=order).order_by("id"))
+    assert [(p.amount, p.reference) for p in payments] == [
+        (cost, stripe_server.sessions[first]["payment_intent"]),
+        (cost, again["payment_intent"]),
+    ]
+    [refund] = PaymentRefund.objects.filter(order=order)
+    assert (refund.payment, refund.amount) == (payments[1], cost)
+    assert refund.due_at is not None  # queued for the callbacks worker after commit
+    _send_due_refunds()
+    assert stripe_server.refunded(again["payment_intent"]) == minor_units(cost, "GBP")
+    assert _net_paid_at_stripe(stripe_server) == minor_units(cost, "GBP")
+    assert fetch(live_api, order_id)["status"]["stage"] == "InProgress"
+    assert order_payment_amount(order=Order.objects.get(id=order.id))[0] == 0
+    receipt = _receipt(card, order_id)
+    assert all(p.reference in receipt for p in payments)
+    assert f"Net paid: {cost} GBP" in receipt
+
+
+def test_a_session_paid_after_the_order_was_cancelled_is_refunded(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    first = session_id(checkout(card, order_id))
+    assert live_api.post(f"/v4.0/orders/{order_id}/actions/cancel").json()["outcome"] == (
+        "Cancelled"
+    )
+    _expiries_send()
+    assert stripe_server.sessions[first]["status"] == "expired"
+
+    paid = stripe_server.session_paid(first, after_expiry=True)
+    response = _deliver(stripe_server, paid)
+
+    assert response.json()["outcome"] == "Refunded"
+    _send_due_refunds()
+    assert _net_paid_at_stripe(stripe_server) == 0
+    assert fetch(live_api, order_id)["status"]["stage"] == "Cancelled"
+    [refund] = PaymentRefund.objects.filter(order=order)
+    assert refund.sent_at is not None and refund.reference in _receipt(card, order_id)
+
+
+def test_a_delayed_method_is_credited_on_its_async_success_and_a_failure_leaves_it_asking(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    cost = _asked(live_api, order_id)
+    failing = session_id(checkout(card, order_id))
+    completed = _deliver(stripe_server, stripe_server.session_paid(failing, delayed=True))
+    assert completed.json()["outcome"] == "Pending"
+    failed = _deliver(
+        stripe_server,
+        stripe_server.session_settled(failing, succeeded=False),
+        type="checkout.session.async_payment_failed",
+    )
+    assert failed.json()["outcome"] == "Failed"
+    assert _asked(live_api, order_id) == cost  # still asking
+    assert fetch(live_api, order_id)["status"]["stage"] == "AwaitingPayment"
+    assert not OrderPayment.objects.exists()
+
+    later = session_id(checkout(card, order_id))
+    assert _deliver(stripe_server, stripe_server.session_paid(later, delayed=True)).json() == {
+        "received": True,
+        "outcome": "Pending",
+    }
+    assert fetch(live_api, order_id)["status"]["stage"] == "AwaitingPayment"
+    succeeded = _deliver(
+        stripe_server,
+        stripe_server.session_settled(later, succeeded=True),
+        type="checkout.session.async_payment_succeeded",
+    )
+
+    assert succeeded.json()["outcome"] == "Authorised"
+    shown = fetch(live_api, order_id)
+    assert shown["status"]["stage"] == "InProgress" and shown["status"]["issues"] == []
+    [payment] = OrderPayment.objects.filter(order=order)
+    assert (payment.amount, payment.reference) == (
+        cost,
+        stripe_server.sessions[later]["payment_intent"],
+    )
+    assert PaymentSession.objects.get(reference=failing).status == PaymentSessionStatus.FAILED
+    assert PaymentSession.objects.get(reference=later).status == PaymentSessionStatus.PAID
+
+
+def test_an_event_of_a_session_the_service_did_not_open_for_that_order_changes_nothing(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, _ = awaiting_order(live_api)
+    other_id, _ = awaiting_order(live_api)
+    ours = stripe_server.session_paid(session_id(checkout(card, order_id)))
+    # A session opened elsewhere on the same Stripe account, naming the order.
+    foreign = stripe_client().v1.checkout.sessions.create(
+        {
+            "mode": "payment",
+            "line_items": [
+                {
+                    "price_data": {
+                        "currency": "gbp",
+                        "unit_amount": 100,
+                        "product_data": {"name": "Something else"},
+                    },
+                    "quantity": 1,
+                }
+            ],
+            "client_reference_id": order_id,
+            "success_url": "https://elsewhere.example/ok",
+            "cancel_url": "https://elsewhere.example/no",
+        }
+    )
+
+    answers = [
+        _deliver(stripe_server, stripe_server.session_paid(foreign.id)),
+        _deliver(stripe_server, {**ours, "client_reference_id": other_id}),  # not its order
+    ]
+
+    assert [a.json()["outcome"] for a in answers] == ["UnknownSession", "UnknownSession"]
+    assert not OrderPayment.objects.exists() and not PaymentRefund.objects.exists()
+    assert fetch(live_api, order_id)["status"]["stage"] == "AwaitingPayment"
+    assert fetch(live_api, other_id)["status"]["stage"] == "AwaitingPayment"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"[]",
+        b'"evt"',
+        b"{}",
+        b'{"id": "evt_1"}',
+        b'{"id": 7, "type": "checkout.session.completed"}',
+        b'{"id": "' + b"e" * 300 + b'", "type": "ping"}',
+        b'{"id": "evt_1", "type": "checkout.session.completed"}',
+        b'{"id": "evt_1", "type": "checkout.session.completed", "data": []}',
+        b'{"id": "evt_1", "type": "checkout.session.completed", "data": {"object": 5}}',
+    ],
+    ids=[
+        "array",
+        "string",
+        "empty",
+        "no type",
+        "numeric id",
+        "long id",
+        "no data",
+        "data array",
+        "object number",
+    ],
+)
+def test_a_signed_event_of_an_unexpected_shape_is_400(
+    stripe_server: StripeServer, payload: bytes
+) -> None:
+    response = post_event(payload, stripe_server.signature(payload))
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(("The event cannot be read", "The Stripe-Sig"))
+    assert not StripeEvent.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"amount_total": "616"},
+        {"amount_total": True},
+        {"amount_total": -1},
+        {"amount_total": 10**15},
+        {"currency": "gbpx"},
+        {"currency": None},
+        {"id": None},
+        {"payment_intent": {"id": "pi_1"}},
+        {"payment_status": 1},
+        {"metadata": ["ord_1"]},
+    ],
+    ids=lambda change: "-".join(f"{k}={v!r}"[:30] for k, v in change.items()),
+)
+def test_a_signed_session_event_with_a_field_of_an_unexpected_shape_is_400_and_changes_nothing(
+    card: CreatedMerchant,
+    live_api: APIClient,
+    stripe_server: StripeServer,
+    change: dict[str, Any],
+) -> None:
+    order_id, _ = awaiting_order(live_api)
+    paid = stripe_server.session_paid(session_id(checkout(card, order_id)))
+
+    response = _deliver(stripe_server, {**paid, **change})
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("The event cannot be read: ")
+    assert not StripeEvent.objects.exists() and not OrderPayment.objects.exists()
+    assert fetch(live_api, order_id)["status"]["stage"] == "AwaitingPayment"
+
+
+def test_a_raise_and_a_lowering_expire_only_the_sessions_for_another_amount(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, _ = awaiting_order(live_api)
+    standard = session_id(checkout(card, order_id))
+    _method_changed(live_api, order_id, "Express")
+    express = session_id(checkout(card, order_id))
+    _method_changed(live_api, order_id, "Standard")  # the Express session is stale now
+    stripe_server.failures_left = 100
+
+    _expiries_send()  # Stripe away: due again later
+
+    waiting = PaymentSession.objects.get(reference=express)
+    assert waiting.expire_due_at is not None and waiting.expire_due_at > timezone.now()
+    assert "Stripe could not be reached" in waiting.expire_failure
+    stripe_server.failures_left = 0
+    PaymentSession.objects.filter(expire_due_at__isnull=False).update(expire_due_at=timezone.now())
+    _expiries_send()
+    assert {s: stripe_server.sessions[s]["status"] for s in (standard, express)} == {
+        standard: "expired",  # expired at the raise, and not opened again
+        express: "expired",
+    }
+    assert PaymentSession.objects.get(reference=express).status == PaymentSessionStatus.EXPIRED
+
+    kept = session_id(checkout(card, order_id))
+    _method_changed(live_api, order_id, "Standard")  # the same amount: the session stands
+    assert PaymentSession.objects.get(reference=kept).expire_due_at is None
+    assert _deliver(stripe_server, stripe_server.session_paid(kept)).json()["outcome"] == (
+        "Authorised"
+    )
+
+
+def test_a_part_paid_order_whose_cost_falls_to_what_was_paid_goes_on(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    standard = _asked(live_api, order_id)
+    first = session_id(checkout(card, order_id))
+    _method_changed(live_api, order_id, "Express")
+    paid = stripe_server.session_paid(first, after_expiry=True)
+    assert _deliver(stripe_server, paid).json()["outcome"] == "PartlyPaid"
+
+    _method_changed(live_api, order_id, "Standard")
+
+    shown = fetch(live_api, order_id)
+    assert shown["status"]["stage"] == "InProgress" and shown["status"]["issues"] == []
+    assert [p.amount for p in OrderPayment.objects.filter(order=order)] == [standard]
+    assert not PaymentRefund.objects.exists()

@@ -1,11 +1,15 @@
 """A Stripe compatible server on loopback, for the official ``stripe`` library pointed at it by
 ``STRIPE_API_BASE``.
 
-It answers what the service calls (``POST /v1/checkout/sessions``, ``POST /v1/refunds``) as
-Stripe does: form-encoded parameters, the secret key as a bearer token, idempotency keys,
-Stripe's error bodies. Each session has a payment page (``/checkout/<session id>``) with a Pay
-button; paying sends the signed ``checkout.session.completed`` event to ``webhook_url`` and
-goes back to the session's ``success_url``, as Stripe Checkout does. Events are signed as
+It answers what the service calls (``POST /v1/checkout/sessions``, ``GET`` one or the list of
+them, ``POST /v1/checkout/sessions/{id}/expire``, ``POST /v1/refunds``) as Stripe does:
+form-encoded parameters, the secret key as a bearer token, idempotency keys, Stripe's error
+bodies (expiring a session that is not open is refused). Each session has a payment page
+(``/checkout/<session id>``) with a Pay button while it is open; paying sends the signed
+``checkout.session.completed`` event to ``webhook_url`` and goes back to the session's
+``success_url``, as Stripe Checkout does. Tests may also pay a session that was expired (the race
+of a payment made as the service expires it) and pay by a delayed method, settled later with
+``checkout.session.async_payment_succeeded`` or ``..._failed``. Events are signed as
 Stripe signs them: ``Stripe-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret,
 "<t>.<payload>")>``.
 """
@@ -114,17 +118,39 @@ class StripeServer:
 
     # --- what tests do ------------------------------------------------------------------
 
-    def session_paid(self, session_id: str) -> dict[str, Any]:
-        """The session paid (as when the payer pays on its page); the session."""
+    def session_paid(
+        self, session_id: str, *, delayed: bool = False, after_expiry: bool = False
+    ) -> dict[str, Any]:
+        """The session paid (as when the payer pays on its page); the session. ``delayed``: by
+        a method whose money comes later (the session completes ``unpaid``; settle it with
+        ``session_settled``). ``after_expiry``: even though it was expired (the payer paid as
+        the service expired it); else an expired session cannot be paid."""
         with self._lock:
             session = self.sessions[session_id]
-            if session["payment_status"] != "paid":
+            if session["status"] == "expired" and not after_expiry:
+                raise ValueError(f"{session_id} is expired and cannot be paid.")
+            if session["payment_intent"] is None:
                 session.update(
                     status="complete",
-                    payment_status="paid",
+                    payment_status="unpaid" if delayed else "paid",
                     payment_intent=f"pi_loopback_{next(self._ids)}",
                 )
             return dict(session)
+
+    def session_settled(self, session_id: str, *, succeeded: bool) -> dict[str, Any]:
+        """A delayed payment's outcome: the session ``paid`` when it ``succeeded``; the session
+        (send it as ``checkout.session.async_payment_succeeded`` or ``..._failed``)."""
+        with self._lock:
+            session = self.sessions[session_id]
+            assert session["status"] == "complete" and session["payment_status"] == "unpaid"
+            if succeeded:
+                session["payment_status"] = "paid"
+            return dict(session)
+
+    def pay(self, session_id: str, **how: bool) -> int:
+        """The session paid (``session_paid``) and its ``checkout.session.completed`` event
+        delivered to ``webhook_url``; the webhook's status."""
+        return self.deliver(self.event(self.session_paid(session_id, **how)))
 
     def event(self, session: dict[str, Any], *, type: str = "checkout.session.completed") -> bytes:
         """The JSON payload of an event about ``session``, as Stripe sends it."""
@@ -182,6 +208,14 @@ class StripeServer:
                 return _error(500, "api_error", None, "An unknown error occurred.")
         if (request.method, path) == ("POST", "/v1/checkout/sessions"):
             return self._session_create(params)
+        if (request.method, path) == ("GET", "/v1/checkout/sessions"):
+            return self._sessions_list(request.args.get("client_reference_id"))
+        if path.startswith("/v1/checkout/sessions/"):
+            session_id, _, action = path.removeprefix("/v1/checkout/sessions/").partition("/")
+            if (request.method, action) == ("GET", ""):
+                return self._session_get(session_id)
+            if (request.method, action) == ("POST", "expire"):
+                return self._session_expire(session_id)
         if (request.method, path) == ("POST", "/v1/refunds"):
             return self._refund_create(params, key)
         return _error(404, "invalid_request_error", "resource_missing", f"No route {path}.")
@@ -217,6 +251,36 @@ class StripeServer:
             }
             self.sessions[session_id] = session
         return _json(200, session)
+
+    def _session_get(self, session_id: str) -> Response:
+        with self._lock:
+            session = self.sessions.get(session_id)
+            if session is None:
+                return _no_session(session_id)
+            return _json(200, session)
+
+    def _sessions_list(self, client_reference_id: str | None) -> Response:
+        with self._lock:
+            found = [
+                s
+                for s in reversed(self.sessions.values())
+                if client_reference_id in (None, s["client_reference_id"])
+            ]
+            listed = {"object": "list", "url": "/v1/checkout/sessions", "has_more": False}
+            return _json(200, {**listed, "data": found})
+
+    def _session_expire(self, session_id: str) -> Response:
+        with self._lock:
+            session = self.sessions.get(session_id)
+            if session is None:
+                return _no_session(session_id)
+            if session["status"] != "open":
+                return _error(
+                    400, "invalid_request_error", None,
+                    'Only Checkout Sessions with a status in ["open"] can be expired.',
+                )  # fmt: skip
+            session["status"] = "expired"
+            return _json(200, session)
 
     def _refund_create(self, params: dict[str, Any], key: str | None) -> Response:
         with self._lock:
@@ -260,6 +324,8 @@ class StripeServer:
         session = self.sessions.get(session_id)
         if session is None:
             return Response("No such session.", status=404)
+        if session["status"] != "open":
+            return Response(f"This Checkout Session is {session['status']}.", status=410)
         if request.method == "POST":
             paid = self.session_paid(session_id)
             self.deliver(self.event(paid))
@@ -279,6 +345,11 @@ class StripeServer:
 
 def _json(status: int, body: Any) -> Response:
     return Response(json.dumps(body), status=status, content_type="application/json")
+
+
+def _no_session(session_id: str) -> Response:
+    message = f"No such checkout.session: '{session_id}'"
+    return _error(404, "invalid_request_error", "resource_missing", message)
 
 
 def _error(status: int, kind: str, code: str | None, message: str) -> Response:
