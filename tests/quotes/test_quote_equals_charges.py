@@ -210,7 +210,9 @@ def charged(order: Order) -> dict[str, Any]:
     assert {c.currency for c in charges.values()} == {"GBP"}
     lines = ChargeItem.objects.filter(charge__order=order)
     items = list(OrderItem.objects.filter(order=order).order_by("position"))
-    labs = dict(Shipment.objects.filter(order=order).values_list("id", "lab_code"))
+    labs: dict[int | None, str] = dict(
+        Shipment.objects.filter(order=order).values_list("id", "lab_code")
+    )
     return {
         "items": charges["Item"].total_cost,
         "shipping": charges["Shipping"].total_cost,
@@ -220,7 +222,7 @@ def charged(order: Order) -> dict[str, Any]:
             (labs[line.shipment_id], line.cost) for line in lines if line.shipment_id
         ),
         "items_by_position": [
-            (labs[item.shipment_id], next(line.cost for line in lines if line.item_id == item.id))
+            (labs[item.shipment_id], next(x.cost for x in lines if x.item_id == item.id))
             for item in items
         ],
     }
