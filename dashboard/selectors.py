@@ -189,11 +189,13 @@ def catalogue_entries(
     listed: list[tuple[Product, list[str]]],
     country_code: str,
     currency: str,
+    sandbox: bool,
     category: str | None = None,
 ) -> list[CatalogueEntry]:
     """Every product of ``listed`` (``labs.selectors.products_with_countries()``'s answer) of
     ``category`` with a price for ``country_code`` from the quote engine, as a quote for one
-    copy would give it."""
+    copy in the environment (``sandbox``) would give it: a Live price from the labs that make
+    Live orders."""
     entries = []
     for product, ships_to in listed:
         if category is not None and product.category != category:
@@ -215,6 +217,7 @@ def catalogue_entries(
                     destination_country_code=country_code,
                     shipping_method=None,
                     currency=currency,
+                    sandbox=sandbox,
                 )
             except ValidationFailed:
                 result = None

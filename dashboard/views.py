@@ -634,8 +634,10 @@ def invoice_pdf_download(request: HttpRequest, number: str) -> HttpResponse:
 @merchant_view
 def catalogue(request: HttpRequest) -> HttpResponse:
     """Every product with its attributes and print areas, and a price for one copy to the
-    chosen destination (the quote engine's cheapest method), in the merchant's currency."""
+    chosen destination (the quote engine's cheapest method), in the merchant's currency, as a
+    quote in the chosen environment gives it."""
     merchant: Merchant = request.merchant  # type: ignore[attr-defined]
+    environment: Environment = request.environment  # type: ignore[attr-defined]
     listed = products_with_countries()
     countries = countries_shipped_to(listed=listed)
     country = request.GET.get("country", "").upper()
@@ -648,6 +650,7 @@ def catalogue(request: HttpRequest) -> HttpResponse:
         listed=listed,
         country_code=country,
         currency=merchant.billing_currency,
+        sandbox=environment.is_sandbox,
         category=category or None,
     )
     return _page(

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from common.errors import ValidationFailed
 from labs.allocation import methods_available
-from labs.connectors import LabResult, connector_for, simulator_serves
+from labs.connectors import LabResult, connector_for
 from orders.charges import refund_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.issues import SHIPMENT_NOT_AVAILABLE, SHIPMENT_UPDATE_FAILED
@@ -363,7 +363,7 @@ def _check_deliverable(order: Order, *, country_code: str, shipping_method: str,
     methods = methods_available(
         items=order_basket(order, items),
         country_code=country_code,
-        real_labs_only=not simulator_serves(sandbox=order.environment.is_sandbox),
+        sandbox=order.environment.is_sandbox,
     )
     if methods and shipping_method not in methods:
         raise ValidationFailed.single(

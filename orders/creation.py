@@ -13,7 +13,7 @@ from django.utils import timezone
 from common.db import rows_insert, rows_new
 from common.errors import ValidationFailed
 from labs.allocation import (
-    NO_CONFIGURED_LAB,
+    UNAVAILABLE_FOR_NOW,
     AllocationPlan,
     BasketItem,
     Infeasible,
@@ -21,7 +21,6 @@ from labs.allocation import (
     plan_basket,
 )
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
-from labs.connectors import simulator_serves
 from merchants.models import Environment, PauseMode
 from orders.artwork.spine import SPINE_AREA, spine_failures, spine_size
 from orders.issues import ITEM_UNAVAILABLE
@@ -167,7 +166,7 @@ def order_validate(
             shipping_method=data["shippingMethod"],
             currency=currency,
             catalogue=catalogue,
-            real_labs_only=not simulator_serves(sandbox=sandbox),
+            sandbox=sandbox,
         )
     except UnknownCurrency as unknown:
         raise ValidationFailed.single(
@@ -176,7 +175,7 @@ def order_validate(
     except Infeasible as infeasible:
         for key, item_failures_found in infeasible.failures_by_item_key.items():
             for failure in item_failures_found:
-                if failure.code in ("TemporarilyUnavailable", NO_CONFIGURED_LAB):
+                if failure.code in UNAVAILABLE_FOR_NOW:
                     unavailable.setdefault(key, []).append(failure.description)
                 elif failure.code in ("MethodNotOffered", "NoCommonShippingMethod"):
                     _add(

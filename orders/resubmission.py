@@ -59,7 +59,7 @@ from common.chunks import chunks
 from common.ids import PREFIXES, format_id, new_id
 from labs.allocation import AllocationPlan, Infeasible, plan_basket
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
-from labs.connectors import LabConnector, LabOrder, LabResult, simulator_serves
+from labs.connectors import LabConnector, LabOrder, LabResult
 from orders.events import shipment_changed
 from orders.issues import PRINT_READY_FAILED, SUBMISSION_FAILED
 from orders.lab_orders import lab_order
@@ -239,7 +239,7 @@ def _cheapest_plan(
                 currency=order.currency,
                 catalogue=catalogue,
                 lab_codes=[code],
-                real_labs_only=not simulator_serves(sandbox=order.environment.is_sandbox),
+                sandbox=order.environment.is_sandbox,
             )
         except Infeasible as infeasible:
             why = "; ".join(

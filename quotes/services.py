@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from common.errors import ValidationFailed
 from common.ids import new_hex_id
 from labs.allocation import (
+    NO_CONFIGURED_LAB,
+    UNAVAILABLE_FOR_NOW,
     AllocationPlan,
     BasketItem,
     Infeasible,
+    ItemFailure,
     UnknownCurrency,
     plan_all_methods,
     plan_basket,
@@ -20,10 +23,11 @@ from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from products.validation import ItemInput, basket_validate
 
 US_SALES_TAX_WARNING = "destinationCountryCode.UsSalesTaxWarning"
-# An item that no lab has in stock now: the quote has no price, as an order of the basket
-# would be CreatedWithIssues with ``order.items.ItemUnavailable`` and no charges yet.
+# An item that no lab of the environment can make now (out of stock everywhere, or, for Live,
+# made only by the simulator where it may not make Live orders): the quote has no price, as an
+# order of the basket would be CreatedWithIssues with ``order.items.ItemUnavailable`` and no
+# charges yet.
 ITEM_UNAVAILABLE = "items.ItemUnavailable"
-TEMPORARILY_UNAVAILABLE = "TemporarilyUnavailable"
 
 
 # A quote's item is exactly what the catalogue check takes.
@@ -66,11 +70,14 @@ def quotes_create(
     destination_country_code: str,
     shipping_method: str | None,
     currency: str,
+    sandbox: bool,
     catalogue: CatalogueSnapshot | None = None,
 ) -> QuoteResult:
     """Quotes for the basket: for ``shipping_method`` only, or for every method able to deliver
     all of it. Raises ``ValidationFailed`` for catalogue problems and undeliverable items; an
-    item no lab has in stock now gives no quote but an ``items.ItemUnavailable`` issue.
+    item no lab can make now gives no quote but an ``items.ItemUnavailable`` issue.
+    ``sandbox``: the environment quoted for; the engine prices at exactly the labs an order of
+    that environment may use, so the quote equals the order's charges to the cent.
     ``catalogue``: the snapshot to price against (the current one by default)."""
     if catalogue is None:
         catalogue = catalogue_snapshot()
@@ -82,7 +89,9 @@ def quotes_create(
     basket = [BasketItem.of_validated(item) for item in validated]
     issues: list[QuoteIssue] = []
     try:
-        plans = _plans(basket, destination_country_code, shipping_method, currency, catalogue)
+        plans = _plans(
+            basket, destination_country_code, shipping_method, currency, sandbox, catalogue
+        )
     except Infeasible as infeasible:
         # As an order of the basket is CreatedWithIssues: an item out of stock everywhere is
         # an issue, not an error, once the rest of the basket could be delivered.
@@ -92,7 +101,9 @@ def quotes_create(
             raise _undeliverable(infeasible) from infeasible
         if rest:
             try:
-                _plans(rest, destination_country_code, shipping_method, currency, catalogue)
+                _plans(
+                    rest, destination_country_code, shipping_method, currency, sandbox, catalogue
+                )
             except Infeasible as still:
                 raise _undeliverable(still) from still
         plans = []
@@ -100,8 +111,9 @@ def quotes_create(
         issues += [
             QuoteIssue(
                 ITEM_UNAVAILABLE,
-                f"items[{key}]: {by_key[key].sku} is temporarily unavailable. "
-                "Please contact customer services.",
+                _unavailable_description(
+                    key, by_key[key].sku, infeasible.failures_by_item_key[key]
+                ),
             )
             for key in sorted(unavailable, key=int)
         ]
@@ -136,6 +148,7 @@ def _plans(
     country_code: str,
     shipping_method: str | None,
     currency: str,
+    sandbox: bool,
     catalogue: CatalogueSnapshot,
 ) -> list[AllocationPlan]:
     """The plan for ``shipping_method``, or for every method that delivers the basket."""
@@ -147,12 +160,17 @@ def _plans(
                     country_code=country_code,
                     shipping_method=shipping_method,
                     currency=currency,
+                    sandbox=sandbox,
                     catalogue=catalogue,
                 )
             ]
         return list(
             plan_all_methods(
-                items=basket, country_code=country_code, currency=currency, catalogue=catalogue
+                items=basket,
+                country_code=country_code,
+                currency=currency,
+                sandbox=sandbox,
+                catalogue=catalogue,
             ).values()
         )
     except UnknownCurrency as unknown:
@@ -160,12 +178,21 @@ def _plans(
 
 
 def _unavailable(infeasible: Infeasible) -> set[str]:
-    """The keys of the items that fail only for want of stock."""
+    """The keys of the items that fail only for what an order waits out (``order_validate``
+    stores such an order with ``ItemUnavailable``): no stock, no lab configured for Live."""
     return {
         key
         for key, failures in infeasible.failures_by_item_key.items()
-        if failures and all(f.code == TEMPORARILY_UNAVAILABLE for f in failures)
+        if failures and all(f.code in UNAVAILABLE_FOR_NOW for f in failures)
     }
+
+
+def _unavailable_description(key: str, sku: str, failures: Sequence[ItemFailure]) -> str:
+    reasons = " ".join(f.description for f in failures if f.code == NO_CONFIGURED_LAB)
+    return (
+        f"items[{key}]: {sku} is temporarily unavailable{': ' + reasons if reasons else '.'} "
+        "Please contact customer services."
+    )
 
 
 def _undeliverable(infeasible: Infeasible) -> ValidationFailed:

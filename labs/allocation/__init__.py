@@ -7,10 +7,16 @@ make everything or when splitting is cheaper overall.
 
 Public interface (keyword-only)::
 
-    plan_basket(*, items, country_code, shipping_method, currency) -> AllocationPlan
-    plan_all_methods(*, items, country_code, currency) -> dict[method, AllocationPlan]
-    methods_available(*, items, country_code) -> list[str]
+    plan_basket(*, items, country_code, shipping_method, currency, sandbox) -> AllocationPlan
+    plan_all_methods(*, items, country_code, currency, sandbox) -> dict[method, AllocationPlan]
+    methods_available(*, items, country_code, sandbox) -> list[str]
     plan_at_lab(*, items, lab_code, country_code, shipping_method, currency) -> AllocationPlan
+
+``sandbox`` (required) names the environment a basket is priced for: a Live basket where the
+simulator may not make Live orders (``labs.connectors.simulator_serves``) is priced only at
+labs with a real connector. Quotes, ``validationOnly``, the dashboard's catalogue prices and
+orders all pass it, and the engine alone applies the rule, so a quote and an order of one
+environment are priced from the same labs.
 
 ``items`` is a sequence of ``BasketItem(key, sku, attributes, copies, pages=None)``. They raise
 ``Infeasible`` (``failures_by_item_key``: item key → ``[ItemFailure(code, description)]``) and
@@ -47,6 +53,7 @@ from labs.allocation.engine import plan_at_lab as plan_at_lab
 from labs.allocation.engine import plan_basket as plan_basket
 from labs.allocation.types import FAILURE_CODES as FAILURE_CODES
 from labs.allocation.types import NO_CONFIGURED_LAB as NO_CONFIGURED_LAB
+from labs.allocation.types import UNAVAILABLE_FOR_NOW as UNAVAILABLE_FOR_NOW
 from labs.allocation.types import AllocationPlan as AllocationPlan
 from labs.allocation.types import BasketItem as BasketItem
 from labs.allocation.types import Infeasible as Infeasible

@@ -18,6 +18,7 @@ from labs.allocation.types import (
     UnknownCurrency,
 )
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
+from labs.connectors.registry import simulator_serves
 from labs.models import Lab, LabProduct, ShippingMethod, ShippingRate, TaxRule
 from products.models import Product
 from products.validation import attribute_failures, resolve_attributes
@@ -75,10 +76,16 @@ def _load(
     items: Sequence[BasketItem],
     country_code: str,
     catalogue: CatalogueSnapshot | None,
+    sandbox: bool | None,
     lab_codes: Collection[str] | None = None,
-    real_labs_only: bool = False,
 ) -> _Snapshot:
+    """What the basket needs, at the labs that may make the orders of the environment
+    (``sandbox``; None: every lab, for a lab already chosen). The one place the rule of
+    ``labs.connectors.simulator_serves`` is applied to pricing: where the simulator may not
+    make the environment's orders, a lab without a real connector is left out, so a quote, a
+    validation and an order of one environment are priced from exactly the same labs."""
     snapshot = catalogue if catalogue is not None else catalogue_snapshot()
+    real_labs_only = sandbox is not None and not simulator_serves(sandbox=sandbox)
     country_code = country_code.upper()
     products = snapshot.products_by_sku([item.sku for item in items])
     failures: dict[str, list[ItemFailure]] = {}
@@ -336,9 +343,9 @@ def plan_basket(
     country_code: str,
     shipping_method: str,
     currency: str,
+    sandbox: bool,
     catalogue: CatalogueSnapshot | None = None,
     lab_codes: Collection[str] | None = None,
-    real_labs_only: bool = False,
 ) -> AllocationPlan:
     """The cheapest feasible plan for ``items`` delivered to ``country_code`` by
     ``shipping_method`` (any letter case), priced in ``currency``, at the labs ``lab_codes``
@@ -348,9 +355,10 @@ def plan_basket(
     ``UnknownCurrency`` when ``currency`` or a needed lab currency has no exchange rate, and
     ``ValueError`` for an unknown method or an empty basket. ``catalogue`` is the snapshot to
     price against (a caller that validated the basket against one passes it, so one request
-    reads one version); by default the current one. ``real_labs_only`` (a Live basket where the
-    simulator may not make Live orders: ``labs.connectors.simulator_serves``) leaves out every
-    lab without a real connector: an item only such labs make fails with ``NoConfiguredLab``.
+    reads one version); by default the current one. ``sandbox``: the environment the basket is
+    priced for (required, so that no caller prices at labs its orders may not use); where the
+    simulator may not make its orders (``labs.connectors.simulator_serves``) every lab without
+    a real connector is left out: an item only such labs make fails with ``NoConfiguredLab``.
     """
     method = shipping_method_parse(shipping_method)
     if method is None:
@@ -361,8 +369,8 @@ def plan_basket(
             items=items,
             country_code=country_code,
             catalogue=catalogue,
+            sandbox=sandbox,
             lab_codes=lab_codes,
-            real_labs_only=real_labs_only,
         ),
         method,
         currency,
@@ -374,19 +382,18 @@ def plan_all_methods(
     items: Sequence[BasketItem],
     country_code: str,
     currency: str,
+    sandbox: bool,
     catalogue: CatalogueSnapshot | None = None,
-    real_labs_only: bool = False,
 ) -> dict[str, AllocationPlan]:
-    """A plan for every method that can deliver the whole basket, in method order.
+    """A plan for every method that can deliver the whole basket, in method order, at the labs
+    of ``sandbox``'s environment as ``plan_basket`` chooses them.
 
     Raises ``Infeasible`` when no method can; each item then gets the reason it fails under
     every method (``NotShippedToCountry``, ``TemporarilyUnavailable``, ...), or
     ``NoCommonShippingMethod`` when it could be sent on its own but not with the others.
     """
     _check_basket(items)
-    snapshot = _load(
-        items=items, country_code=country_code, catalogue=catalogue, real_labs_only=real_labs_only
-    )
+    snapshot = _load(items=items, country_code=country_code, catalogue=catalogue, sandbox=sandbox)
     plans: dict[str, AllocationPlan] = {}
     for method in METHODS:
         try:
@@ -402,15 +409,14 @@ def methods_available(
     *,
     items: Sequence[BasketItem],
     country_code: str,
+    sandbox: bool,
     catalogue: CatalogueSnapshot | None = None,
-    real_labs_only: bool = False,
 ) -> list[str]:
     """The methods (in the order Budget, Standard, StandardPlus, Express, Overnight) by which
-    the whole basket can be delivered to ``country_code``."""
+    the whole basket can be delivered to ``country_code`` by the labs of ``sandbox``'s
+    environment (as ``plan_basket`` chooses them)."""
     _check_basket(items)
-    snapshot = _load(
-        items=items, country_code=country_code, catalogue=catalogue, real_labs_only=real_labs_only
-    )
+    snapshot = _load(items=items, country_code=country_code, catalogue=catalogue, sandbox=sandbox)
     return [m for m in METHODS if not _method_failures(snapshot, m)]
 
 
@@ -430,7 +436,7 @@ def plan_at_lab(
     if method is None:
         raise ValueError(f"Unknown shipping method '{shipping_method}'.")
     _check_basket(items)
-    snapshot = _load(items=items, country_code=country_code, catalogue=None)
+    snapshot = _load(items=items, country_code=country_code, catalogue=None, sandbox=None)
     snapshot.items = [
         replace(
             prepared,

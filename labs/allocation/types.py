@@ -55,6 +55,9 @@ FAILURE_CODES = (
 )
 # Only labs without a real connector (the simulator) make the item, and the basket is Live.
 NO_CONFIGURED_LAB = "NoConfiguredLab"
+# Failures that time may mend (stock comes back, a lab is configured): an order is stored with
+# ``ItemUnavailable`` and waits at allocation; a quote answers the issue and no price.
+UNAVAILABLE_FOR_NOW = frozenset({"TemporarilyUnavailable", NO_CONFIGURED_LAB})
 
 
 class Infeasible(Exception):

@@ -59,10 +59,12 @@ class QuoteViewSet(ApiViewSet):
             "What the items would cost delivered to `destinationCountryCode`: items, shipping "
             "and tax, and how they would be split into shipments. Without `shippingMethod`, one "
             "quote for each method that can deliver every item. An order of the same basket, "
-            "destination and method is charged exactly the quoted amounts."
+            "destination and method in the key's environment is charged exactly the quoted "
+            "amounts: a Live quote is priced at the labs that make Live orders."
         ),
     )
     def create(self, request: Request) -> Response:
+        environment = client_environment(request)
         catalogue = catalogue_snapshot()
         serializer = QuoteRequestSerializer(data=request.data, context={"catalogue": catalogue})
         serializer.is_valid(raise_exception=True)
@@ -80,8 +82,8 @@ class QuoteViewSet(ApiViewSet):
             ],
             destination_country_code=data["destinationCountryCode"],
             shipping_method=data.get("shippingMethod"),
-            currency=data.get("currencyCode")
-            or client_environment(request).merchant.billing_currency,
+            currency=data.get("currencyCode") or environment.merchant.billing_currency,
+            sandbox=environment.is_sandbox,
             catalogue=catalogue,
         )
         return Response(

@@ -3,12 +3,14 @@ sign-in message in the form's words; the catalogue page."""
 
 import re
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.core import mail
 from django.test import Client
 from rest_framework.test import APIClient
 
+from labs.models import Lab
 from labs.selectors import countries_shipped_to
 from merchants.services import CreatedMerchant
 from products.models import Product
@@ -130,3 +132,46 @@ def test_the_catalogue_page_prices_one_copy_to_the_chosen_destination_as_a_quote
     select = page.split('id="c-country"', 1)[1].split("</select>", 1)[0]
     offered = re.findall(r'<option value="([A-Z]{2})"', select)
     assert offered == countries_shipped_to() and '<option value="US" selected>' in page
+
+
+@pytest.mark.usefixtures("catalogue")
+def test_the_live_catalogue_prices_at_the_labs_live_orders_may_use(
+    merchant: CreatedMerchant, sandbox_api: APIClient, live_api: APIClient, settings: Any
+) -> None:
+    """Where the simulator may not make Live orders, the Live catalogue shows the price of a
+    Live quote (at gb1, the one lab with a real connector), not the simulator lab us1's."""
+    settings.SIMULATOR_PRODUCES_LIVE = False
+    Lab.objects.filter(code="gb1").update(
+        connector="siteflow",
+        siteflow_base_url="https://lab.example/api",
+        siteflow_token="token",
+        siteflow_secret="secret",
+    )
+    owner = signed_in_client(merchant.merchant)
+
+    def cheapest(api: APIClient) -> Decimal:
+        quote = api.post(
+            "/v4.0/quotes",
+            {
+                "destinationCountryCode": "US",
+                "items": [
+                    {"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"printArea": "default"}]}
+                ],
+            },
+            format="json",
+        ).json()
+        return min(Decimal(q["costSummary"]["totalCost"]["amount"]) for q in quote["quotes"])
+
+    def shown() -> str:
+        page = owner.get("/dashboard/catalogue?country=US&category=Photo").content.decode()
+        return page.split('id="product-GLOBAL-PHO-4X6"', 1)[1].split("</tr>", 1)[0]
+
+    sandbox_row = shown()
+    owner.post("/dashboard/environment", {"kind": "Live"})
+    live_row = shown()
+
+    assert cheapest(live_api) == Decimal("12.56")  # gb1's Standard to the rest of the world
+    assert cheapest(sandbox_api) < cheapest(live_api)  # us1, the simulator lab
+    assert f"{cheapest(live_api)} GBP" in live_row
+    assert f"{cheapest(sandbox_api)} GBP" in sandbox_row
+    assert f"{cheapest(sandbox_api)} GBP" not in live_row

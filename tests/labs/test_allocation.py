@@ -5,10 +5,12 @@ from itertools import product as product_of
 
 import pytest
 from django.db import transaction
+from django.test import override_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labs.allocation import (
+    AllocationPlan,
     BasketItem,
     Infeasible,
     ItemFailure,
@@ -35,7 +37,9 @@ def item(key: str, sku: str, copies: int = 1, **attributes: str) -> BasketItem:
 
 
 def plan(*items: BasketItem, country: str = "GB", method: str = "Standard", currency: str = "GBP"):  # type: ignore[no-untyped-def]
-    return plan_basket(items=items, country_code=country, shipping_method=method, currency=currency)
+    return plan_basket(
+        items=items, country_code=country, shipping_method=method, currency=currency, sandbox=True
+    )
 
 
 def failures(*items: BasketItem, country: str = "GB", method: str = "Standard"):  # type: ignore[no-untyped-def]
@@ -294,7 +298,11 @@ def test_pages_beyond_those_included_cost_extra() -> None:
     def unit(pages: int | None) -> Decimal:
         basket = [BasketItem(key="0", sku="BOOK", attributes={}, copies=1, pages=pages)]
         result = plan_basket(
-            items=basket, country_code="GB", shipping_method="standard", currency="GBP"
+            items=basket,
+            country_code="GB",
+            shipping_method="standard",
+            currency="GBP",
+            sandbox=True,
         )
         return result.item_lines[0].unit_cost
 
@@ -317,8 +325,11 @@ def test_methods_available_and_plans_for_every_method() -> None:
         ShippingRateFactory(lab=gb2, method=method)
 
     basket = [item("a", "A"), item("b", "B")]
-    assert methods_available(items=basket, country_code="GB") == ["Standard", "Express"]
-    plans = plan_all_methods(items=basket, country_code="GB", currency="GBP")
+    assert methods_available(items=basket, country_code="GB", sandbox=True) == [
+        "Standard",
+        "Express",
+    ]
+    plans = plan_all_methods(items=basket, country_code="GB", currency="GBP", sandbox=True)
     assert list(plans) == ["Standard", "Express"]
     assert all(p.shipping_method == m for m, p in plans.items())
 
@@ -337,6 +348,7 @@ def test_no_common_method_is_explained_per_item() -> None:
             items=[item("a", "A"), item("b", "B"), item("c", "C")],
             country_code="GB",
             currency="GBP",
+            sandbox=True,
         )
 
     assert raised.value.failures_by_item_key == {
@@ -432,7 +444,10 @@ def test_plan_basket_total_is_the_brute_force_minimum(
         transaction.set_rollback(True)
 
 
-def test_real_labs_only_leaves_out_simulator_labs_and_says_no_lab_is_configured() -> None:
+@override_settings(SIMULATOR_PRODUCES_LIVE=False)
+def test_live_leaves_out_simulator_labs_and_says_no_lab_is_configured() -> None:
+    """Where the simulator may not make Live orders, a Live basket is priced only at labs with
+    a real connector; Sandbox at every lab."""
     made_by_both, simulated_only = ProductFactory(sku="P-1"), ProductFactory(sku="C-1")
     cheap_simulator = LabFactory(code="gb1")
     real = LabFactory(
@@ -450,24 +465,21 @@ def test_real_labs_only_leaves_out_simulator_labs_and_says_no_lab_is_configured(
     for lab in (cheap_simulator, real, half_configured):
         ShippingRateFactory(lab=lab)
 
-    anywhere = plan(item("a", "P-1"))
-    real_only = plan_basket(
-        items=[item("a", "P-1")],
-        country_code="GB",
-        shipping_method="Standard",
-        currency="GBP",
-        real_labs_only=True,
-    )
-    with pytest.raises(Infeasible) as raised:
-        plan_basket(
-            items=[item("a", "P-1"), item("b", "C-1")],
+    def live(*items: BasketItem) -> AllocationPlan:
+        return plan_basket(
+            items=items,
             country_code="GB",
             shipping_method="Standard",
             currency="GBP",
-            real_labs_only=True,
+            sandbox=False,
         )
 
-    assert [s.lab_code for s in anywhere.shipments] == ["gb1"]
+    sandbox = plan(item("a", "P-1"))
+    real_only = live(item("a", "P-1"))
+    with pytest.raises(Infeasible) as raised:
+        live(item("a", "P-1"), item("b", "C-1"))
+
+    assert [s.lab_code for s in sandbox.shipments] == ["gb1"]
     assert [s.lab_code for s in real_only.shipments] == ["gb2"]
     assert raised.value.failures_by_item_key == {
         "b": [
@@ -478,4 +490,9 @@ def test_real_labs_only_leaves_out_simulator_labs_and_says_no_lab_is_configured(
             )
         ]
     }
-    assert methods_available(items=[item("b", "C-1")], country_code="GB", real_labs_only=True) == []
+    assert methods_available(items=[item("b", "C-1")], country_code="GB", sandbox=False) == []
+    assert methods_available(items=[item("b", "C-1")], country_code="GB", sandbox=True) == [
+        "Standard"
+    ]
+    with override_settings(SIMULATOR_PRODUCES_LIVE=True):
+        assert [s.lab_code for s in live(item("a", "P-1")).shipments] == ["gb1"]

@@ -76,7 +76,11 @@ def test_a_photobook_and_a_framed_print_always_split() -> None:
 
     for country in ("GB", "US", "DE"):
         plan = plan_basket(
-            items=basket, country_code=country, shipping_method="Standard", currency="GBP"
+            items=basket,
+            country_code=country,
+            shipping_method="Standard",
+            currency="GBP",
+            sandbox=True,
         )
         assert len(plan.shipments) == 2
         assert plan.shipment_of("book").lab_code != plan.shipment_of("frame").lab_code

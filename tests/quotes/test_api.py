@@ -241,6 +241,7 @@ def test_a_quote_equals_the_engine_plan_to_the_cent(
         country_code="GB",
         shipping_method="Express",
         currency="GBP",
+        sandbox=True,
     )
     assert body["quotes"][0]["costSummary"] == {
         "items": money(str(plan.items_cost)),

@@ -8,8 +8,13 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 
-from labs.allocation import NO_CONFIGURED_LAB, AllocationPlan, BasketItem, Infeasible, plan_basket
-from labs.connectors import simulator_serves
+from labs.allocation import (
+    UNAVAILABLE_FOR_NOW,
+    AllocationPlan,
+    BasketItem,
+    Infeasible,
+    plan_basket,
+)
 from orders.charges import charges_write
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
@@ -49,7 +54,7 @@ def _plan(order: Order, basket: list[BasketItem]) -> AllocationPlan:
         country_code=order.address_country_code,
         shipping_method=order.shipping_method,
         currency=order.currency,
-        real_labs_only=not simulator_serves(sandbox=order.environment.is_sandbox),
+        sandbox=order.environment.is_sandbox,
     )
 
 
@@ -76,11 +81,6 @@ def order_cost(order: Order) -> Decimal | None:
         return None
 
 
-TEMPORARILY_UNAVAILABLE = "TemporarilyUnavailable"
-# Failures an order waits out at allocation: stock may come back, a lab may be configured.
-WAITING_FAILURES = frozenset({TEMPORARILY_UNAVAILABLE, NO_CONFIGURED_LAB})
-
-
 def order_allocate(*, order: Order) -> bool | None:
     """Create shipments and charges (inside the caller's transaction).
 
@@ -99,7 +99,7 @@ def order_allocate(*, order: Order) -> bool | None:
     except Infeasible as infeasible:
         temporary = True
         for key, failures in infeasible.failures_by_item_key.items():
-            temporary = temporary and all(f.code in WAITING_FAILURES for f in failures)
+            temporary = temporary and all(f.code in UNAVAILABLE_FOR_NOW for f in failures)
             item = items.get(key)
             if item is None:
                 continue
