@@ -264,6 +264,7 @@ def render_once(args: tuple[str, str, int]) -> float:
         source=Path(source),
         target_width=PRINT_AREA[0],
         target_height=PRINT_AREA[1],
+        dpi=300,
         sizing="fillPrintArea",
         storage_prefix=f"bench/{n}",
     )

@@ -83,6 +83,7 @@ def child(case: str, source: str, scratch: str) -> None:
                 source=Path(source),
                 target_width=target[0],
                 target_height=target[1],
+                dpi=300,
                 sizing="fillPrintArea",
                 storage_prefix="bench",
             )

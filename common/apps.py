@@ -1,4 +1,5 @@
 from pathlib import Path
+from typing import Any
 
 from django.apps import AppConfig
 from django.conf import settings
@@ -6,6 +7,7 @@ from django.core.cache import close_caches
 from django.core.cache.backends.base import BaseCache
 from django.core.signals import request_finished, request_started
 from django.db import connections
+from django.db.models.signals import post_migrate
 from django.utils.module_loading import import_string
 
 
@@ -15,6 +17,12 @@ class CommonConfig(AppConfig):
     def ready(self) -> None:
         local_folders_create()
         from common.db import dropped_connections_closed
+
+        # Once per migrate (or flush), after every app's migrations: the version triggers a
+        # table rebuild dropped are put back (common.versioning).
+        post_migrate.connect(
+            version_triggers_restore, sender=self, dispatch_uid="common.versioning"
+        )
 
         # After Django's own receiver (close_old_connections), which closes expired ones; it
         # looks at PostgreSQL connections only, so a process without one goes without it.
@@ -41,3 +49,10 @@ def local_folders_create() -> None:
         for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
             if options.get(key):
                 Path(options[key]).mkdir(parents=True, exist_ok=True)
+
+
+def version_triggers_restore(*, using: str, **kwargs: Any) -> None:
+    """After ``migrate``: every registered version trigger present on database ``using``."""
+    from common.versioning import version_triggers_ensure
+
+    version_triggers_ensure(connections[using])

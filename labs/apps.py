@@ -12,6 +12,10 @@ class LabsConfig(AppConfig):
     name = "labs"
 
     def ready(self) -> None:
+        from common.versioning import version_triggers_register
+        from labs.versioning import LAB_TRIGGERS
+
+        version_triggers_register(LAB_TRIGGERS)
         if settings.SIMULATOR_PRODUCES_LIVE and settings.SETTINGS_MODULE == PRODUCTION_SETTINGS:
             logger.warning(
                 "SIMULATOR_PRODUCES_LIVE is on under the production settings: Live orders at "

@@ -12,10 +12,10 @@ from decimal import Decimal
 from itertools import product as cartesian
 
 from labs.capabilities import CAPABILITIES
-from products.models import Category
+from products.models import PRINT_DPI, Category
 
 MM_PER_INCH = Decimal("25.4")
-DPI = 300
+DPI = PRINT_DPI
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The triggers that change ``AccountsVersion.number`` on every write to merchants,
-environments and API keys (``common.versioning`` writes them). Used by migrations only."""
+environments and API keys (``common.versioning`` writes them)."""
 
 from common import versioning
 
@@ -9,15 +9,16 @@ TABLES = ["merchants_merchant", "merchants_environment", "merchants_apikey"]
 # A key's last-used time is written once a minute per key and changes nothing kept in memory.
 _UPDATE_COLUMNS = {"merchants_apikey": ["digest", "revoked_at", "environment_id"]}
 
+ACCOUNTS_TRIGGERS = versioning.VersionTriggers(
+    version_table=VERSION_TABLE,
+    function=_FUNCTION,
+    tables=tuple(TABLES),
+    update_columns=_UPDATE_COLUMNS,
+)
+
 
 def create_sql(vendor: str) -> list[str]:
-    return versioning.create_sql(
-        vendor,
-        version_table=VERSION_TABLE,
-        function=_FUNCTION,
-        tables=TABLES,
-        update_columns=_UPDATE_COLUMNS,
-    )
+    return ACCOUNTS_TRIGGERS.create_sql(vendor, TABLES)
 
 
 def drop_sql(vendor: str) -> list[str]:

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -120,6 +121,28 @@ class TestPaymentProvider:
 def payment_provider_path(name: str) -> str:
     """The class that ``PAYMENT_PROVIDER`` (a short name or a dotted path) names."""
     return PAYMENT_PROVIDERS.get(name, name)
+
+
+def payment_provider_check(name: str) -> None:
+    """Raise ``ImproperlyConfigured`` unless ``name`` (a ``PAYMENT_PROVIDER``) is a short name
+    of ``PAYMENT_PROVIDERS`` or the importable dotted path of a class with the methods of
+    ``PaymentProvider``: checked when Django starts (``orders.apps``), so that a name that names
+    nothing stops the service instead of failing every payment page."""
+    refusal = (
+        f"PAYMENT_PROVIDER={name!r} names no payment provider: use one of "
+        f"{', '.join(sorted(PAYMENT_PROVIDERS))} or the dotted path of a class with "
+        "authorise, refund and expire methods."
+    )
+    if not name.strip():
+        raise ImproperlyConfigured(refusal)
+    try:
+        found = import_string(payment_provider_path(name))
+    except ImportError as exc:
+        raise ImproperlyConfigured(f"{refusal} ({exc})") from exc
+    if not isinstance(found, type) or not all(
+        callable(getattr(found, method, None)) for method in ("authorise", "refund", "expire")
+    ):
+        raise ImproperlyConfigured(refusal)
 
 
 def payment_provider() -> PaymentProvider:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from labs.allocation import Infeasible, PlannedShipment, UnknownCurrency, plan_at_lab
 from labs.capabilities import capabilities_listed
 from labs.connectors import LabConnector, LabOrder, LabResult, connector_for
-from labs.connectors.siteflow import SiteflowConnector
+from labs.connectors.siteflow import SiteflowConnector, carrier_alias_resolve
 from orders.charges import refund_write, shipping_adjustment_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.lab_orders import lab_order
@@ -380,7 +380,8 @@ def shipment_update_carrier(
     *, shipment: Shipment, shipping_method: str, carrier_alias: str
 ) -> ShipmentOperationResult:
     """Ship a Site Flow lab order with the site's carrier ``carrier_alias`` at
-    ``shipping_method`` (the back-office's bulk shipping update); other labs refuse."""
+    ``shipping_method`` (the back-office's bulk shipping update); other labs refuse. The
+    shipment shows the carrier and service the alias stands for (``carrier_alias_resolve``)."""
 
     def check(s: Shipment) -> str | None:
         if not isinstance(shipment_connector(s), SiteflowConnector):
@@ -392,9 +393,9 @@ def shipment_update_carrier(
         return connector.update_carrier(payload, carrier_alias)
 
     def record(order: Order, locked: Shipment) -> None:
+        carrier = carrier_alias_resolve(carrier_alias, shipping_method=shipping_method)
         locked.shipping_method = shipping_method
-        locked.carrier_name = carrier_alias
-        locked.carrier_service = shipping_method
+        locked.carrier_name, locked.carrier_service = carrier.name, carrier.service
         locked.save(update_fields=["shipping_method", "carrier_name", "carrier_service"])
         if _only_shipment(order):
             order.shipping_method = shipping_method

@@ -11,6 +11,10 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models.functions import Upper
 
+# The resolution the recommended pixel sizes of print areas are for (``Variant``): print files
+# are tagged with it, so a lab prints each at the size its area is.
+PRINT_DPI = 300
+
 
 class Category(models.TextChoices):
     FINE_ART = "FineArtPrint", "Fine-art print"
@@ -154,7 +158,8 @@ class PrintArea(models.Model):
 
 
 class Variant(models.Model):
-    """One combination of attribute values, with the recommended pixel size per print area.
+    """One combination of attribute values, with the recommended pixel size per print area
+    (its physical size at ``PRINT_DPI``).
 
     ``print_area_sizes`` is ``{"default": {"horizontalResolution": 3000, "verticalResolution":
     3000}}``. Where a variant ships to is not stored: it follows from the labs that make the

@@ -380,7 +380,8 @@ STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
 STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
 STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="").rstrip("/")
 STRIPE_TIMEOUT_SECONDS = env.float("STRIPE_TIMEOUT_SECONDS", default=20.0)
-if PAYMENT_PROVIDER == "stripe" and not (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET):
+_STRIPE_NAMES = ("stripe", "billing.stripe.StripePaymentProvider")  # by name or by path
+if PAYMENT_PROVIDER in _STRIPE_NAMES and not (STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET):
     raise ImproperlyConfigured(
         "PAYMENT_PROVIDER=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET."
     )

@@ -24,7 +24,12 @@ for _name in ("SANDBOX_BASE_URL", "LIVE_BASE_URL"):
         raise ImproperlyConfigured(f"{_name} must be the environment's public https:// base URL.")
     globals()[_name] = _url.rstrip("/")
 
-# Card payments must move money: the built-in test provider authorises everything.
+# Card payments must move money: the built-in test provider authorises everything. A name that
+# names no provider is refused when Django starts, in every setting (orders.apps).
+if not PAYMENT_PROVIDER.strip():  # noqa: F405
+    raise ImproperlyConfigured(
+        "PAYMENT_PROVIDER is empty: it must name a real payment provider (stripe) in production."
+    )
 if PAYMENT_PROVIDER in ("test", "orders.payments.TestPaymentProvider"):  # noqa: F405
     raise ImproperlyConfigured(
         "PAYMENT_PROVIDER must be a real payment provider (stripe) in production; "

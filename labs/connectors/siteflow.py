@@ -45,6 +45,64 @@ _RETRYABLE_CLIENT_STATUSES = frozenset({408, 425, 429})
 
 
 @dataclass(frozen=True)
+class Carrier:
+    """A carrier and its service, as a merchant sees them on a shipment."""
+
+    name: str
+    service: str
+
+
+# Carrier aliases Site Flow sites commonly set up, and what each stands for.
+CARRIER_ALIASES: Mapping[str, Carrier] = {
+    "dhl-express": Carrier("DHL", "Express"),
+    "dhl-parcel": Carrier("DHL", "Parcel"),
+    "dpd-next-day": Carrier("DPD", "Next Day"),
+    "fedex-ground": Carrier("FedEx", "Ground"),
+    "fedex-international-priority": Carrier("FedEx", "International Priority"),
+    "royalmail-24": Carrier("Royal Mail", "Tracked 24"),
+    "royalmail-48": Carrier("Royal Mail", "Tracked 48"),
+    "ups-express": Carrier("UPS", "Express"),
+    "ups-standard": Carrier("UPS", "Standard"),
+    "usps-ground-advantage": Carrier("USPS", "Ground Advantage"),
+    "usps-priority": Carrier("USPS", "Priority Mail"),
+}
+# Carriers by the word an alias begins with, for aliases not listed above.
+CARRIER_NAMES: Mapping[str, str] = {
+    "dhl": "DHL",
+    "dpd": "DPD",
+    "evri": "Evri",
+    "fedex": "FedEx",
+    "gls": "GLS",
+    "parcelforce": "Parcelforce",
+    "postnl": "PostNL",
+    "royalmail": "Royal Mail",
+    "tnt": "TNT",
+    "ups": "UPS",
+    "usps": "USPS",
+}
+
+
+def carrier_alias_resolve(alias: str, *, shipping_method: str) -> Carrier:
+    """The carrier and service a site's carrier ``alias`` stands for (``dhl-express``: DHL,
+    Express). An alias not in ``CARRIER_ALIASES`` is read as ``<carrier>-<service>``: the
+    carrier from ``CARRIER_NAMES`` (else the word capitalised), the service's words
+    capitalised (``ups-next-day-air``: UPS, Next Day Air), or ``shipping_method`` when the
+    alias names the carrier alone."""
+    key = alias.strip().lower()
+    if key in CARRIER_ALIASES:
+        return CARRIER_ALIASES[key]
+    words = key.replace("_", "-").replace(" ", "-").split("-")
+    words = [word for word in words if word]
+    if not words:
+        return Carrier(alias.strip(), shipping_method)
+    carrier, service = words[0], words[1:]
+    return Carrier(
+        CARRIER_NAMES.get(carrier) or carrier.capitalize(),
+        " ".join(word.capitalize() for word in service) or shipping_method,
+    )
+
+
+@dataclass(frozen=True)
 class SiteflowSettings:
     """One lab's Site Flow settings (``labs.Lab``'s ``siteflow_*`` fields)."""
 

@@ -17,6 +17,10 @@ top to bottom (``thumbnail`` without its crop option, which would decode the who
 centred ``extract_area``), shrinking on load where the format allows. Turning an image needs
 random access, so a turned image goes through a tiled temporary TIFF instead of memory.
 Truncated or corrupt files fail (``fail_on="error"``) instead of printing grey.
+
+Every print file is tagged with the density its pixels are for (``dpi``: EXIF resolution in
+inches, which libvips writes instead of a JFIF density), so that a lab's RIP prints it at its
+print area's size; of the source's metadata only the colour profile is kept.
 """
 
 import math
@@ -44,6 +48,10 @@ PRINT_FILE_NAME = "print.jpg"
 THUMBNAIL_NAME = "thumbnail.jpg"
 _WHITE = [255, 255, 255]
 _TIFF_TILE = 256
+MM_PER_INCH = 25.4
+# Metadata of the source a print file does not carry (camera data, places, captions): the
+# fresh EXIF block written holds the resolution only.
+_DROPPED_METADATA = ("xmp-data", "iptc-data", "orientation")
 
 # Every asset is a different file, so libvips' operation cache only holds on to memory.
 pyvips.cache_set_max(0)
@@ -72,9 +80,16 @@ class PrintReadyResult:
 
 
 def render_print_ready(
-    *, source: Path, target_width: int, target_height: int, sizing: str, storage_prefix: str
+    *,
+    source: Path,
+    target_width: int,
+    target_height: int,
+    dpi: int,
+    sizing: str,
+    storage_prefix: str,
 ) -> PrintReadyResult:
-    """Make the print file and its thumbnail and keep both in the default storage.
+    """Make the print file (tagged ``dpi`` dots per inch: the density of the target's pixels)
+    and its thumbnail and keep both in the default storage.
 
     The names are ``{storage_prefix}/print.jpg`` and ``{storage_prefix}/thumbnail.jpg``;
     running again replaces them, so a repeated pipeline step leaves one pair.
@@ -104,6 +119,7 @@ def render_print_ready(
                 rotated=rotated,
                 work=work,
                 destination=print_path,
+                dpi=dpi,
             )
             _write_thumbnail(
                 source=source,
@@ -180,9 +196,9 @@ def _write_print_file(
     rotated: bool,
     work: Path,
     destination: Path,
-    quality: int = PRINT_JPEG_QUALITY,
-    keep: str = "icc",
+    dpi: int | None,
 ) -> None:
+    """The print file, tagged ``dpi``; None: a thumbnail (no tag, no metadata)."""
     width, height = image_size
     # Produce the image in the orientation it is used in, turn it at the end.
     out_w, out_h = (target[1], target[0]) if rotated else target
@@ -221,7 +237,21 @@ def _write_print_file(
             keep="icc",
         )
         image = pyvips.Image.new_from_file(str(tiled), access="random").rot90()
-    image.jpegsave(str(destination), Q=quality, keep=keep)
+    if dpi is None:
+        image.jpegsave(str(destination), Q=THUMBNAIL_JPEG_QUALITY, keep="none")
+    else:
+        print_file_save(image, destination, dpi=dpi)
+
+
+def print_file_save(image: pyvips.Image, destination: Path, *, dpi: int) -> None:
+    """Write ``image`` as a print JPEG tagged ``dpi`` dots per inch (EXIF ``XResolution``,
+    ``YResolution``, ``ResolutionUnit`` inches), keeping of its metadata the colour profile."""
+    tagged = image.copy(xres=dpi / MM_PER_INCH, yres=dpi / MM_PER_INCH)
+    for name in tagged.get_fields():
+        if name.startswith("exif-") or name in _DROPPED_METADATA:
+            tagged.remove(name)
+    tagged.set_type(pyvips.GValue.gstr_type, "resolution-unit", "in")
+    tagged.jpegsave(str(destination), Q=PRINT_JPEG_QUALITY, keep="exif|icc")
 
 
 def _write_thumbnail(
@@ -258,8 +288,7 @@ def _write_thumbnail(
         rotated=rotated,
         work=work,
         destination=destination,
-        quality=THUMBNAIL_JPEG_QUALITY,
-        keep="none",
+        dpi=None,
     )
 
 

@@ -2,7 +2,8 @@
 
 The file is the spine's width for the book's page count (``products.selectors.spine_width_mm``)
 by the book's height, at the product's resolution: the pixels per millimetre of its cover
-(``default`` print area: its recommended vertical pixels over the product's height). It is
+(``default`` print area: its recommended vertical pixels over the product's height), which the
+file's density tag states (in whole dots per inch). It is
 filled with ``backgroundColourHexCode`` (white when not given), and ``text`` is written in
 ``textColourHexCode`` (black when not given), ``textSizePx`` pixels high (when not given,
 ``DEFAULT_TEXT_SHARE`` of the spine's width), centred and turned a quarter clockwise, so it
@@ -30,13 +31,14 @@ import pyvips
 
 from common.files import file_store
 from orders.artwork.printready import (
+    MM_PER_INCH,
     PRINT_FILE_NAME,
-    PRINT_JPEG_QUALITY,
     THUMBNAIL_JPEG_QUALITY,
     THUMBNAIL_LONGEST_SIDE,
     THUMBNAIL_NAME,
     PrintReadyError,
     PrintReadyResult,
+    print_file_save,
 )
 from products.models import Product, Units
 from products.selectors import spine_width_mm
@@ -61,6 +63,7 @@ _POINTS_PER_INCH = 72
 class SpineSize:
     width: int  # pixels across the spine
     height: int  # pixels along it: the book's height
+    dpi: int  # the pixels' density: the cover's, in whole dots per inch
 
 
 def area_pixels(
@@ -89,7 +92,8 @@ def spine_size(*, product: Product, attributes: Mapping[str, str], pages: int) -
         width = spine_width_mm(product=product, pages=pages) * pixels_per_mm
     except ValueError:  # a page count outside the product's range: refused elsewhere
         return None
-    return SpineSize(width=max(1, int(width.to_integral_value())), height=cover[1])
+    dpi = int((pixels_per_mm * Decimal(str(MM_PER_INCH))).to_integral_value())
+    return SpineSize(width=max(1, int(width.to_integral_value())), height=cover[1], dpi=dpi)
 
 
 def font_file(family: str | None) -> tuple[str, str]:
@@ -157,7 +161,7 @@ def _rgb(code: str | None, default: str) -> list[int]:
 def render_spine(
     *, spine: Mapping[str, Any], size: SpineSize, storage_prefix: str
 ) -> PrintReadyResult:
-    """Draw the spine and keep it and its thumbnail in the default storage
+    """Draw the spine (tagged ``size.dpi``) and keep it and its thumbnail in the default storage
     (``{storage_prefix}/print.jpg`` and ``thumbnail.jpg``; drawn again, they are replaced)."""
     background = _rgb(spine.get("backgroundColourHexCode"), DEFAULT_BACKGROUND)
     colour = _rgb(spine.get("textColourHexCode"), DEFAULT_TEXT_COLOUR)
@@ -172,7 +176,7 @@ def render_spine(
         with tempfile.TemporaryDirectory(prefix="spine-") as scratch:
             print_path = Path(scratch) / PRINT_FILE_NAME
             thumbnail_path = Path(scratch) / THUMBNAIL_NAME
-            image.jpegsave(str(print_path), Q=PRINT_JPEG_QUALITY, keep="none")
+            print_file_save(image, print_path, dpi=size.dpi)
             pyvips.Image.thumbnail(
                 str(print_path), THUMBNAIL_LONGEST_SIDE, height=THUMBNAIL_LONGEST_SIDE
             ).jpegsave(str(thumbnail_path), Q=THUMBNAIL_JPEG_QUALITY, keep="none")

@@ -145,7 +145,11 @@ def test_an_administrator_updates_carriers_and_results_are_written_back(
         ("PUT", "/api/order/sf2/shipments/0", {"carrier": {"alias": "dhl-express"}}),
     ]
     updated = Shipment.objects.get(id=first.id)
-    assert (updated.shipping_method, updated.carrier_name) == ("Express", "dhl-express")
+    assert (updated.shipping_method, updated.carrier_name) == ("Express", "DHL")
+    # The merchant sees the carrier the alias stands for, not the site's alias.
+    shown = live_api.get(f"/v4.0/orders/{first.order.public_id}").json()["order"]
+    assert shown["shippingMethod"] == "Express"
+    assert [s["carrier"] for s in shown["shipments"]] == [{"name": "DHL", "service": "Express"}]
     refusals = [r["message"] for r in answer["results"]]
     assert sheets.column(SHEET, TAB, "Message") == [
         changed,

@@ -120,7 +120,9 @@ def test_two_hundred_rows_against_a_slow_site_finish_as_a_job_written_back(
     rows = BulkJobRow.objects.filter(job=job)
     assert rows.filter(status=RowStatus.SUCCEEDED, written_back=True).count() == ROWS
     assert len(site.operations()) == ROWS
-    assert set(Shipment.objects.values_list("carrier_name", flat=True)) == {"dhl-express"}
+    assert set(Shipment.objects.values_list("carrier_name", "carrier_service")) == {
+        ("DHL", "Express")
+    }
     changed = "Carrier changed to dhl-express (Express)."
     assert sheets.column("long", "Rows", "Message") == [changed] * ROWS
     assert all(sheets.column("long", "Rows", "Last Activity"))

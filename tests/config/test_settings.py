@@ -131,9 +131,65 @@ def test_production_settings_refuse_the_test_payment_provider(provider: str) -> 
     assert "PAYMENT_PROVIDER must be" in _import_production(default).stderr
 
 
+def _start_production(env: dict[str, str], var: Path) -> subprocess.CompletedProcess[str]:
+    """Django started (``django.setup()``, as gunicorn and the workers start it) with the
+    production settings, its local folders in ``var``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env={
+            **clean,
+            **env,
+            "VAR_DIR": str(var),
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("provider", ["", " "])
+def test_production_settings_refuse_an_empty_payment_provider(provider: str) -> None:
+    result = _import_production({**COMPLETE, "PAYMENT_PROVIDER": provider})
+    assert result.returncode != 0
+    assert "PAYMENT_PROVIDER is empty: it must name a real payment provider (stripe)" in (
+        result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [
+        "paypal",
+        "Stripe",
+        "orders.payments.NoSuchProvider",
+        "no_such_module.Provider",
+        "orders.payments.PAYMENT_PROVIDERS",  # not a class
+        "orders.payments.PaymentResult",  # a class without authorise and refund
+    ],
+)
+def test_production_refuses_to_start_with_an_unknown_payment_provider(
+    provider: str, tmp_path: Path
+) -> None:
+    result = _start_production({**COMPLETE, "PAYMENT_PROVIDER": provider}, tmp_path)
+    assert result.returncode != 0
+    assert f"PAYMENT_PROVIDER={provider!r} names no payment provider: use one of stripe, test" in (
+        result.stderr
+    )
+
+
+@pytest.mark.parametrize("provider", ["stripe", "billing.stripe.StripePaymentProvider"])
+def test_production_starts_with_stripe_by_name_or_path(provider: str, tmp_path: Path) -> None:
+    result = _start_production({**COMPLETE, "PAYMENT_PROVIDER": provider}, tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("provider", ["stripe", "billing.stripe.StripePaymentProvider"])
 @pytest.mark.parametrize("missing", ["STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET"])
-def test_stripe_without_its_keys_refuses_to_start(missing: str) -> None:
-    result = _import_production({**COMPLETE, missing: ""})
+def test_stripe_without_its_keys_refuses_to_start(missing: str, provider: str) -> None:
+    result = _import_production({**COMPLETE, "PAYMENT_PROVIDER": provider, missing: ""})
     assert result.returncode != 0
     assert "PAYMENT_PROVIDER=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET" in (
         result.stderr

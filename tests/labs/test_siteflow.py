@@ -23,7 +23,13 @@ from rest_framework.test import APIClient
 
 from labs.connectors import LabOrder, LabOrderItem, LabProgress, LabResult, connector_for
 from labs.connectors.registry import UnavailableConnector
-from labs.connectors.siteflow import SiteflowConnector, SiteflowSettings, sign
+from labs.connectors.siteflow import (
+    Carrier,
+    SiteflowConnector,
+    SiteflowSettings,
+    carrier_alias_resolve,
+    sign,
+)
 from labs.models import Lab, LabProduct
 from orders.lab_orders import lab_file_url
 from orders.models import (
@@ -1430,3 +1436,22 @@ def test_a_resubmission_after_retention_fails_saying_so_when_the_originals_are_g
     assert "404" in outcome.message
     assert list(site.orders) == [original.public_id]  # nothing new sent to the site
     assert Asset.objects.get(id=asset.id).print_file == ""
+
+
+@pytest.mark.parametrize(
+    ("alias", "carrier"),
+    [
+        ("dhl-express", Carrier("DHL", "Express")),
+        ("DHL-Express", Carrier("DHL", "Express")),
+        ("royalmail-48", Carrier("Royal Mail", "Tracked 48")),
+        # Not in the table: the carrier by its first word, the rest its service.
+        ("ups-next-day-air", Carrier("UPS", "Next Day Air")),
+        ("royalmail_special_delivery", Carrier("Royal Mail", "Special Delivery")),
+        ("acme-overnight", Carrier("Acme", "Overnight")),
+        # The carrier alone: the service is the shipping method asked for.
+        ("DHL", Carrier("DHL", "Express")),
+        ("acme", Carrier("Acme", "Express")),
+    ],
+)
+def test_a_carrier_alias_stands_for_a_carrier_and_service(alias: str, carrier: Carrier) -> None:
+    assert carrier_alias_resolve(alias, shipping_method="Express") == carrier

@@ -64,6 +64,7 @@ def render(source: Path, width: int, height: int, sizing: str) -> PrintReadyResu
         source=source,
         target_width=width,
         target_height=height,
+        dpi=300,
         sizing=sizing,
         storage_prefix="print-ready/ord_1/ast_2",
     )

@@ -65,7 +65,7 @@ def test_the_spine_is_the_spine_width_by_the_book_height_at_the_products_resolut
 
 
 def test_the_spine_is_drawn_in_its_colours_with_its_text_centred_and_reading_down() -> None:
-    size = SpineSize(width=113, height=2480)
+    size = SpineSize(width=113, height=2480, dpi=300)
 
     result = render_spine(spine=SPINE, size=size, storage_prefix="spines/1")
 
@@ -86,7 +86,7 @@ def test_the_text_reads_from_the_top_of_the_spine_down() -> None:
     spine = {"text": "WWWW........", "textSizePx": 50}
 
     image = drawn(
-        render_spine(spine=spine, size=SpineSize(80, 1200), storage_prefix="s/6").print_file
+        render_spine(spine=spine, size=SpineSize(80, 1200, 300), storage_prefix="s/6").print_file
     )
 
     ink = 255 - image.bandmean()
@@ -95,8 +95,10 @@ def test_the_text_reads_from_the_top_of_the_spine_down() -> None:
 
 
 def test_no_text_draws_the_background_alone_and_colours_default_to_black_on_white() -> None:
-    plain = render_spine(spine={}, size=SpineSize(40, 300), storage_prefix="spines/2")
-    titled = render_spine(spine={"text": "Notes"}, size=SpineSize(40, 300), storage_prefix="s/3")
+    plain = render_spine(spine={}, size=SpineSize(40, 300, 300), storage_prefix="spines/2")
+    titled = render_spine(
+        spine={"text": "Notes"}, size=SpineSize(40, 300, 300), storage_prefix="s/3"
+    )
 
     assert drawn(plain.print_file).min() == 255
     assert drawn(titled.print_file).getpoint(1, 1) == [255, 255, 255]
@@ -108,7 +110,7 @@ def test_an_unknown_font_family_falls_back_to_roboto_and_styles_are_honoured() -
     assert font_file("Comic Sans MS")[0] == "Roboto"
     family, path = font_file("roboto bold")
     assert family == "Roboto Bold" and path.endswith("Roboto-Bold.ttf")
-    size = SpineSize(80, 1200)
+    size = SpineSize(80, 1200, 300)
     fallback = render_spine(spine={"text": "Ab", "textFontFamily": "Papyrus"}, size=size,
                             storage_prefix="s/4")  # fmt: skip
     roboto = render_spine(spine={"text": "Ab"}, size=size, storage_prefix="s/5")

@@ -24,6 +24,7 @@ from orders.models import Asset, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
 from orders.pipeline.steps.download import original_fetch, original_store
 from orders.selectors import order_items_get
+from products.models import PRINT_DPI
 from products.validation import DEFAULT_PRINT_AREA, item_page_count
 
 
@@ -114,6 +115,7 @@ def order_assets_prepare(*, order: Order, claimed: bool = True) -> bool:
                     source=source,
                     target_width=width,
                     target_height=height,
+                    dpi=PRINT_DPI,
                     sizing=item.sizing,
                     storage_prefix=f"orders/{order.id}/assets/{asset.id}",
                 )
