@@ -150,12 +150,14 @@ def parse_retry_after(value: str | None, *, now: dt.datetime) -> dt.timedelta | 
 def next_attempt_at(
     attempt_number: int, now: dt.datetime, rng: random.Random
 ) -> dt.datetime | None:
-    """When to try again after failed attempt ``attempt_number`` (1-based); None: give up."""
+    """When to try again after failed attempt ``attempt_number`` (1-based); None: give up.
+    The delay is the schedule's, jittered, times ``CALLBACK_RETRY_SCALE`` (1 but in tests)."""
     if attempt_number < 1:
         raise ValueError("Attempts are numbered from 1.")
     if attempt_number > len(RETRY_DELAYS):
         return None
-    return now + RETRY_DELAYS[attempt_number - 1] * rng.uniform(*JITTER)
+    scale = float(settings.CALLBACK_RETRY_SCALE)
+    return now + RETRY_DELAYS[attempt_number - 1] * (scale * rng.uniform(*JITTER))
 
 
 def retry_due_at(

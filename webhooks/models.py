@@ -22,7 +22,12 @@ class CallbackState(models.TextChoices):
 
 
 class CallbackEvent(PublicIdModel):
-    """One CloudEvent; ``body`` is built once, with the change it reports, and re-sent as is."""
+    """One CloudEvent; ``body`` is built once, with the change it reports, and re-sent as is.
+
+    The events of one subject are delivered one at a time in ``sequence`` order: one is not sent
+    while an earlier one of its subject is pending (being delivered or waiting for a retry),
+    unless it was ``replayed``. The unique index on (subject, sequence) answers that question.
+    """
 
     id_kind = "event"
 
@@ -49,6 +54,11 @@ class CallbackEvent(PublicIdModel):
         null=True, blank=True, help_text="When the sweeper last queued the event."
     )
     delivered_at = models.DateTimeField(null=True, blank=True)
+    replayed = models.BooleanField(
+        default=False,
+        help_text="Sent again by hand: goes at once, whatever earlier event of its subject is "
+        "pending (while pending it still holds the later ones).",
+    )
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from common.sweeping import sweep_batch_mark
 from webhooks.models import CallbackEvent, CallbackState
-from webhooks.selectors import events_due
+from webhooks.selectors import events_ready
 from webhooks.services import event_deliver
 
 SWEEP_BATCH = 1000
@@ -25,10 +25,13 @@ def event_deliver_task(event_id: int) -> None:
 
 @shared_task(name="webhooks.tasks.events_sweep_task", ignore_result=True)
 def events_sweep_task() -> int:
-    """Queue every due, unclaimed event, once per event and reason (``common.sweeping``):
-    nothing is lost with a lost message."""
+    """Queue every due, unclaimed event that may be sent now, once per event and reason
+    (``common.sweeping``): nothing is lost with a lost message. An event behind an earlier
+    pending one of its order is left for the end of that one to queue (or a later sweep)."""
     ids = sweep_batch_mark(
-        CallbackEvent.objects.filter(events_due()), due_field="next_attempt_at", batch=SWEEP_BATCH
+        CallbackEvent.objects.filter(events_ready()),
+        due_field="next_attempt_at",
+        batch=SWEEP_BATCH,
     )
     for event_id in ids:
         event_deliver_task.delay(event_id)

@@ -351,6 +351,11 @@ METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=["127.0.
 # --- Webhooks (callbacks to merchants) ------------------------------------------------------
 CALLBACK_TIMEOUT_SECONDS = env.float("CALLBACK_TIMEOUT_SECONDS", default=10.0)
 CALLBACK_EVENT_TYPE_PREFIX = env.str("CALLBACK_EVENT_TYPE_PREFIX", default="com.service.order")
+# The retry schedule's delays (webhooks/delivery.py, about three days in all) times this: below
+# 1 only to see retries and give-ups happen in seconds (the tests' workers).
+CALLBACK_RETRY_SCALE = env.float("CALLBACK_RETRY_SCALE", default=1.0)
+if CALLBACK_RETRY_SCALE <= 0:
+    raise ImproperlyConfigured("CALLBACK_RETRY_SCALE must be above 0.")
 CELERY_TASK_ROUTES.append({"webhooks.*": {"queue": "callbacks"}})
 CELERY_BEAT_SCHEDULE["events-sweep"] = {
     "task": "webhooks.tasks.events_sweep_task",

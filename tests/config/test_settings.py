@@ -35,6 +35,12 @@ def test_settings_refuse_a_negative_render_threads() -> None:
     assert "RENDER_THREADS must be 0" in result.stderr
 
 
+def test_settings_refuse_a_callback_retry_scale_of_zero() -> None:
+    result = _import_production({"CALLBACK_RETRY_SCALE": "0"})
+    assert result.returncode != 0
+    assert "CALLBACK_RETRY_SCALE must be above 0" in result.stderr
+
+
 def test_production_settings_refuse_to_start_without_allowed_hosts() -> None:
     result = _import_production({"DJANGO_SECRET_KEY": "x" * 50})
     assert result.returncode != 0

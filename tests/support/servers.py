@@ -9,6 +9,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -199,6 +200,98 @@ class SlowHost(_GetHost):
                 request.wfile.flush()
         except OSError:
             pass  # the downloader went away
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One delivery a ``PacedReceiver`` answered: which event (its ``attempt``-th delivery to
+    this receiver), the status it answered and when the request came and was answered
+    (``time.monotonic()``)."""
+
+    event_id: str
+    subject: str
+    sequence: int
+    attempt: int
+    status: int
+    started: float
+    ended: float
+
+
+class PacedReceiver:
+    """A merchant's callback endpoint on threads of its own, on a loopback port: every POST is
+    answered after ``seconds``, with 500 when ``failing(event, attempt)`` says so (``event``
+    the CloudEvent, ``attempt`` 1 for its first delivery here), else 204. Records every
+    delivery (``Arrival``) and the most deliveries of one subject it answered at once."""
+
+    def __init__(self, seconds: float, failing: Callable[[dict[str, Any], int], bool]) -> None:
+        self.seconds, self.failing = seconds, failing
+        self.arrivals: list[Arrival] = []
+        self.attempts: collections.Counter[str] = collections.Counter()
+        self.in_flight: collections.Counter[str] = collections.Counter()
+        self.most_in_flight: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                receiver.answer(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str = "/callbacks") -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def answer(self, request: BaseHTTPRequestHandler) -> None:
+        started = time.monotonic()
+        event = json.loads(request.rfile.read(int(request.headers["Content-Length"])))
+        subject = event["subject"]
+        with self.lock:
+            self.attempts[event["id"]] += 1
+            attempt = self.attempts[event["id"]]
+            self.in_flight[subject] += 1
+            self.most_in_flight[subject] = max(
+                self.most_in_flight[subject], self.in_flight[subject]
+            )
+        status = 500 if self.failing(event, attempt) else 204
+        time.sleep(self.seconds)
+        with self.lock:
+            self.in_flight[subject] -= 1
+            self.arrivals.append(
+                Arrival(
+                    event["id"],
+                    subject,
+                    int(event["sequence"]),
+                    attempt,
+                    status,
+                    started,
+                    time.monotonic(),
+                )
+            )
+        request.send_response(status)
+        request.send_header("Content-Length", "0")
+        request.end_headers()
+
+    def delivered(self, subject: str) -> list[Arrival]:
+        """The subject's deliveries answered 2xx, in the order they came."""
+        with self.lock:
+            found = [a for a in self.arrivals if a.subject == subject and a.status < 300]
+        return sorted(found, key=lambda a: a.started)
+
+    def of_event(self, event_id: str) -> list[Arrival]:
+        with self.lock:
+            return sorted(
+                (a for a in self.arrivals if a.event_id == event_id), key=lambda a: a.started
+            )
 
     def stop(self) -> None:
         self.server.shutdown()

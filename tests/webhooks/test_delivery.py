@@ -196,6 +196,19 @@ def test_a_short_retry_after_does_not_bring_the_schedule_forward() -> None:
     assert due is not None and due - NOW >= dt.timedelta(minutes=9)
 
 
+def test_the_retry_scale_shortens_every_delay_alike(settings: Any) -> None:
+    settings.CALLBACK_RETRY_SCALE = 0.001
+    rng, same = random.Random(7), random.Random(7)
+
+    dues = [next_attempt_at(n, NOW, rng) for n in range(1, len(RETRY_DELAYS) + 2)]
+
+    assert dues == [
+        *(NOW + delay * (0.001 * same.uniform(0.9, 1.1)) for delay in RETRY_DELAYS),
+        None,
+    ]
+    assert dues[0] is not None and dues[0] - NOW < dt.timedelta(seconds=0.04)
+
+
 def test_a_private_address_is_not_sent_to_and_answered_as_an_unknown_host_is(
     httpserver: HTTPServer, settings: Any
 ) -> None:
