@@ -1,27 +1,53 @@
 """Prepare a fresh machine for ``make run``: demo catalogue, demo merchant, its keys printed.
 
-The demo merchant's keys are kept in ``var/demo.env`` (outside git, readable by the owner
-only) so that every later ``make run`` can print them again; the database holds only their
-digests. Each run also writes there the base URL it serves on and the demo photo's URL, so
-``. var/demo.env`` in another shell sets everything the README's quickstart uses.
+The demo merchant's keys and its dashboard password are kept in ``var/demo.env`` (outside git,
+readable by the owner only) so that every later ``make run`` can print them again; the database
+holds only their digests. Each run also writes there the base URL it serves on, the demo
+photo's URL and the Sandbox signing secret (read from the database, so a rotation shows), so
+``. var/demo.env`` in another shell sets everything the README's quickstart uses: the keys, the
+secret that verifies the demo's callbacks and the dashboard sign-in.
 """
 
 import os
 import re
+import secrets
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand
 
-from merchants.models import Merchant
+from merchants.models import Environment, EnvironmentKind, Merchant
 from merchants.services import merchant_create
 
 DEMO_NAME = "Demo Merchant"
+DEMO_EMAIL = "demo@example.com"
 KEY_NAMES = ("SANDBOX_API_KEY", "LIVE_API_KEY")
 # Where keys were kept before var/demo.env (read when that file is missing).
 _OLD_KEYS_FILE = "demo-keys.env"
+
+
+def dashboard_sign_in(merchant: Merchant, kept_password: str | None) -> str:
+    """The demo merchant's dashboard password: the one kept in ``var/demo.env`` while its
+    sign-in exists, else a new random one set on a sign-in made for it (username and email
+    ``DEMO_EMAIL``, never a staff account)."""
+    user = merchant.user
+    if user is None:
+        user = User.objects.filter(username=DEMO_EMAIL, is_staff=False).first() or User(
+            username=DEMO_EMAIL, email=DEMO_EMAIL, first_name=DEMO_NAME
+        )
+    if user.pk is not None and kept_password and user.check_password(kept_password):
+        password = kept_password
+    else:
+        password = secrets.token_urlsafe(12)
+        user.set_password(password)
+        user.save()
+    if merchant.user_id != user.pk:
+        merchant.user = user
+        merchant.save(update_fields=["user"])
+    return password
 
 
 def _assignments(path: Path) -> dict[str, str]:
@@ -43,15 +69,22 @@ class Command(BaseCommand):
         demo_file = settings.VAR_DIR / "demo.env"
         keys = _assignments(demo_file) or _assignments(settings.VAR_DIR / _OLD_KEYS_FILE)
         if not Merchant.objects.filter(name=DEMO_NAME).exists():
-            created = merchant_create(name=DEMO_NAME, email="demo@example.com")
+            created = merchant_create(name=DEMO_NAME, email=DEMO_EMAIL)
             keys = {
                 "SANDBOX_API_KEY": created.sandbox_api_key,
                 "LIVE_API_KEY": created.live_api_key,
             }
+        merchant = Merchant.objects.get(name=DEMO_NAME)
         values = {"API": settings.SANDBOX_BASE_URL}
         values.update((name, keys[name]) for name in KEY_NAMES if name in keys)
         if settings.DEMO_IMAGE_ENABLED:
             values["DEMO_IMAGE_URL"] = f"{settings.SANDBOX_BASE_URL}/demo/photo.jpg"
+        values["SANDBOX_SIGNING_SECRET"] = Environment.objects.get(
+            merchant=merchant, kind=EnvironmentKind.SANDBOX
+        ).callback_signing_secret
+        values["DASHBOARD_URL"] = f"{settings.SANDBOX_BASE_URL}/dashboard/login"
+        values["DASHBOARD_EMAIL"] = DEMO_EMAIL
+        values["DASHBOARD_PASSWORD"] = dashboard_sign_in(merchant, keys.get("DASHBOARD_PASSWORD"))
         demo_file.write_text(
             "# make run's demo merchant and the URLs it serves: `. var/demo.env` in a shell.\n"
             + "".join(f"export {name}={value}\n" for name, value in values.items())
