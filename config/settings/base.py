@@ -508,11 +508,11 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"ComponentStateEnum": "api.health.COMPONENT_STATES"},
     "APPEND_COMPONENTS": {
-        "securitySchemes": {
-            "ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-            "staffApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-        }
+        "securitySchemes": {"ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
     },
+    # This is the merchants' document (/v4.0/schema): the staff endpoints have their own
+    # (/v4.0/staff/schema), made with api.schema.STAFF_DOCUMENT in place of these settings.
+    "PREPROCESSING_HOOKS": ["api.schema.merchant_endpoints"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.schema.add_error_responses",
