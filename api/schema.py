@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 from drf_spectacular.utils import extend_schema
 
+from api.envelope import STATUS_TEXTS
+from api.serializers import TRACE_PARENT_EXAMPLE
 from api.staff import StaffApiView
 
 _Handler = TypeVar("_Handler", bound=Callable[..., Any])
@@ -110,9 +112,7 @@ STAFF_DOCUMENT: dict[str, Any] = {
     "TITLE": "Print Fulfilment Staff API",
     "PREPROCESSING_HOOKS": ["api.schema.staff_endpoints"],
     "APPEND_COMPONENTS": {
-        "securitySchemes": {
-            "staffApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}
-        }
+        "securitySchemes": {"staffApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -128,15 +128,11 @@ ERROR_ENVELOPE = {
     "properties": {
         "outcome": {
             "type": "string",
-            "example": "ValidationFailed",
-            "description": (
-                "ValidationFailed, Unauthorized, EntityNotFound, EndpointDoesNotExist, "
-                "MethodNotAllowed, InvalidContentType, TooManyRequests, InternalServerError "
-                "or TimedOut."
-            ),
+            "enum": list(STATUS_TEXTS),
+            "description": "What went wrong, in one word.",
         },
-        "statusCode": {"type": "integer", "example": 400},
-        "statusText": {"type": "string"},
+        "statusCode": {"type": "integer", "description": "The HTTP status, repeated."},
+        "statusText": {"type": "string", "description": "What went wrong, for a person to read."},
         "data": {
             "type": "object",
             "additionalProperties": {},
@@ -145,13 +141,21 @@ ERROR_ENVELOPE = {
             "properties": {
                 "failures": {
                     "type": "object",
+                    "description": "ValidationFailed only: each field path that failed (e.g. "
+                    "`items[0].copies`) to what is wrong with it.",
                     "additionalProperties": {
                         "type": "array",
                         "items": {
                             "type": "object",
                             "properties": {
-                                "code": {"type": "string"},
-                                "description": {"type": "string"},
+                                "code": {
+                                    "type": "string",
+                                    "description": "What is wrong, in one word, e.g. `Required`.",
+                                },
+                                "description": {
+                                    "type": "string",
+                                    "description": "What is wrong, for a person to read.",
+                                },
                             },
                             "required": ["code", "description"],
                         },
@@ -161,10 +165,31 @@ ERROR_ENVELOPE = {
         },
         "traceParent": {
             "type": "string",
-            "example": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "description": "The W3C trace context of this request, also sent as the "
+            "`traceParent` header: quote it when you ask about a request.",
         },
     },
     "required": ["outcome", "statusCode", "statusText", "data", "traceParent"],
+    # A real answer: an order with an unknown shipping method and an item without copies.
+    "example": {
+        "outcome": "ValidationFailed",
+        "statusCode": 400,
+        "statusText": STATUS_TEXTS["ValidationFailed"],
+        "data": {
+            "failures": {
+                "shippingMethod": [
+                    {"code": "InvalidChoice", "description": '"Slow" is not a valid choice.'}
+                ],
+                "items[0].copies": [
+                    {
+                        "code": "MinValue",
+                        "description": "Ensure this value is greater than or equal to 1.",
+                    }
+                ],
+            }
+        },
+        "traceParent": TRACE_PARENT_EXAMPLE,
+    },
 }
 
 _ERRORS = {
