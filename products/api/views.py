@@ -70,8 +70,9 @@ class ProductViewSet(ApiViewSet):
         ProductListResponseSerializer,
         description=(
             "**Extension**: this service's addition to API v4.0, which otherwise looks products "
-            "up one SKU at a time. Lists every active product, each in the shape `GET /v4.0/products/{sku}` answers, "
-            "ordered by SKU; `category` keeps one category (any letter case)."
+            "up one SKU at a time. Lists every active product, each in the shape "
+            "`GET /v4.0/products/{sku}` answers, ordered by SKU; `category` keeps one category "
+            "(any letter case)."
         ),
         extensions={"x-specification-extension": True},
         parameters=[
