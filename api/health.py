@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from api.renderers import ApiJsonRenderer
 from api.schema import SERVICE
+from api.serializers import TraceParentField
 from api.views import ApiView, declares_body
 from common.db import database_reachable
 
@@ -47,10 +48,14 @@ COMPONENT_STATES = ("ok", "down")
 
 
 class HealthOutput(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["ok", "unavailable"])
-    database = serializers.ChoiceField(choices=COMPONENT_STATES)
-    broker = serializers.ChoiceField(choices=COMPONENT_STATES)
-    traceParent = serializers.CharField()
+    status = serializers.ChoiceField(
+        choices=["ok", "unavailable"], help_text="ok when the service can take requests."
+    )
+    database = serializers.ChoiceField(choices=COMPONENT_STATES, help_text="The database's state.")
+    broker = serializers.ChoiceField(
+        choices=COMPONENT_STATES, help_text="The state of the queue that runs orders."
+    )
+    traceParent = TraceParentField()
 
 
 class HealthView(ApiView):

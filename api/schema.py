@@ -1,8 +1,14 @@
-"""OpenAPI document additions: the introduction and the tags (in the order a merchant reads
-them), the error envelope on every API operation, the trace header.
+"""The two OpenAPI documents and their additions.
 
-Every text of the document is written for the API's reader: the operations' summaries and
-descriptions, fields' help texts, the tags' descriptions below and ``introduction.md``.
+``/v4.0/schema`` (drf-spectacular's settings) is the merchants' document: every operation but
+the staff endpoints (``api.staff.StaffApiView``). ``/v4.0/staff/schema`` (``STAFF_DOCUMENT``,
+drf-spectacular's custom settings) is the staff document: those endpoints only. Each opens with
+its introduction (``introduction.md``, ``staff_introduction.md``) and lists its tags in the
+order its reader reads them; both carry the error envelope on every operation and the trace
+header.
+
+Every text of the documents is written for the API's reader: the operations' summaries and
+descriptions, fields' help texts, the tags' descriptions below and the introductions.
 """
 
 from collections.abc import Callable
@@ -11,9 +17,14 @@ from typing import Any, TypeVar
 
 from drf_spectacular.utils import extend_schema
 
+from api.envelope import STATUS_TEXTS
+from api.serializers import TRACE_PARENT_EXAMPLE
+from api.staff import StaffApiView
+
 _Handler = TypeVar("_Handler", bound=Callable[..., Any])
 
 INTRODUCTION = Path(__file__).with_name("introduction.md")
+STAFF_INTRODUCTION = Path(__file__).with_name("staff_introduction.md")
 
 # The tags, merchants' first; an operation names one of these.
 ORDERS = "Orders"
@@ -23,7 +34,7 @@ REGISTRATION = "Registration"
 SERVICE = "Service"
 STAFF_SHIPMENTS = "Staff: shipments and labs"
 STAFF_BACKOFFICE = "Staff: back-office tools"
-TAGS = [
+MERCHANT_TAGS = [
     {
         "name": ORDERS,
         "description": "Create orders, list and follow them, and change or cancel them while "
@@ -45,6 +56,8 @@ TAGS = [
         "verification mail.",
     },
     {"name": SERVICE, "description": "Whether the service is up (no key needed)."},
+]
+STAFF_TAGS = [
     {
         "name": STAFF_SHIPMENTS,
         "description": "For the service's staff (a staff API key or a signed-in staff user): "
@@ -58,12 +71,55 @@ TAGS = [
 ]
 
 
+def _is_staff_endpoint(endpoint: tuple[str, str, str, Any]) -> bool:
+    _path, _regex, _method, callback = endpoint
+    return issubclass(getattr(callback, "cls", type(None)), StaffApiView)
+
+
+def merchant_endpoints(
+    endpoints: list[tuple[str, str, str, Any]], **kwargs: Any
+) -> list[tuple[str, str, str, Any]]:
+    """The merchants' document: every endpoint but the staff ones."""
+    return [endpoint for endpoint in endpoints if not _is_staff_endpoint(endpoint)]
+
+
+def staff_endpoints(
+    endpoints: list[tuple[str, str, str, Any]], **kwargs: Any
+) -> list[tuple[str, str, str, Any]]:
+    """The staff document: the staff endpoints only."""
+    return [endpoint for endpoint in endpoints if _is_staff_endpoint(endpoint)]
+
+
 def add_introduction_and_tags(
     result: dict[str, Any], generator: Any, request: Any, public: bool
 ) -> dict[str, Any]:
     result.setdefault("info", {})["description"] = INTRODUCTION.read_text()
-    result["tags"] = TAGS
+    result["tags"] = MERCHANT_TAGS
     return result
+
+
+def add_staff_introduction_and_tags(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    result.setdefault("info", {})["description"] = STAFF_INTRODUCTION.read_text()
+    result["tags"] = STAFF_TAGS
+    return result
+
+
+# The staff document: the settings that differ from the merchants' (``spectacular
+# --custom-settings api.schema.STAFF_DOCUMENT`` writes it).
+STAFF_DOCUMENT: dict[str, Any] = {
+    "TITLE": "Print Fulfilment Staff API",
+    "PREPROCESSING_HOOKS": ["api.schema.staff_endpoints"],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"staffApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema.add_error_responses",
+        "api.schema.add_staff_introduction_and_tags",
+    ],
+}
 
 
 ERROR_ENVELOPE = {
@@ -72,15 +128,11 @@ ERROR_ENVELOPE = {
     "properties": {
         "outcome": {
             "type": "string",
-            "example": "ValidationFailed",
-            "description": (
-                "ValidationFailed, Unauthorized, EntityNotFound, EndpointDoesNotExist, "
-                "MethodNotAllowed, InvalidContentType, TooManyRequests, InternalServerError "
-                "or TimedOut."
-            ),
+            "enum": list(STATUS_TEXTS),
+            "description": "What went wrong, in one word.",
         },
-        "statusCode": {"type": "integer", "example": 400},
-        "statusText": {"type": "string"},
+        "statusCode": {"type": "integer", "description": "The HTTP status, repeated."},
+        "statusText": {"type": "string", "description": "What went wrong, for a person to read."},
         "data": {
             "type": "object",
             "additionalProperties": {},
@@ -89,13 +141,21 @@ ERROR_ENVELOPE = {
             "properties": {
                 "failures": {
                     "type": "object",
+                    "description": "ValidationFailed only: each field path that failed (e.g. "
+                    "`items[0].copies`) to what is wrong with it.",
                     "additionalProperties": {
                         "type": "array",
                         "items": {
                             "type": "object",
                             "properties": {
-                                "code": {"type": "string"},
-                                "description": {"type": "string"},
+                                "code": {
+                                    "type": "string",
+                                    "description": "What is wrong, in one word, e.g. `Required`.",
+                                },
+                                "description": {
+                                    "type": "string",
+                                    "description": "What is wrong, for a person to read.",
+                                },
                             },
                             "required": ["code", "description"],
                         },
@@ -105,10 +165,31 @@ ERROR_ENVELOPE = {
         },
         "traceParent": {
             "type": "string",
-            "example": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "description": "The W3C trace context of this request, also sent as the "
+            "`traceParent` header: quote it when you ask about a request.",
         },
     },
     "required": ["outcome", "statusCode", "statusText", "data", "traceParent"],
+    # A real answer: an order with an unknown shipping method and an item without copies.
+    "example": {
+        "outcome": "ValidationFailed",
+        "statusCode": 400,
+        "statusText": STATUS_TEXTS["ValidationFailed"],
+        "data": {
+            "failures": {
+                "shippingMethod": [
+                    {"code": "InvalidChoice", "description": '"Slow" is not a valid choice.'}
+                ],
+                "items[0].copies": [
+                    {
+                        "code": "MinValue",
+                        "description": "Ensure this value is greater than or equal to 1.",
+                    }
+                ],
+            }
+        },
+        "traceParent": TRACE_PARENT_EXAMPLE,
+    },
 }
 
 _ERRORS = {

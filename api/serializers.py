@@ -1,9 +1,14 @@
 """Serializer building blocks shared by every API app."""
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+OK_OUTCOMES = ("Ok",)  # the outcome of a read
+TRACE_PARENT_EXAMPLE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
 class StrictSerializer(serializers.Serializer):
@@ -62,16 +67,38 @@ class KeptFieldsSerializer(StrictSerializer):
         return fields
 
 
+@extend_schema_field({"type": "string", "example": TRACE_PARENT_EXAMPLE})
+class TraceParentField(serializers.CharField):
+    """The ``traceParent`` every JSON answer carries (``api.renderers``), described once."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "The W3C trace context of this request, also sent as the `traceParent` header: "
+            "quote it when you ask about a request.",
+        )
+        super().__init__(**kwargs)
+
+
+class OutcomeField(serializers.ChoiceField):
+    """An answer's ``outcome``: the values it can take, listed in the document."""
+
+    def __init__(self, values: Sequence[str], help_text: str, **kwargs: Any) -> None:
+        super().__init__(choices=list(values), help_text=help_text, **kwargs)
+
+
 # Shared fields only: each app subclasses these under its own name, which stays the name of its
 # OpenAPI component. No docstrings: the schema would publish them as the components' descriptions.
 class CarrierFields(serializers.Serializer):
-    name = serializers.CharField()
-    service = serializers.CharField()
+    name = serializers.CharField(help_text="The carrier, e.g. `Royal Mail`.")
+    service = serializers.CharField(help_text="The carrier's service, e.g. `Tracked 48`.")
 
 
 class FulfillmentLocationFields(serializers.Serializer):
-    countryCode = serializers.CharField()
-    labCode = serializers.CharField()
+    countryCode = serializers.CharField(
+        help_text="The two-letter ISO country code of the lab that makes the shipment."
+    )
+    labCode = serializers.CharField(help_text="The code of that lab, e.g. `gb1`.")
 
 
 class JsonIntegerField(serializers.IntegerField):

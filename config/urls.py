@@ -7,9 +7,13 @@ from api.demo import demo_photo
 from api.health import HealthView
 from api.media import media
 from api.metrics import metrics
+from api.schema import STAFF_DOCUMENT
 from api.views import endpoint_does_not_exist
 from dashboard.views import index
 
+# The two OpenAPI documents and their viewers, open to anyone as the API's shapes are no secret
+# (every staff operation needs a staff key or session): the merchants' document
+# (drf-spectacular's settings) and the staff document (api.schema.STAFF_DOCUMENT).
 api_patterns: list[URLPattern | URLResolver] = [
     path(
         "schema",
@@ -29,6 +33,24 @@ api_patterns: list[URLPattern | URLResolver] = [
             url_name="schema", authentication_classes=[], permission_classes=[]
         ),
         name="redoc",
+    ),
+    # Linked from the admin's header (templates/admin/base_site.html).
+    path(
+        "staff/schema",
+        SpectacularAPIView.as_view(
+            custom_settings=STAFF_DOCUMENT, authentication_classes=[], permission_classes=[]
+        ),
+        name="staff-schema",
+    ),
+    path(
+        "staff/redoc",
+        SpectacularRedocView.as_view(
+            url_name="staff-schema",
+            title=STAFF_DOCUMENT["TITLE"],
+            authentication_classes=[],
+            permission_classes=[],
+        ),
+        name="staff-redoc",
     ),
     path("", include("products.api.urls")),
     path("", include("quotes.api.urls")),

@@ -514,13 +514,29 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"ComponentStateEnum": "api.health.COMPONENT_STATES"},
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {
-            "ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-            "staffApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
-        }
+    # Enumerations whose field names are shared by several (or which several fields share).
+    "ENUM_NAME_OVERRIDES": {
+        "ComponentStateEnum": "api.health.COMPONENT_STATES",
+        "StageEnum": "orders.models.Stage",
+        "DetailStateEnum": "orders.models.DetailState",
+        "ItemStatusEnum": "orders.models.ItemStatus",
+        "AssetStatusEnum": "orders.models.AssetStatus",
+        "ShipmentStatusEnum": "orders.models.ShipmentStatus",
+        "CreateOutcomeEnum": "orders.api.serializers.CREATE_OUTCOMES",
+        "OnHoldOutcomeEnum": "orders.api.serializers.ON_HOLD_OUTCOMES",
+        "OkOutcomeEnum": "api.serializers.OK_OUTCOMES",
+        "CancelOutcomeEnum": "orders.api.serializers.CANCEL_OUTCOMES",
+        "UpdateOutcomeEnum": "orders.api.serializers.UPDATE_OUTCOMES",
+        "MetadataOutcomeEnum": "orders.api.serializers.METADATA_OUTCOMES",
+        "QuoteOutcomeEnum": "quotes.api.serializers.QUOTE_OUTCOMES",
+        "RegistrationOutcomeEnum": "dashboard.api.serializers.REGISTRATION_OUTCOMES",
     },
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"ApiKeyAuth": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
+    },
+    # This is the merchants' document (/v4.0/schema): the staff endpoints have their own
+    # (/v4.0/staff/schema), made with api.schema.STAFF_DOCUMENT in place of these settings.
+    "PREPROCESSING_HOOKS": ["api.schema.merchant_endpoints"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.schema.add_error_responses",

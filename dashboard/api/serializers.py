@@ -1,6 +1,8 @@
 from rest_framework import serializers
 
-from api.serializers import StrictSerializer
+from api.serializers import OutcomeField, StrictSerializer, TraceParentField
+
+REGISTRATION_OUTCOMES = ("Created",)
 
 
 class RegistrationCompleteInput(StrictSerializer):
@@ -10,14 +12,14 @@ class RegistrationCompleteInput(StrictSerializer):
 
 
 class RegisteredMerchantOutput(serializers.Serializer):
-    id = serializers.CharField()
-    name = serializers.CharField()
-    email = serializers.CharField()
+    id = serializers.CharField(help_text="Your account's id.")
+    name = serializers.CharField(help_text="Your account's name.")
+    email = serializers.CharField(help_text="The email address the account signs in with.")
 
 
 class RegistrationCompleteResponse(serializers.Serializer):
-    outcome = serializers.CharField(help_text="Created.")
-    merchant = RegisteredMerchantOutput()
-    sandboxApiKey = serializers.CharField(help_text="Shown once; only its digest is stored.")
-    liveApiKey = serializers.CharField(help_text="Shown once; only its digest is stored.")
-    traceParent = serializers.CharField()
+    outcome = OutcomeField(REGISTRATION_OUTCOMES, "Created.")
+    merchant = RegisteredMerchantOutput(help_text="The new account.")
+    sandboxApiKey = serializers.CharField(help_text="A Sandbox API key, shown once: store it now.")
+    liveApiKey = serializers.CharField(help_text="A Live API key, shown once: store it now.")
+    traceParent = TraceParentField()

@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from api.serializers import TraceParentField
 from labs.capabilities import CAPABILITIES
 
 
@@ -17,7 +18,7 @@ class LabCapabilitiesOutput(serializers.Serializer):
 
 
 class LabCapabilitiesResponse(serializers.Serializer):
-    success = serializers.BooleanField()
-    result = LabCapabilitiesOutput()
-    message = serializers.CharField(allow_blank=True)
-    traceParent = serializers.CharField()
+    success = serializers.BooleanField(help_text="Whether the lab's capabilities were read.")
+    result = LabCapabilitiesOutput(help_text="What the lab can do.")
+    message = serializers.CharField(allow_blank=True, help_text="Why not, when not; else empty.")
+    traceParent = TraceParentField()

@@ -71,6 +71,84 @@ CREATE_EXAMPLE = OpenApiExample(
         "metadata": {"channel": "web"},
     },
 )
+# The answer to CREATE_EXAMPLE as the service gives it.
+CREATED_EXAMPLE = OpenApiExample(
+    "The order created",
+    response_only=True,
+    status_codes=["200"],
+    value={
+        "outcome": "Created",
+        "order": {
+            "id": "ord_228581578850473471",
+            "omsId": None,
+            "created": "2026-11-28T01:26:20.953Z",
+            "lastUpdated": "2026-11-28T01:26:20.953Z",
+            "callbackUrl": "https://shop.example.com/hooks/print",
+            "merchantReference": "MR-1001",
+            "shippingMethod": "Standard",
+            "idempotencyKey": "6f1c3a52-3c1e-4f7e-9b57-1c2d3e4f5a6b",
+            "status": {
+                "stage": "InProgress",
+                "details": {
+                    "downloadAssets": "NotStarted",
+                    "allocateProductionLocation": "NotStarted",
+                    "printReadyAssetsPrepared": "NotStarted",
+                    "inProduction": "NotStarted",
+                    "shipping": "NotStarted",
+                },
+                "issues": [],
+            },
+            "charges": [],
+            "shipments": [],
+            "recipient": {
+                "name": "Ada Lovelace",
+                "email": "ada@example.com",
+                "phoneNumber": None,
+                "address": {
+                    "line1": "1 Analytical Row",
+                    "line2": None,
+                    "postalOrZipCode": "SW1A 1AA",
+                    "countryCode": "GB",
+                    "townOrCity": "London",
+                    "stateOrCounty": None,
+                },
+            },
+            "items": [
+                {
+                    "id": "ori_228581578850473472",
+                    "omsId": None,
+                    "status": "NotYetDownloaded",
+                    "merchantReference": None,
+                    "sku": "GLOBAL-CAN-10X10",
+                    "copies": 1,
+                    "sizing": "fillPrintArea",
+                    "thumbnailUrl": None,
+                    "attributes": {"wrap": "ImageWrap"},
+                    "spine": None,
+                    "assets": [
+                        {
+                            "id": "ast_228581578850473473",
+                            "omsId": None,
+                            "printArea": "default",
+                            "status": "InProgress",
+                            "url": "https://images.example.com/cat.jpg",
+                            "thumbnailUrl": None,
+                            "md5Hash": None,
+                            "pageCount": None,
+                        }
+                    ],
+                    "recipientCost": None,
+                }
+            ],
+            "packingSlip": None,
+            "branding": None,
+            "metadata": {"channel": "web"},
+            "tag": None,
+            "usSalesTaxAlreadyCollected": False,
+        },
+        "traceParent": "00-44df3f96e56b6184e82d1330c1baae90-a08d7e9e3ba8736e-01",
+    },
+)
 ORDER_ID = OpenApiParameter(
     "orderId", OpenApiTypes.STR, OpenApiParameter.PATH, description="An `ord_` id."
 )
@@ -284,7 +362,7 @@ class OrderViewSet(ApiViewSet):
                 description="Only validate the order; nothing is stored.",
             )
         ],
-        examples=[CREATE_EXAMPLE],
+        examples=[CREATE_EXAMPLE, CREATED_EXAMPLE],
     )
     def create(self, request: Request) -> Response:
         if not isinstance(request.data, dict):
@@ -336,11 +414,17 @@ class OrderViewSet(ApiViewSet):
                 "status",
                 OpenApiTypes.STR,
                 enum=["draft", "awaitingPayment", "inProgress", "complete", "cancelled"],
+                description="Only orders at this stage (any letter case).",
             ),
             OpenApiParameter(
                 "orderIds", OpenApiTypes.STR, many=True, description="Repeat or use orderIds[]."
             ),
-            OpenApiParameter("merchantReferences", OpenApiTypes.STR, many=True),
+            OpenApiParameter(
+                "merchantReferences",
+                OpenApiTypes.STR,
+                many=True,
+                description="Only orders with these references of yours; repeat for several.",
+            ),
             OpenApiParameter(
                 "cursor",
                 OpenApiTypes.STR,

@@ -1,13 +1,23 @@
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from api.serializers import JsonIntegerField, StrictSerializer
+from api.serializers import (
+    OK_OUTCOMES,
+    JsonIntegerField,
+    OutcomeField,
+    StrictSerializer,
+    TraceParentField,
+)
 
 
 class ProductDimensionsSerializer(serializers.Serializer):
-    width = serializers.DecimalField(max_digits=8, decimal_places=2, coerce_to_string=False)
-    height = serializers.DecimalField(max_digits=8, decimal_places=2, coerce_to_string=False)
-    units = serializers.CharField()
+    width = serializers.DecimalField(
+        max_digits=8, decimal_places=2, coerce_to_string=False, help_text="The width."
+    )
+    height = serializers.DecimalField(
+        max_digits=8, decimal_places=2, coerce_to_string=False, help_text="The height."
+    )
+    units = serializers.CharField(help_text="The unit of both, e.g. `cm` or `in`.")
 
 
 class ProductPrintAreaSerializer(serializers.Serializer):
@@ -17,51 +27,77 @@ class ProductPrintAreaSerializer(serializers.Serializer):
 
 
 class ProductPixelSizeSerializer(serializers.Serializer):
-    horizontalResolution = serializers.IntegerField()
-    verticalResolution = serializers.IntegerField()
+    horizontalResolution = serializers.IntegerField(
+        help_text="The recommended width of the image, in pixels."
+    )
+    verticalResolution = serializers.IntegerField(
+        help_text="The recommended height of the image, in pixels."
+    )
 
 
 class ProductVariantSerializer(serializers.Serializer):
-    attributes = serializers.DictField(child=serializers.CharField())
-    shipsTo = serializers.ListField(child=serializers.CharField())
-    printAreaSizes = serializers.DictField(child=ProductPixelSizeSerializer())
+    attributes = serializers.DictField(
+        child=serializers.CharField(), help_text="Attribute name to this variant's value."
+    )
+    shipsTo = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The two-letter ISO codes of the countries this variant ships to.",
+    )
+    printAreaSizes = serializers.DictField(
+        child=ProductPixelSizeSerializer(),
+        help_text="Print area name to the recommended pixel size of its image.",
+    )
 
 
 class ProductDetailsSerializer(serializers.Serializer):
-    sku = serializers.CharField()
-    description = serializers.CharField()
-    productDimensions = ProductDimensionsSerializer()
-    attributes = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
-    printAreas = serializers.DictField(child=ProductPrintAreaSerializer())
-    variants = ProductVariantSerializer(many=True)
+    sku = serializers.CharField(help_text="The product's SKU, as orders name it.")
+    description = serializers.CharField(help_text="What the product is.")
+    productDimensions = ProductDimensionsSerializer(help_text="The product's size.")
+    attributes = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Attribute name to the values an order may choose, e.g. frame colours.",
+    )
+    printAreas = serializers.DictField(
+        child=ProductPrintAreaSerializer(),
+        help_text="Print area name (e.g. `default`) to whether an asset must be supplied.",
+    )
+    variants = ProductVariantSerializer(
+        many=True, help_text="Each combination of attribute values, where it ships, its sizes."
+    )
 
 
 class ProductResponseSerializer(serializers.Serializer):
-    outcome = serializers.CharField(help_text="Ok")
-    product = ProductDetailsSerializer()
-    traceParent = serializers.CharField()
+    outcome = OutcomeField(OK_OUTCOMES, "Ok.")
+    product = ProductDetailsSerializer(help_text="The product.")
+    traceParent = TraceParentField()
 
 
 @extend_schema_serializer(many=False)  # one object holding the list, not a list
 class ProductListResponseSerializer(serializers.Serializer):
-    outcome = serializers.CharField(help_text="Ok")
-    products = ProductDetailsSerializer(many=True)
-    traceParent = serializers.CharField()
+    outcome = OutcomeField(OK_OUTCOMES, "Ok.")
+    products = ProductDetailsSerializer(many=True, help_text="Every product on offer.")
+    traceParent = TraceParentField()
 
 
 class SpineRequestSerializer(StrictSerializer):
-    sku = serializers.CharField(max_length=64)
-    destinationCountryCode = serializers.CharField(max_length=2, required=False)
-    state = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    numberOfPages = JsonIntegerField(min_value=1, max_value=2**31 - 1)
+    sku = serializers.CharField(max_length=64, help_text="The photobook's SKU.")
+    destinationCountryCode = serializers.CharField(
+        max_length=2, required=False, help_text="The two-letter ISO country it ships to."
+    )
+    state = serializers.CharField(
+        required=False, allow_blank=True, max_length=100, help_text="The state it ships to."
+    )
+    numberOfPages = JsonIntegerField(
+        min_value=1, max_value=2**31 - 1, help_text="The number of pages of the book."
+    )
 
 
 class SpineInfoSerializer(serializers.Serializer):
-    widthMm = serializers.FloatField()
+    widthMm = serializers.FloatField(help_text="The width of the spine, in millimetres.")
 
 
 class SpineResponseSerializer(serializers.Serializer):
-    success = serializers.BooleanField()
-    message = serializers.CharField(allow_blank=True)
-    spineInfo = SpineInfoSerializer(allow_null=True)
-    traceParent = serializers.CharField()
+    success = serializers.BooleanField(help_text="Whether the width could be worked out.")
+    message = serializers.CharField(allow_blank=True, help_text="Why not, when not; else empty.")
+    spineInfo = SpineInfoSerializer(allow_null=True, help_text="The spine; null when not known.")
+    traceParent = TraceParentField()

@@ -66,12 +66,13 @@ class ProductViewSet(ApiViewSet):
     @operation(
         PRODUCTS,
         "products_list",
-        "Every active product (an extension of the specification)",
+        "Every active product",
         ProductListResponseSerializer,
         description=(
-            "**Extension**: not in the specification, which documents only the lookup by SKU. "
-            "Lists every active product, each in the shape `GET /v4.0/products/{sku}` answers, "
-            "ordered by SKU; `category` keeps one category (any letter case)."
+            "**Extension**: this service's addition to API v4.0, which otherwise looks products "
+            "up one SKU at a time. Lists every active product, each in the shape "
+            "`GET /v4.0/products/{sku}` answers, ordered by SKU; `category` keeps one category "
+            "(any letter case)."
         ),
         extensions={"x-specification-extension": True},
         parameters=[
@@ -98,7 +99,11 @@ class ProductViewSet(ApiViewSet):
         "products_get",
         "Product details by SKU (any letter case)",
         ProductResponseSerializer,
-        parameters=[OpenApiParameter("sku", str, OpenApiParameter.PATH)],
+        parameters=[
+            OpenApiParameter(
+                "sku", str, OpenApiParameter.PATH, description="The product's SKU (any case)."
+            )
+        ],
         description=(
             "A product's description, size, attributes with their allowed values, print areas "
             "(which need an asset) and the countries it ships to. SKUs match in any letter case."

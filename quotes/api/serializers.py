@@ -7,26 +7,42 @@ from api.serializers import (
     FulfillmentLocationFields,
     JsonIntegerField,
     KeptFieldsSerializer,
+    OutcomeField,
     StrictSerializer,
+    TraceParentField,
 )
 from common.countries import is_country_code
 from common.shipping import shipping_method_parse
 from labs.allocation import METHODS
 from labs.selectors import currencies_supported
 
+QUOTE_OUTCOMES = ("Created", "CreatedWithIssues")
+
 
 class QuoteAssetRequestSerializer(StrictSerializer):
-    printArea = serializers.CharField(max_length=40)
-    pageCount = JsonIntegerField(min_value=1, max_value=2**31 - 1, required=False)
+    printArea = serializers.CharField(
+        max_length=40, help_text="The print area an image would be for, e.g. `default`."
+    )
+    pageCount = JsonIntegerField(
+        min_value=1,
+        max_value=2**31 - 1,
+        required=False,
+        help_text="The number of pages: required when the product is priced by page.",
+    )
 
 
 class QuoteItemRequestSerializer(StrictSerializer):
-    sku = serializers.CharField(max_length=64)
-    copies = JsonIntegerField(min_value=1, max_value=2**31 - 1)
+    sku = serializers.CharField(max_length=64, help_text="The product's SKU.")
+    copies = JsonIntegerField(min_value=1, max_value=2**31 - 1, help_text="How many of it.")
     attributes = serializers.DictField(
-        child=serializers.CharField(max_length=100), required=False, default=dict
+        child=serializers.CharField(max_length=100),
+        required=False,
+        default=dict,
+        help_text="Product attribute to chosen value, as in an order.",
     )
-    assets = QuoteAssetRequestSerializer(many=True)
+    assets = QuoteAssetRequestSerializer(
+        many=True, help_text="The print areas the item would have images for."
+    )
 
 
 class QuoteRequestSerializer(KeptFieldsSerializer):
@@ -34,11 +50,16 @@ class QuoteRequestSerializer(KeptFieldsSerializer):
         required=False,
         help_text=f"One of {', '.join(METHODS)}, in any letter case; all methods if absent.",
     )
-    destinationCountryCode = serializers.CharField(max_length=2)
-    currencyCode = serializers.CharField(
-        required=False, help_text="Defaults to the merchant's billing currency."
+    destinationCountryCode = serializers.CharField(
+        max_length=2, help_text="The two-letter ISO country code of the destination."
     )
-    items = QuoteItemRequestSerializer(many=True, allow_empty=False)
+    currencyCode = serializers.CharField(
+        required=False,
+        help_text="The three-letter ISO currency to price in; defaults to your billing currency.",
+    )
+    items = QuoteItemRequestSerializer(
+        many=True, allow_empty=False, help_text="The basket: what would be made."
+    )
 
     def validate_shippingMethod(self, value: str) -> str:
         method = shipping_method_parse(value)
@@ -69,7 +90,7 @@ class QuoteRequestSerializer(KeptFieldsSerializer):
 
 class QuoteCostSerializer(serializers.Serializer):
     amount = serializers.CharField(help_text='Decimal string with two decimals, e.g. "12.50".')
-    currency = serializers.CharField()
+    currency = serializers.CharField(help_text="The three-letter ISO currency code, e.g. `GBP`.")
 
 
 class QuoteCostSummarySerializer(serializers.Serializer):
@@ -88,42 +109,53 @@ class QuoteFulfillmentLocationSerializer(FulfillmentLocationFields):
 
 
 class QuoteShipmentSerializer(serializers.Serializer):
-    carrier = QuoteCarrierSerializer()
-    fulfillmentLocation = QuoteFulfillmentLocationSerializer()
-    cost = QuoteCostSerializer()
+    carrier = QuoteCarrierSerializer(help_text="Who would carry the shipment.")
+    fulfillmentLocation = QuoteFulfillmentLocationSerializer(
+        help_text="The lab that would make it."
+    )
+    cost = QuoteCostSerializer(help_text="The shipping cost of the shipment, tax excluded.")
     items = serializers.ListField(child=serializers.CharField(), help_text="Quote item ids.")
 
 
 class QuoteAssetSerializer(serializers.Serializer):
-    printArea = serializers.CharField()
+    printArea = serializers.CharField(help_text="A print area of the item.")
 
 
 class QuoteItemSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="qit_ and 32 hexadecimal characters")
-    sku = serializers.CharField()
-    copies = serializers.IntegerField()
-    unitCost = QuoteCostSerializer()
-    attributes = serializers.DictField(child=serializers.CharField())
-    assets = QuoteAssetSerializer(many=True)
+    id = serializers.CharField(help_text="The quote item's id: `qit_` and 32 hexadecimal digits.")
+    sku = serializers.CharField(help_text="The product's SKU.")
+    copies = serializers.IntegerField(help_text="How many of it.")
+    unitCost = QuoteCostSerializer(help_text="The cost of one copy, tax excluded.")
+    attributes = serializers.DictField(
+        child=serializers.CharField(), help_text="Every attribute of the product, as priced."
+    )
+    assets = QuoteAssetSerializer(many=True, help_text="Its print areas.")
 
 
 class QuoteSerializer(serializers.Serializer):
-    shipmentMethod = serializers.CharField()
-    costSummary = QuoteCostSummarySerializer()
-    shipments = QuoteShipmentSerializer(many=True)
-    items = QuoteItemSerializer(many=True)
+    shipmentMethod = serializers.CharField(help_text="The shipping method quoted.")
+    costSummary = QuoteCostSummarySerializer(help_text="What the order would cost.")
+    shipments = QuoteShipmentSerializer(
+        many=True, help_text="The shipments the order would be split into."
+    )
+    items = QuoteItemSerializer(many=True, help_text="The basket's items, priced.")
 
 
 class QuoteIssueSerializer(serializers.Serializer):
-    errorCode = serializers.CharField()
-    description = serializers.CharField()
+    errorCode = serializers.CharField(
+        help_text="e.g. `destinationCountryCode.UsSalesTaxWarning` (prices may be subject to "
+        "US sales tax)."
+    )
+    description = serializers.CharField(help_text="The issue, for a person to read.")
 
 
 class QuoteResponseSerializer(serializers.Serializer):
-    outcome = serializers.CharField(help_text="Created or CreatedWithIssues")
-    quotes = QuoteSerializer(many=True)
-    issues = QuoteIssueSerializer(many=True)
-    traceParent = serializers.CharField()
+    outcome = OutcomeField(QUOTE_OUTCOMES, "Created, or CreatedWithIssues (see `issues`).")
+    quotes = QuoteSerializer(
+        many=True, help_text="One quote per shipping method, or for the method asked."
+    )
+    issues = QuoteIssueSerializer(many=True, help_text="What to know about the quotes.")
+    traceParent = TraceParentField()
 
 
 def cost(amount: Any, currency: str) -> dict[str, str]:

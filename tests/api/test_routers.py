@@ -3,11 +3,9 @@ design card says ("DRF viewsets implement the public API"): no plain view can co
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
@@ -19,14 +17,22 @@ from api.routing import canonical_api_path
 from api.views import ApiView
 from merchants.services import CreatedMerchant
 from staff.models import ADMINISTRATORS_GROUP
+from tests.support.openapi import MERCHANT_DOCUMENT, STAFF_DOCUMENT
 
-# The OpenAPI document and its two viewers: drf-spectacular's views, not API endpoints.
-DOCUMENTATION = {"v4.0/schema", "v4.0/docs", "v4.0/redoc"}
-DOCUMENT = yaml.safe_load((Path(__file__).parent / "openapi.yaml").read_text())
+# The two OpenAPI documents and their viewers: drf-spectacular's views, not API endpoints.
+DOCUMENTATION = {"v4.0/schema", "v4.0/docs", "v4.0/redoc", "v4.0/staff/schema", "v4.0/staff/redoc"}
+# Every route is documented: merchants' routes in the merchants' document, staff routes in the
+# staff document (no path is in both).
+MERCHANT_PATHS = {
+    path: operations
+    for path, operations in MERCHANT_DOCUMENT["paths"].items()
+    if path.startswith("/v4.0/")
+}
+STAFF_PATHS = dict(STAFF_DOCUMENT["paths"])
+PATHS = {**MERCHANT_PATHS, **STAFF_PATHS}
 OPERATIONS = [
     (path, method, operation)
-    for path, operations in DOCUMENT["paths"].items()
-    if path.startswith("/v4.0/")
+    for path, operations in PATHS.items()
     for method, operation in operations.items()
 ]
 # The order in which DRF lists a view's methods in the Allow header.
@@ -53,6 +59,7 @@ def as_route(path: str) -> str:
 def test_every_api_route_is_a_viewset_route_registered_by_its_apps_api_router() -> None:
     routes = list(api_routes(get_resolver().url_patterns))
 
+    assert not set(MERCHANT_PATHS) & set(STAFF_PATHS)
     assert sorted(route for route, _, _ in routes) == sorted(
         {as_route(path) for path, _, _ in OPERATIONS}
     )
@@ -97,7 +104,7 @@ def clients(
 def test_a_method_a_path_does_not_document_is_405_allowing_exactly_the_documented_ones(
     path: str, clients: dict[str | None, APIClient]
 ) -> None:
-    documented = DOCUMENT["paths"][path]
+    documented = PATHS[path]
     schemes = {
         name for op in documented.values() for entry in op.get("security", []) for name in entry
     }
