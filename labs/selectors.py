@@ -2,6 +2,7 @@
 
 from common.countries import COUNTRY_CODES
 from labs.catalogue import CatalogueSnapshot, Zone, catalogue_snapshot
+from labs.connectors.registry import simulator_serves
 from labs.models import Lab, ShippingRate
 from products.models import Product
 
@@ -10,21 +11,29 @@ def lab_get(*, code: str) -> Lab | None:
     return Lab.objects.filter(code=code.strip().lower()).first()
 
 
-def countries_reached(*, product: Product) -> list[str]:
+def countries_reached(*, product: Product, sandbox: bool | None = None) -> list[str]:
     """Countries that some active lab making ``product`` delivers to by at least one method,
-    from the process's catalogue snapshot.
+    from the process's catalogue snapshot; for an environment (``sandbox`` given), only the
+    labs its orders may use (``labs.connectors.simulator_serves``, as pricing does).
 
     Stock is ignored: a product out of stock for a while still ships to the same places.
     """
     snapshot = catalogue_snapshot()
-    return _countries_reached(snapshot, {zone.id: zone for zone in snapshot.zones}, product)
+    zones = {zone.id: zone for zone in snapshot.zones}
+    return _countries_reached(snapshot, zones, product, _real_labs_only(sandbox))
+
+
+def _real_labs_only(sandbox: bool | None) -> bool:
+    return sandbox is not None and not simulator_serves(sandbox=sandbox)
 
 
 def _countries_reached(
-    snapshot: CatalogueSnapshot, zones: dict[int, Zone], product: Product
+    snapshot: CatalogueSnapshot, zones: dict[int, Zone], product: Product, real_labs_only: bool
 ) -> list[str]:
     countries: set[str] = set()
     for lab_product in snapshot.lab_products.get(product.id, ()):
+        if real_labs_only and not lab_product.lab.has_real_connector:
+            continue
         for rate in snapshot.rates.get(lab_product.lab_id, ()):
             if rate.zone_id is None:
                 countries.add(rate.country_code)
@@ -35,13 +44,16 @@ def _countries_reached(
     return sorted(countries)
 
 
-def products_with_countries(*, category: str | None = None) -> list[tuple[Product, list[str]]]:
+def products_with_countries(
+    *, category: str | None = None, sandbox: bool | None = None
+) -> list[tuple[Product, list[str]]]:
     """Every active product (of ``category``, if given) in SKU order, each with what
-    ``countries_reached`` answers for it."""
+    ``countries_reached`` answers for it (for the environment ``sandbox`` names, if given)."""
     snapshot = catalogue_snapshot()
     zones = {zone.id: zone for zone in snapshot.zones}
+    real_labs_only = _real_labs_only(sandbox)
     return [
-        (product, _countries_reached(snapshot, zones, product))
+        (product, _countries_reached(snapshot, zones, product, real_labs_only))
         for _, product in sorted(snapshot.products.items())
         if category is None or product.category == category
     ]

@@ -145,9 +145,10 @@ class ChargeItemOutput(serializers.Serializer):
 class ChargeOutput(serializers.Serializer):
     id = serializers.CharField(help_text="The charge's id: `chg_` and digits.")
     chargeType = serializers.ChoiceField(
-        choices=ChargeType.choices, help_text="Item, Shipping, Refund or Other. Every refund to a card is a Refund "
+        choices=ChargeType.choices,
+        help_text="Item, Shipping, Refund or Other. Every refund to a card is a Refund "
         "charge; Other is card money beyond what the order costs now, given back by the Refund "
-        "charge beside it."
+        "charge beside it.",
     )
     serviceInvoiceNumber = serializers.CharField(
         allow_null=True,

@@ -66,6 +66,21 @@ class ProductDetailsSerializer(serializers.Serializer):
     )
 
 
+class ProductListVariantSerializer(ProductVariantSerializer):
+    shipsTo = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="The two-letter ISO codes of the countries this variant ships to; left out "
+        "with `compact=true`.",
+    )
+
+
+class ProductListDetailsSerializer(ProductDetailsSerializer):
+    variants = ProductListVariantSerializer(
+        many=True, help_text="Each combination of attribute values, where it ships, its sizes."
+    )
+
+
 class ProductResponseSerializer(serializers.Serializer):
     outcome = OutcomeField(OK_OUTCOMES, "Ok.")
     product = ProductDetailsSerializer(help_text="The product.")
@@ -75,7 +90,7 @@ class ProductResponseSerializer(serializers.Serializer):
 @extend_schema_serializer(many=False)  # one object holding the list, not a list
 class ProductListResponseSerializer(serializers.Serializer):
     outcome = OutcomeField(OK_OUTCOMES, "Ok.")
-    products = ProductDetailsSerializer(many=True, help_text="Every product on offer.")
+    products = ProductListDetailsSerializer(many=True, help_text="Every product on offer.")
     traceParent = TraceParentField()
 
 

@@ -5,6 +5,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.authentication import client_environment
 from api.schema import PRODUCTS, operation
 from api.views import ApiViewSet, validated_input
 from common.countries import is_country_code
@@ -12,6 +13,7 @@ from common.errors import EntityNotFound, ValidationFailed
 from labs.selectors import countries_reached, products_with_countries
 from products.api.serializers import (
     ProductDetailsSerializer,
+    ProductListDetailsSerializer,
     ProductListResponseSerializer,
     ProductResponseSerializer,
     SpineRequestSerializer,
@@ -21,7 +23,9 @@ from products.models import Category, Product
 from products.selectors import product_get, spine_width_mm
 
 
-def _product_details(product: Product, ships_to: list[str]) -> dict[str, Any]:
+def _product_details(
+    product: Product, ships_to: list[str], *, compact: bool = False
+) -> dict[str, Any]:
     return {
         "sku": product.sku,
         "description": product.description,
@@ -35,7 +39,7 @@ def _product_details(product: Product, ships_to: list[str]) -> dict[str, Any]:
         "variants": [
             {
                 "attributes": v.attributes,
-                "shipsTo": ships_to,
+                **({} if compact else {"shipsTo": ships_to}),
                 "printAreaSizes": v.print_area_sizes,
             }
             for v in product.variants.all()
@@ -58,6 +62,30 @@ def _category(request: Request) -> str | None:
     return category
 
 
+def _destination(request: Request) -> str | None:
+    raw = request.query_params.get("destinationcountrycode")
+    if raw is None or raw == "":
+        return None
+    country = raw.strip().upper()
+    if not is_country_code(country):
+        raise ValidationFailed.single(
+            "destinationCountryCode",
+            "InvalidCountryCode",
+            f"'{raw}' is not a two-letter ISO country code.",
+        )
+    return country
+
+
+def _compact(request: Request) -> bool:
+    raw = request.query_params.get("compact")
+    if raw is None or raw == "":
+        return False
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ValidationFailed.single("compact", "Invalid", f"'{raw}' is not true or false.")
+    return value == "true"
+
+
 class ProductViewSet(ApiViewSet):
     # GET /v4.0/products (an extension), GET /v4.0/products/{sku}, POST /v4.0/products/spine.
     lookup_field = "sku"
@@ -72,7 +100,10 @@ class ProductViewSet(ApiViewSet):
             "**Extension**: this service's addition to API v4.0, which otherwise looks products "
             "up one SKU at a time. Lists every active product, each in the shape "
             "`GET /v4.0/products/{sku}` answers, ordered by SKU; `category` keeps one category "
-            "(any letter case)."
+            "(any letter case), `destinationCountryCode` the products that ship to one country, "
+            "and `compact=true` leaves out each variant's `shipsTo` (the list of countries, "
+            "which `GET /v4.0/products/{sku}` always gives whole). The countries are those the "
+            "labs of the key's environment deliver to."
         ),
         extensions={"x-specification-extension": True},
         parameters=[
@@ -83,15 +114,39 @@ class ProductViewSet(ApiViewSet):
                 required=False,
                 enum=sorted(Category.values),
                 description="Only products of this category (any letter case).",
-            )
+            ),
+            OpenApiParameter(
+                "destinationCountryCode",
+                str,
+                OpenApiParameter.QUERY,
+                required=False,
+                description="Only products that ship to this country (two-letter ISO code).",
+            ),
+            OpenApiParameter(
+                "compact",
+                bool,
+                OpenApiParameter.QUERY,
+                required=False,
+                description="`true` leaves out each variant's `shipsTo`; `false` (the default) "
+                "keeps it.",
+            ),
         ],
     )
     def list(self, request: Request) -> Response:
+        category, destination, compact = (
+            _category(request),
+            _destination(request),
+            _compact(request),
+        )
+        listed = products_with_countries(
+            category=category, sandbox=client_environment(request).is_sandbox
+        )
         products = [
-            _product_details(product, ships_to)
-            for product, ships_to in products_with_countries(category=_category(request))
+            _product_details(product, ships_to, compact=compact)
+            for product, ships_to in listed
+            if destination is None or destination in ships_to
         ]
-        details = ProductDetailsSerializer(products, many=True).data
+        details = ProductListDetailsSerializer(products, many=True).data
         return Response({"outcome": "Ok", "products": details})
 
     @operation(
@@ -114,7 +169,10 @@ class ProductViewSet(ApiViewSet):
         if product is None:
             raise EntityNotFound(f"There is no product with SKU '{sku}'.")
         details = ProductDetailsSerializer(
-            _product_details(product, countries_reached(product=product))
+            _product_details(
+                product,
+                countries_reached(product=product, sandbox=client_environment(request).is_sandbox),
+            )
         ).data
         return Response({"outcome": "Ok", "product": details})
 

@@ -239,6 +239,90 @@ def test_the_list_keeps_one_category_in_any_letter_case(sandbox_api: APIClient) 
     assert sandbox_api.get("/v4.0/products?category=Jigsaw").json()["products"] != []
 
 
+def test_the_list_keeps_the_products_that_ship_to_a_country(sandbox_api: APIClient) -> None:
+    canvas()  # made by gb1 (GB, FR, DE) and us1 (US)
+    home = LabFactory(code="nz1", country_code="NZ")
+    kiwi = ProductFactory(sku="NZ-ONLY-PRINT")
+    VariantFactory(product=kiwi)
+    LabProductFactory(lab=home, product=kiwi)
+    ShippingRateFactory(lab=home, country_code="NZ")
+
+    for given in ("GB", "gb", " gb "):
+        body = sandbox_api.get("/v4.0/products", {"destinationCountryCode": given}).json()
+        assert [p["sku"] for p in body["products"]] == ["GLOBAL-CAN-10X10"]
+    body = sandbox_api.get("/v4.0/products?destinationCountryCode=NZ").json()
+    assert [p["sku"] for p in body["products"]] == ["NZ-ONLY-PRINT"]
+    assert sandbox_api.get("/v4.0/products?destinationCountryCode=JP").json()["products"] == []
+    assert len(sandbox_api.get("/v4.0/products").json()["products"]) == 2
+
+
+@pytest.mark.usefixtures("catalogue")
+def test_a_compact_list_leaves_out_the_country_lists_and_nothing_else(
+    sandbox_api: APIClient,
+) -> None:
+    whole = sandbox_api.get("/v4.0/products?category=PhotoPrint").json()["products"]
+    compact = sandbox_api.get("/v4.0/products?category=PhotoPrint&compact=TRUE").json()
+    assert compact["outcome"] == "Ok"
+    for product in whole:
+        for variant in product["variants"]:
+            assert variant.pop("shipsTo")
+    assert compact["products"] == whole
+    assert sandbox_api.get("/v4.0/products?compact=false").json()["products"][0]["variants"][0][
+        "shipsTo"
+    ]
+    # The lookup by SKU always gives the countries whole.
+    looked_up = sandbox_api.get(f"/v4.0/products/{whole[0]['sku']}").json()["product"]
+    assert looked_up["variants"][0]["shipsTo"]
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "code"),
+    [
+        ("destinationCountryCode=XX", "destinationCountryCode", "InvalidCountryCode"),
+        ("destinationCountryCode=GBR", "destinationCountryCode", "InvalidCountryCode"),
+        ("compact=yes", "compact", "Invalid"),
+    ],
+)
+def test_a_bad_list_filter_is_validation_failed(
+    sandbox_api: APIClient, query: str, field: str, code: str
+) -> None:
+    canvas()
+
+    response = sandbox_api.get(f"/v4.0/products?{query}")
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["outcome"] == "ValidationFailed"
+    [failure] = body["data"]["failures"][field]
+    assert failure["code"] == code
+
+
+@pytest.mark.usefixtures("catalogue")
+def test_live_ships_to_the_countries_of_the_labs_live_orders_may_use(
+    sandbox_api: APIClient, live_api: APIClient, settings: Any
+) -> None:
+    settings.SIMULATOR_PRODUCES_LIVE = False
+    sku = "GLOBAL-PHO-4X6"
+    sandbox = sandbox_api.get(f"/v4.0/products/{sku}").json()["product"]
+    assert sandbox["variants"][0]["shipsTo"]
+    # No lab has a real connector: Live orders may use none, so Live ships nowhere yet.
+    live = live_api.get(f"/v4.0/products/{sku}").json()["product"]
+    assert live["variants"][0]["shipsTo"] == []
+    assert live_api.get("/v4.0/products?destinationCountryCode=GB").json()["products"] == []
+
+    Lab.objects.filter(code="gb1").update(
+        connector="siteflow",
+        siteflow_base_url="https://siteflow.example.com",
+        siteflow_token="token",
+        siteflow_secret="secret",
+    )
+    live = live_api.get(f"/v4.0/products/{sku}").json()["product"]
+    assert "GB" in live["variants"][0]["shipsTo"]
+    assert set(live["variants"][0]["shipsTo"]) <= set(sandbox["variants"][0]["shipsTo"])
+    listed = live_api.get("/v4.0/products?destinationCountryCode=GB&compact=true").json()
+    assert sku in [p["sku"] for p in listed["products"]]
+
+
 def test_an_unknown_category_is_validation_failed(sandbox_api: APIClient) -> None:
     canvas()
 
