@@ -8,7 +8,7 @@ from api.health import HealthView
 from api.media import media
 from api.metrics import metrics
 from api.views import endpoint_does_not_exist
-from dashboard.views import index
+from dashboard.views import favicon, index
 
 api_patterns: list[URLPattern | URLResolver] = [
     path(
@@ -40,6 +40,7 @@ api_patterns: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("", index, name="index"),
+    path("favicon.ico", favicon, name="favicon"),
     path("healthz", HealthView.as_view(), name="healthz"),
     # Print files and thumbnails on the local default storage (django-storages serves its own).
     re_path(r"^media/(?P<path>.+)$", media),
