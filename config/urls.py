@@ -7,6 +7,7 @@ from api.demo import demo_photo
 from api.health import HealthView
 from api.media import media
 from api.metrics import metrics
+from api.redoc import REDOC_DIST, redoc_bundle
 from api.views import endpoint_does_not_exist
 from dashboard.views import favicon, index
 
@@ -41,6 +42,7 @@ api_patterns: list[URLPattern | URLResolver] = [
 urlpatterns = [
     path("", index, name="index"),
     path("favicon.ico", favicon, name="favicon"),
+    path(f"{REDOC_DIST.strip('/')}/bundles/redoc.standalone.js", redoc_bundle, name="redoc-bundle"),
     path("healthz", HealthView.as_view(), name="healthz"),
     # Print files and thumbnails on the local default storage (django-storages serves its own).
     re_path(r"^media/(?P<path>.+)$", media),
