@@ -83,8 +83,8 @@ def invoice_pdf(*, invoice: Invoice, charges: Sequence[Charge]) -> bytes:
 
 
 def _charge_lines(document: _Document, order: Order) -> None:
-    """The order's charges by kind: its items (one line per charged item), shipping, tax,
-    refunds and the total (items + shipping + tax - refunds)."""
+    """The order's charges by kind: its items (one line per charged item), shipping, other
+    charges, tax, refunds and the total (items + shipping + other + tax - refunds)."""
     charges = list(order.charges.all())
     if not charges:
         return
@@ -106,10 +106,12 @@ def _charge_lines(document: _Document, order: Order) -> None:
                 document.line_of(f"  {name}: {_money(line.cost, currency)}")
     document.line_of(f"Items: {_money(sums[ChargeType.ITEM], currency)}")
     document.line_of(f"Shipping: {_money(sums[ChargeType.SHIPPING], currency)}")
+    if sums[ChargeType.OTHER]:
+        document.line_of(f"Other: {_money(sums[ChargeType.OTHER], currency)}")
     document.line_of(f"Tax: {_money(tax, currency)}")
     if refunds:
         document.line_of(f"Refunds: {_money(refunds, currency)}")
-    total = sums[ChargeType.ITEM] + sums[ChargeType.SHIPPING] + tax + refunds
+    total = sum(sums.values(), Decimal(0)) + tax + refunds
     document.line_of(f"Total: {_money(total, currency)}", bold=True)
 
 

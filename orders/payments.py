@@ -98,12 +98,6 @@ def payment_provider_path(name: str) -> str:
     return PAYMENT_PROVIDERS.get(name, name)
 
 
-def payment_provider_is_test() -> bool:
-    """Whether ``PAYMENT_PROVIDER`` is the built-in test provider: no card is charged, and
-    every payment page, order page and receipt says so."""
-    return payment_provider_path(settings.PAYMENT_PROVIDER) == PAYMENT_PROVIDERS["test"]
-
-
 def payment_provider() -> PaymentProvider:
     provider: PaymentProvider = import_string(payment_provider_path(settings.PAYMENT_PROVIDER))()
     return provider
@@ -112,6 +106,12 @@ def payment_provider() -> PaymentProvider:
 def payment_required(environment: Environment) -> bool:
     """Whether the environment's new orders wait for a card authorisation."""
     return not environment.is_sandbox and environment.merchant.billing_mode == BillingMode.CARD
+
+
+def payment_provider_is_test() -> bool:
+    """Whether ``PAYMENT_PROVIDER`` is the built-in test provider: no card is charged, and
+    every payment page, order page and receipt says so."""
+    return payment_provider_path(settings.PAYMENT_PROVIDER) == PAYMENT_PROVIDERS["test"]
 
 
 def payment_due_by(now: datetime) -> datetime:
