@@ -163,6 +163,14 @@ def order_hold_released(order: Order, *, now: datetime | None = None) -> bool:
     )
 
 
+def order_stage_name(order: Order) -> str:
+    """The order's stage as the pages name it; a held order whose hold is over is "Leaving the
+    hold" (still ``OnHold`` to the API until the pipeline takes it on, within moments)."""
+    if order_hold_released(order):
+        return "Leaving the hold"
+    return STAGE_NAMES.get(order.stage, "")
+
+
 def order_progress(order: Order) -> list[ProgressStep]:
     """The order's steps in the order they happen, each with its state. The payment stays
     neutral (not started) until it is paid: waiting for it is not progress."""

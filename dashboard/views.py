@@ -54,6 +54,7 @@ from dashboard.selectors import (
     merchant_order_get,
     order_hold_released,
     order_progress,
+    order_stage_name,
     order_under_way,
     overview_days,
 )
@@ -297,7 +298,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         request,
         "dashboard/overview.html",
         {
-            "orders": [(order, STAGE_NAMES.get(order.stage, "")) for order in orders[:5]],
+            "orders": [(order, order_stage_name(order)) for order in orders[:5]],
             "counts": counts,
             "charts": charts,
             "attention": attention_chart(counts=attention_counts(environment=environment)),
@@ -442,7 +443,7 @@ def orders(request: HttpRequest) -> HttpResponse:
     rows = [
         {
             "order": order,
-            "stage": STAGE_NAMES.get(order.stage, order.stage),
+            "stage": order_stage_name(order),
             "items": [(item.copies, item.sku) for item in order.items.all()],
             "total": _order_total(order),
             "attention": bool(order.issues.all()),
@@ -494,7 +495,7 @@ def _order_page(
         "dashboard/order.html",
         {
             "order": order,
-            "stage": "Leaving the hold" if released else STAGE_NAMES.get(order.stage, order.stage),
+            "stage": order_stage_name(order),
             "items": [
                 (item, file_url(item.thumbnail, base_url), shown)
                 for item, shown in zip(items, attributes, strict=True)

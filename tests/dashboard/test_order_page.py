@@ -132,6 +132,8 @@ def test_a_held_order_says_when_its_hold_ends_and_submit_now_shows_its_new_state
     assert "Edit the held order" not in page and "Submit now" not in page
     assert "data-countdown" not in page
     assert '<meta http-equiv="refresh"' in page  # follows the order as it starts
+    listed = owner.get("/dashboard/orders").content.decode()
+    assert ">Leaving the hold</span>" in listed
     refused = owner.post(f"/dashboard/orders/{order_id}/edit", {"recipient_name": "X"}, follow=True)
     assert "no longer on hold" in refused.content.decode()
     assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.HELD

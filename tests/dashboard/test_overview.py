@@ -5,6 +5,8 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -97,3 +99,22 @@ def test_the_attention_chart_counts_orders_by_why_they_need_the_merchant(
         ("attention=1", "A step failed", "0"),
     ]
     assert "Waiting for payment: 2; On hold: 1; With a problem to look at: 0" in html
+
+
+def test_the_overview_reads_as_many_queries_for_many_orders_as_for_one(
+    merchant: CreatedMerchant, live_api: APIClient
+) -> None:
+    owner = signed_in_client(merchant.merchant)
+    owner.post("/dashboard/environment", {"kind": "Live"})
+    order_allocated(live_api)
+    owner.get("/dashboard/")  # the session and catalogue read once
+    with CaptureQueriesContext(connection) as one:
+        assert owner.get("/dashboard/").status_code == 200
+    for _ in range(4):
+        order_allocated(live_api)
+
+    with CaptureQueriesContext(connection) as five:
+        html = owner.get("/dashboard/").content.decode()
+
+    assert len(five.captured_queries) == len(one.captured_queries)
+    assert sum(int(v) for v in figures(html, "orders-chart").values()) == 5
