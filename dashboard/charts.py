@@ -11,6 +11,7 @@ from dashboard.selectors import AttentionCount, Day
 WIDTH = 640
 HEIGHT = 220
 LEFT = 56  # room for the value axis's labels
+RIGHT = 28  # room for the last date, centred under the last bar
 BOTTOM = 28  # room for the dates
 TOP = 12
 
@@ -42,7 +43,7 @@ class BarChart:
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
-    baseline: int = HEIGHT - BOTTOM
+    right: int = WIDTH - RIGHT  # where the plot ends
 
 
 def _scale_top(largest: Decimal) -> Decimal:
@@ -54,10 +55,7 @@ def _scale_top(largest: Decimal) -> Decimal:
         power *= 10
     while power > largest and power > Decimal("0.01"):
         power /= 10
-    for step in (1, 2, 5, 10):
-        if power * step >= largest:
-            return power * step
-    return power * 10  # pragma: no cover - the loop always returns
+    return next((power * step for step in (1, 2, 5) if power * step >= largest), power * 10)
 
 
 def _number(value: Decimal, places: int) -> str:
@@ -77,7 +75,7 @@ def day_chart(
     values = [value(day) for day in days]
     top = _scale_top(max(values, default=Decimal(0)))
     plot_height = HEIGHT - BOTTOM - TOP
-    slot = (WIDTH - LEFT) / max(len(days), 1)
+    slot = (WIDTH - LEFT - RIGHT) / max(len(days), 1)
     suffix = f" {unit}" if unit else ""
     bars = []
     for index, (day, amount) in enumerate(zip(days, values, strict=True)):
