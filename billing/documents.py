@@ -7,9 +7,11 @@ from decimal import Decimal
 from fpdf import FPDF
 
 from billing.models import Invoice
-from orders.models import Charge, Order, OrderPayment, PaymentRefund
+from orders.models import Charge, ChargeType, Order, OrderPayment, PaymentRefund
+from orders.payments import payment_provider_is_test
 
 SERVICE = "Print API"
+TEST_PAYMENT_NOTICE = "Test payment: no card is charged"
 
 
 def _text(value: object) -> str:
@@ -80,6 +82,39 @@ def invoice_pdf(*, invoice: Invoice, charges: Sequence[Charge]) -> bytes:
     return document.pdf()
 
 
+def _charge_lines(document: _Document, order: Order) -> None:
+    """The order's charges by kind: its items (one line per charged item), shipping, other
+    charges, tax, refunds and the total (items + shipping + other + tax - refunds)."""
+    charges = list(order.charges.all())
+    if not charges:
+        return
+    currency = charges[0].currency
+    items = {item.id: item for item in order.items.all()}
+    sums = {kind: Decimal(0) for kind in ChargeType.values}
+    tax = refunds = Decimal(0)
+    document.ln(4)
+    for charge in charges:
+        if charge.charge_type == ChargeType.REFUND:
+            refunds += charge.total_cost + charge.total_tax
+            continue
+        sums[charge.charge_type] += charge.total_cost
+        tax += charge.total_tax
+        if charge.charge_type == ChargeType.ITEM:
+            for line in charge.items.all():
+                item = items.get(line.item_id) if line.item_id else None
+                name = f"{item.copies} x {item.sku}" if item else "Item"
+                document.line_of(f"  {name}: {_money(line.cost, currency)}")
+    document.line_of(f"Items: {_money(sums[ChargeType.ITEM], currency)}")
+    document.line_of(f"Shipping: {_money(sums[ChargeType.SHIPPING], currency)}")
+    if sums[ChargeType.OTHER]:
+        document.line_of(f"Other: {_money(sums[ChargeType.OTHER], currency)}")
+    document.line_of(f"Tax: {_money(tax, currency)}")
+    if refunds:
+        document.line_of(f"Refunds: {_money(refunds, currency)}")
+    total = sum(sums.values(), Decimal(0)) + tax + refunds
+    document.line_of(f"Total: {_money(total, currency)}", bold=True)
+
+
 def receipt_pdf(
     *, order: Order, payments: Sequence[OrderPayment], refunds: Sequence[PaymentRefund]
 ) -> bytes:
@@ -92,6 +127,9 @@ def receipt_pdf(
     document.line_of(f"To: {merchant.name} <{merchant.email}>")
     if order.merchant_reference:
         document.line_of(f"Your reference: {order.merchant_reference}")
+    if payment_provider_is_test():
+        document.line_of(f"{TEST_PAYMENT_NOTICE}.", bold=True)
+    _charge_lines(document, order)
     document.ln(4)
     currency = payments[0].currency
     paid = Decimal(0)

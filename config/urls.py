@@ -7,9 +7,10 @@ from api.demo import demo_photo
 from api.health import HealthView
 from api.media import media
 from api.metrics import metrics
+from api.redoc import REDOC_DIST, redoc_bundle
 from api.schema import STAFF_DOCUMENT
 from api.views import endpoint_does_not_exist
-from dashboard.views import index
+from dashboard.views import favicon, index
 
 # The two OpenAPI documents and their viewers, open to anyone as the API's shapes are no secret
 # (every staff operation needs a staff key or session): the merchants' document
@@ -62,6 +63,8 @@ api_patterns: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("", index, name="index"),
+    path("favicon.ico", favicon, name="favicon"),
+    path(f"{REDOC_DIST.strip('/')}/bundles/redoc.standalone.js", redoc_bundle, name="redoc-bundle"),
     path("healthz", HealthView.as_view(), name="healthz"),
     # Print files and thumbnails on the local default storage (django-storages serves its own).
     re_path(r"^media/(?P<path>.+)$", media),

@@ -9,10 +9,14 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm
-from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.password_validation import (
+    password_validators_help_text_html,
+    validate_password,
+)
 
 from api.exceptions import flatten_failures
 from api.serializers import StrictSerializer
+from common.countries import country_label
 from common.http import url_refusal
 from common.shipping import ShippingMethod
 from labs.selectors import countries_shipped_to, currencies_supported
@@ -32,7 +36,11 @@ class SignupForm(forms.Form):
     password = forms.CharField(
         label="Password",
         strip=False,
-        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        widget=forms.PasswordInput(
+            attrs={"autocomplete": "new-password", "aria-describedby": "id_password_help"}
+        ),
+        # The rules of AUTH_PASSWORD_VALIDATORS, as ``validate_password`` applies them below.
+        help_text=password_validators_help_text_html(),
     )
 
     def clean_email(self) -> str:
@@ -261,7 +269,7 @@ def _country_field(label: str, *, current: str) -> forms.ChoiceField:
     countries = countries_shipped_to()
     if current and current not in countries:
         countries = sorted([*countries, current])
-    return forms.ChoiceField(label=label, choices=[(c, c) for c in countries])
+    return forms.ChoiceField(label=label, choices=[(c, country_label(c)) for c in countries])
 
 
 def _copies_initial(items: Sequence[OrderItem]) -> dict[str, int]:

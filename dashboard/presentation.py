@@ -8,7 +8,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from orders import issues as codes
-from orders.models import ChargeType, Order, OrderIssue, Stage
+from orders.models import ChargeType, DetailState, ItemStatus, Order, OrderIssue, Stage
 from webhooks.models import CallbackEvent
 
 STAGE_NAMES: dict[str, str] = {
@@ -17,6 +17,29 @@ STAGE_NAMES: dict[str, str] = {
     Stage.IN_PROGRESS: "In progress",
     Stage.COMPLETE: "Complete",
     Stage.CANCELLED: "Cancelled",
+}
+
+# A step's state (``status.details``) in words.
+STEP_STATE_NAMES: dict[str, str] = {
+    DetailState.NOT_STARTED: "Not started",
+    DetailState.IN_PROGRESS: "In progress",
+    DetailState.COMPLETE: "Complete",
+    DetailState.ERROR: "Failed",
+}
+
+ITEM_STATUS_NAMES: dict[str, str] = {
+    ItemStatus.NOT_YET_DOWNLOADED: "image not downloaded yet",
+    ItemStatus.OK: "image ready",
+    ItemStatus.INVALID: "image refused",
+}
+
+# The steps of ``status.details`` (callback names) in words.
+DETAIL_STEP_NAMES: dict[str, str] = {
+    "downloadAssets": "Downloading the images",
+    "allocateProductionLocation": "Choosing a lab",
+    "printReadyAssetsPrepared": "Preparing the print files",
+    "inProduction": "Production",
+    "shipping": "Shipping",
 }
 
 # Issue code: (what happened, what to do), in the merchant's words.
@@ -83,12 +106,15 @@ class IssueInWords:
 
 def issue_in_words(issue: OrderIssue) -> IssueInWords:
     what, to_do = _ISSUE_WORDS.get(issue.error_code, (issue.description, "Contact us."))
+    # The payment issue's description is written for API clients (it names
+    # ``authorisationDetails``); the page has its own words and a Pay button instead.
+    payment = issue.error_code == codes.REQUIRES_PAYMENT_AUTHORISATION
     return IssueInWords(
         what=what,
         to_do=to_do,
-        detail="" if what == issue.description else issue.description,
+        detail="" if what == issue.description or payment else issue.description,
         code=issue.error_code,
-        payment=issue.error_code == codes.REQUIRES_PAYMENT_AUTHORISATION,
+        payment=payment,
     )
 
 
@@ -135,25 +161,27 @@ def order_money(order: Order) -> Money | None:
     )
 
 
-def items_summary(order: Order) -> str:
-    """``2 x GLOBAL-PHO-4X6, 1 x GLOBAL-CAN-10X10`` from the prefetched items."""
-    return ", ".join(f"{item.copies} x {item.sku}" for item in order.items.all())
-
-
 _EVENT_WORDS = {
     "status.stage.changed": "Stage now {state}",
     "shipments.shipment": "A shipment is now {state}",
     "status.details.downloadAssets": "Images downloaded",
 }
+_SHIPMENT_STATES = {"Processing": "in production", "Shipped": "shipped", "Cancelled": "cancelled"}
 
 
-def _event_words(event_type: str) -> str:
+def event_words(event_type: str) -> str:
+    """A callback event's type (``com.service.order.status.stage.changed#InProgress``) as the
+    pages say it: ``Stage now In progress``; ``Choosing a lab failed`` for a step's Error."""
     name, _, state = event_type.partition("#")
     for suffix, words in _EVENT_WORDS.items():
         if name.endswith(suffix):
-            return words.format(state=STAGE_NAMES.get(state, state))
+            shown = STAGE_NAMES.get(state) or _SHIPMENT_STATES.get(state) or state
+            return words.format(state=shown)
     step = name.rsplit(".", 1)[-1]
-    return f"{step} ended in {state}" if state else name
+    step_name = DETAIL_STEP_NAMES.get(step, "A step")
+    if state == DetailState.ERROR:
+        return f"{step_name} failed"
+    return f"{step_name}: {STEP_STATE_NAMES.get(state, 'changed').lower()}"
 
 
 @dataclass(frozen=True)
@@ -174,8 +202,25 @@ def order_timeline(order: Order, events: list[CallbackEvent]) -> list[Moment]:
         if shipment.dispatch_date:
             dispatched = f"Shipment {shipment.public_id} dispatched"
             moments.append(Moment(shipment.dispatch_date, dispatched))
-    moments += [Moment(event.created, _event_words(event.event_type)) for event in events]
+    moments += [Moment(event.created, event_words(event.event_type)) for event in events]
     return sorted(moments, key=lambda moment: moment.at)
+
+
+# A callback event's state and a delivery attempt's outcome, in words.
+EVENT_STATE_NAMES = {
+    "Pending": "Pending",
+    "Delivered": "Delivered",
+    "Failed": "Failed",
+    "Stopped": "Stopped: the URL answered 410 Gone",
+    "NoDestination": "Not sent: no callback URL",
+}
+ATTEMPT_OUTCOME_NAMES = {
+    "Delivered": "Delivered",
+    "Gone": "Gone (410): deliveries stopped",
+    "RetryAfter": "Retry when the receiver asked",
+    "Retry": "Retry",
+    "Refused": "Refused: the address is not allowed",
+}
 
 
 def event_payload_text(event: CallbackEvent) -> str:

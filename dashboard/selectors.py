@@ -1,16 +1,27 @@
 """What the dashboard reads: one merchant's orders, keys and callbacks, never another's."""
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, id_number
-from dashboard.presentation import STAGE_NAMES
+from dashboard.presentation import STAGE_NAMES, STEP_STATE_NAMES
 from merchants.models import ApiKey, Environment, Merchant
-from orders.models import DetailState, Order, OrderIssue, PipelineStep, Stage
+from orders.issues import REQUIRES_PAYMENT_AUTHORISATION
+from orders.models import (
+    Charge,
+    DetailState,
+    Order,
+    OrderIssue,
+    OrderItem,
+    PipelineStep,
+    Stage,
+)
 from orders.selectors import LIST_STATUS_STAGES, orders_with_parts
 from products.models import Product
 from products.validation import ItemInput
@@ -133,26 +144,49 @@ def merchant_event_get(*, environment: Environment, event_id: int) -> CallbackEv
 @dataclass(frozen=True)
 class ProgressStep:
     label: str
-    state: str  # NotStarted, InProgress, Complete, Error
+    state: str  # a DetailState: NotStarted, InProgress, Complete, Error (the pill's colour)
+    words: str = ""  # the state as the page says it, when not STEP_STATE_NAMES's
+
+    @property
+    def state_name(self) -> str:
+        return self.words or STEP_STATE_NAMES.get(self.state, "")
+
+
+def order_hold_released(order: Order, *, now: datetime | None = None) -> bool:
+    """Held, and its hold is over (submitted by hand or its window ended): the pipeline takes
+    it on within moments; nothing may change it any more."""
+    now = now or timezone.now()
+    return (
+        order.pipeline_step == PipelineStep.HELD
+        and order.due_at is not None
+        and order.due_at <= now
+    )
+
+
+def order_stage_name(order: Order) -> str:
+    """The order's stage as the pages name it; a held order whose hold is over is "Leaving the
+    hold" (still ``OnHold`` to the API until the pipeline takes it on, within moments)."""
+    if order_hold_released(order):
+        return "Leaving the hold"
+    return STAGE_NAMES.get(order.stage, "")
 
 
 def order_progress(order: Order) -> list[ProgressStep]:
-    """The order's steps in the order they happen, each with its state."""
+    """The order's steps in the order they happen, each with its state. The payment stays
+    neutral (not started) until it is paid: waiting for it is not progress."""
     steps: list[ProgressStep] = []
     if order.stage == Stage.ON_HOLD:
-        steps.append(ProgressStep(STAGE_NAMES[Stage.ON_HOLD], DetailState.IN_PROGRESS))
+        if order_hold_released(order):
+            steps.append(ProgressStep(STAGE_NAMES[Stage.ON_HOLD], DetailState.COMPLETE, "Ended"))
+        else:
+            steps.append(ProgressStep(STAGE_NAMES[Stage.ON_HOLD], DetailState.IN_PROGRESS))
     payment_issue = any(i.authorisation_url for i in order.issues.all())
-    if payment_issue or order.payment_authorised_at is not None:
-        steps.append(
-            ProgressStep(
-                "Payment authorised",
-                DetailState.IN_PROGRESS
-                if order.pipeline_step == PipelineStep.AWAITING_PAYMENT
-                else DetailState.COMPLETE
-                if order.payment_authorised_at
-                else DetailState.NOT_STARTED,
-            )
-        )
+    if order.payment_authorised_at is not None:
+        steps.append(ProgressStep("Payment", DetailState.COMPLETE, "Paid"))
+    elif payment_issue:
+        waiting = order.pipeline_step == PipelineStep.AWAITING_PAYMENT
+        words = "Waiting for payment" if waiting else "Not due yet"
+        steps.append(ProgressStep("Payment", DetailState.NOT_STARTED, words))
     steps += [
         ProgressStep("Assets downloaded", order.download_assets),
         ProgressStep("Lab allocated", order.allocate_production_location),
@@ -165,7 +199,7 @@ def order_progress(order: Order) -> list[ProgressStep]:
 
 def order_under_way(order: Order) -> bool:
     """Work is going on that the page should follow (it refreshes itself)."""
-    return order.pipeline_step in (
+    return order_hold_released(order) or order.pipeline_step in (
         PipelineStep.DOWNLOAD,
         PipelineStep.ALLOCATE,
         PipelineStep.PREPARE,
@@ -226,3 +260,99 @@ def catalogue_entries(
                 price, method = cheapest.plan.total_cost, cheapest.plan.shipping_method
         entries.append(CatalogueEntry(product, ships_to, price, method))
     return entries
+
+
+@dataclass(frozen=True)
+class AttributeShown:
+    name: str
+    value: str
+    defaulted: bool  # not given in the order: the product's default, which the lab is sent
+
+
+def item_attributes_shown(items: list[OrderItem]) -> list[list[AttributeShown]]:
+    """Each item's attributes as its lab gets them: those given, and the product's defaults of
+    those not given (``finish: lustre``), marked as defaulted. One query for any number of
+    items."""
+    skus = {item.sku.upper() for item in items}
+    products = {
+        product.sku: product
+        for product in Product.objects.filter(sku__in=skus).prefetch_related("attributes")
+    }
+    shown = []
+    for item in items:
+        given = {name.lower(): (name, value) for name, value in item.attributes.items()}
+        attributes = [AttributeShown(name, value, False) for name, value in given.values()]
+        product = products.get(item.sku.upper())
+        for attribute in product.attributes.all() if product else ():
+            if attribute.name.lower() not in given and attribute.default:
+                attributes.append(AttributeShown(attribute.name, attribute.default, True))
+        shown.append(attributes)
+    return shown
+
+
+@dataclass(frozen=True)
+class Day:
+    day: date
+    orders: int
+    spend: Decimal  # the charges made that day, in the merchant's billing currency (refunds off)
+
+
+def overview_days(*, environment: Environment, today: date, days: int = 30) -> list[Day]:
+    """The last ``days`` days up to ``today`` (UTC), oldest first, each with the orders placed
+    and the charges made in the environment. Two queries whatever the number of orders."""
+    first = today - timedelta(days=days - 1)
+    start = datetime.combine(first, time.min, tzinfo=UTC)
+    placed = dict(
+        Order.objects.filter(environment=environment, created__gte=start)
+        .annotate(day=TruncDate("created", tzinfo=UTC))
+        .values("day")
+        .annotate(count=Count("id"))
+        .values_list("day", "count")
+    )
+    spent = dict(
+        Charge.objects.filter(
+            order__environment=environment,
+            created__gte=start,
+            currency=environment.merchant.billing_currency,
+        )
+        .annotate(day=TruncDate("created", tzinfo=UTC))
+        .values("day")
+        .annotate(total=Sum(F("total_cost") + F("total_tax")))
+        .values_list("day", "total")
+    )
+    return [
+        Day(day, placed.get(day, 0), spent.get(day) or Decimal(0))
+        for day in (first + timedelta(days=n) for n in range(days))
+    ]
+
+
+@dataclass(frozen=True)
+class AttentionCount:
+    label: str
+    count: int
+    query: str  # the orders list's filter that shows them
+
+
+def attention_counts(*, environment: Environment) -> list[AttentionCount]:
+    """How many of the environment's orders need the merchant, by why: waiting for payment,
+    held, with an issue other than payment, a step failed. One query."""
+    errors = Q()
+    for detail in DETAIL_FIELDS:
+        errors |= Q(**{detail: DetailState.ERROR})
+    other_issue = Exists(
+        OrderIssue.objects.filter(order=OuterRef("pk")).exclude(
+            error_code=REQUIRES_PAYMENT_AUTHORISATION
+        )
+    )
+    counts = Order.objects.filter(environment=environment).aggregate(
+        awaiting=Count("id", filter=Q(stage=Stage.AWAITING_PAYMENT)),
+        held=Count("id", filter=Q(stage=Stage.ON_HOLD)),
+        issue=Count("id", filter=Q(other_issue) & ~Q(stage=Stage.CANCELLED)),
+        failed=Count("id", filter=errors & ~Q(stage=Stage.CANCELLED)),
+    )
+    return [
+        AttentionCount("Waiting for payment", counts["awaiting"], "status=awaitingPayment"),
+        AttentionCount("On hold", counts["held"], "status=draft"),
+        AttentionCount("With a problem to look at", counts["issue"], "attention=1"),
+        AttentionCount("A step failed", counts["failed"], "attention=1"),
+    ]

@@ -9,6 +9,7 @@ import functools
 from collections.abc import Callable
 from datetime import date
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from django.contrib import messages
@@ -17,34 +18,45 @@ from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing.documents import invoice_pdf, receipt_pdf
 from billing.selectors import merchant_invoice_get, merchant_invoices, order_payments_get
+from common.countries import country_label
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, id_number, parse_id
 from dashboard import forms
+from dashboard.charts import attention_chart, day_chart
 from dashboard.presentation import (
+    ATTEMPT_OUTCOME_NAMES,
+    EVENT_STATE_NAMES,
+    ITEM_STATUS_NAMES,
     STAGE_NAMES,
     event_payload_text,
+    event_words,
     issue_in_words,
-    items_summary,
     order_money,
     order_timeline,
 )
 from dashboard.selectors import (
     NotFound,
     OrderListFilter,
+    attention_counts,
     catalogue_entries,
     environment_events,
     environment_keys,
     environment_orders,
+    item_attributes_shown,
     merchant_event_get,
     merchant_key_get,
     merchant_order_get,
+    order_hold_released,
     order_progress,
+    order_stage_name,
     order_under_way,
+    overview_days,
 )
 from dashboard.services import registration_signup
 from dashboard.throttling import RegistrationThrottle
@@ -62,7 +74,7 @@ from orders.actions import order_cancel
 from orders.authorisation import order_payment_amount, order_payment_authorise
 from orders.editing import order_held_submit, order_held_update
 from orders.models import Order, PipelineStep, Stage
-from orders.payments import PaymentUnavailable, payment_issue
+from orders.payments import PaymentUnavailable, payment_issue, payment_provider_is_test
 from orders.representation import file_url
 from orders.selectors import LIST_STATUS_STAGES, charges_of_invoice
 from products.models import Category
@@ -140,6 +152,23 @@ def _throttled(request: HttpRequest) -> bool:
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
     return render(request, "home.html")
+
+
+FAVICON = Path(__file__).resolve().parent / "static" / "dashboard" / "favicon.ico"
+
+
+@functools.cache
+def _favicon_bytes() -> bytes:
+    return FAVICON.read_bytes()
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``, which browsers ask for on every page (the admin's and the API's too),
+    from the dashboard's static file."""
+    response = HttpResponse(_favicon_bytes(), content_type="image/vnd.microsoft.icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 @require_http_methods(["GET", "POST"])
@@ -238,13 +267,43 @@ class PasswordResetDoneView(auth_views.PasswordResetCompleteView):
 @require_GET
 @merchant_view
 def overview(request: HttpRequest) -> HttpResponse:
+    """Counts, the last 30 days' orders and spend as charts, the orders needing attention."""
     environment: Environment = request.environment  # type: ignore[attr-defined]
+    merchant: Merchant = request.merchant  # type: ignore[attr-defined]
     orders, _ = environment_orders(environment=environment, filters=OrderListFilter())
     counts = {
         STAGE_NAMES[stage]: Order.objects.filter(environment=environment, stage=stage).count()
         for stage in (Stage.ON_HOLD, Stage.AWAITING_PAYMENT, Stage.IN_PROGRESS)
     }
-    return _page(request, "dashboard/overview.html", {"orders": orders[:5], "counts": counts})
+    days = overview_days(environment=environment, today=timezone.now().date())
+    currency = merchant.billing_currency
+    charts = [
+        day_chart(
+            slug="orders-chart",
+            title="Orders placed a day, last 30 days",
+            days=days,
+            value=lambda day: Decimal(day.orders),
+            places=0,
+        ),
+        day_chart(
+            slug="spend-chart",
+            title=f"Spend a day ({currency}), last 30 days",
+            days=days,
+            value=lambda day: day.spend,
+            places=2,
+            unit=currency,
+        ),
+    ]
+    return _page(
+        request,
+        "dashboard/overview.html",
+        {
+            "orders": [(order, order_stage_name(order)) for order in orders[:5]],
+            "counts": counts,
+            "charts": charts,
+            "attention": attention_chart(counts=attention_counts(environment=environment)),
+        },
+    )
 
 
 @require_POST
@@ -384,8 +443,8 @@ def orders(request: HttpRequest) -> HttpResponse:
     rows = [
         {
             "order": order,
-            "stage": STAGE_NAMES.get(order.stage, order.stage),
-            "items": items_summary(order),
+            "stage": order_stage_name(order),
+            "items": [(item.copies, item.sku) for item in order.items.all()],
             "total": _order_total(order),
             "attention": bool(order.issues.all()),
             "thumbnails": [
@@ -421,10 +480,12 @@ def _order_page(
     status: int = 200,
 ) -> HttpResponse:
     items = list(order.items.all())
-    held = order.pipeline_step == PipelineStep.HELD
+    released = order_hold_released(order)
+    held = order.pipeline_step == PipelineStep.HELD and not released
     if held and form is None:
         form = forms.HeldOrderForm(order=order, items=items)
     base_url = _base_url(request)
+    attributes = item_attributes_shown(items)
     issue = next((i for i in order.issues.all() if i.authorisation_url), None)
     price = order_payment_amount(order=order) if held else (None, "")
     events = environment_events(environment=order.environment, subject=order.public_id)
@@ -434,8 +495,14 @@ def _order_page(
         "dashboard/order.html",
         {
             "order": order,
-            "stage": STAGE_NAMES.get(order.stage, order.stage),
-            "items": [(item, file_url(item.thumbnail, base_url)) for item in items],
+            "stage": order_stage_name(order),
+            "items": [
+                (item, file_url(item.thumbnail, base_url), shown)
+                for item, shown in zip(items, attributes, strict=True)
+            ],
+            "defaulted": any(a.defaulted for shown in attributes for a in shown),
+            "item_statuses": ITEM_STATUS_NAMES,
+            "country": country_label(order.address_country_code),
             "shipments": list(order.shipments.all()),
             "money": order_money(order),
             "issues": [issue_in_words(i) for i in order.issues.all()],
@@ -445,6 +512,9 @@ def _order_page(
             "progress": order_progress(order),
             "refresh": order_under_way(order) and form is None,
             "held": held,
+            "released": released,
+            "hold_ends": order.due_at if held else None,
+            "test_payments": payment_provider_is_test(),
             "form": form,
             "payment_issue": issue,
             "price": price,
@@ -466,7 +536,7 @@ def order_detail(request: HttpRequest, order_id: str) -> HttpResponse:
 @merchant_view
 def order_edit(request: HttpRequest, order_id: str) -> HttpResponse:
     order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
-    if order.pipeline_step != PipelineStep.HELD:
+    if order.pipeline_step != PipelineStep.HELD or order_hold_released(order):
         messages.error(request, "The order is no longer on hold; it cannot be edited.")
         return redirect("dashboard:order", order_id=order.public_id)
     form = forms.HeldOrderForm(request.POST, order=order, items=list(order.items.all()))
@@ -493,7 +563,7 @@ def order_edit(request: HttpRequest, order_id: str) -> HttpResponse:
 def order_submit(request: HttpRequest, order_id: str) -> HttpResponse:
     order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
     if order_held_submit(order=order):
-        messages.success(request, "Order submitted: it leaves the hold now.")
+        messages.success(request, "Order submitted: it leaves the hold now and starts.")
     else:
         messages.error(request, "The order is not on hold any more.")
     return redirect("dashboard:order", order_id=order.public_id)
@@ -533,6 +603,10 @@ def callbacks(request: HttpRequest) -> HttpResponse:
     )
     for event in events:
         event.payload_text = event_payload_text(event)  # type: ignore[attr-defined]
+        event.words = event_words(event.event_type)  # type: ignore[attr-defined]
+        event.state_words = EVENT_STATE_NAMES.get(event.state, event.state)  # type: ignore[attr-defined]
+        for attempt in event.attempt_log.all():
+            attempt.outcome_words = ATTEMPT_OUTCOME_NAMES.get(attempt.outcome, attempt.outcome)  # type: ignore[attr-defined]
     return _page(
         request,
         "dashboard/callbacks.html",
@@ -560,8 +634,13 @@ def pay(request: HttpRequest, order_id: str) -> HttpResponse:
     """The amount and one button: the provider takes the payment at once (the test provider)
     or the payer is sent on to its page (Stripe Checkout, 303) and comes back to the order."""
     order = merchant_order_get(merchant=request.merchant, order_id=_order_id(order_id))  # type: ignore[attr-defined]
+    test_payments = payment_provider_is_test()
     if payment_issue(order) is None:
-        return _page(request, "dashboard/pay.html", {"order": order, "nothing_due": True})
+        return _page(
+            request,
+            "dashboard/pay.html",
+            {"order": order, "nothing_due": True, "test_payments": test_payments},
+        )
     amount, currency = order_payment_amount(order=order)
     error, status = "", 200
     if request.method == "POST":
@@ -587,7 +666,13 @@ def pay(request: HttpRequest, order_id: str) -> HttpResponse:
     return _page(
         request,
         "dashboard/pay.html",
-        {"order": order, "amount": amount, "currency": currency, "error": error},
+        {
+            "order": order,
+            "amount": amount,
+            "currency": currency,
+            "error": error,
+            "test_payments": test_payments,
+        },
         status=status,
     )
 
@@ -658,7 +743,7 @@ def catalogue(request: HttpRequest) -> HttpResponse:
         "dashboard/catalogue.html",
         {
             "entries": entries,
-            "countries": countries,
+            "countries": [(code, country_label(code)) for code in countries],
             "country": country,
             "categories": Category.choices,
             "category": category,

@@ -155,6 +155,12 @@ def payment_required(environment: Environment) -> bool:
     return not environment.is_sandbox and environment.merchant.billing_mode == BillingMode.CARD
 
 
+def payment_provider_is_test() -> bool:
+    """Whether ``PAYMENT_PROVIDER`` is the built-in test provider: no card is charged, and
+    every payment page, order page and receipt says so."""
+    return payment_provider_path(settings.PAYMENT_PROVIDER) == PAYMENT_PROVIDERS["test"]
+
+
 def payment_due_by(now: datetime) -> datetime:
     """When an order starting to wait for payment now is cancelled if still unpaid."""
     return now + timedelta(days=settings.PAYMENT_WAIT_DAYS)

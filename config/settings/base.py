@@ -512,7 +512,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
+    # The sidecar's Redoc without its one address on the internet (api.redoc).
+    "REDOC_DIST": "/redoc",
     "COMPONENT_SPLIT_REQUEST": True,
     # Enumerations whose field names are shared by several (or which several fields share).
     "ENUM_NAME_OVERRIDES": {

@@ -67,6 +67,8 @@ def test_sign_up_read_the_mail_verify_and_the_keys_work(page: Any, live_server: 
     page.get_by_role("link", name="sign up").click()
     page.get_by_label("Business name").fill("Browser Prints")
     page.get_by_label("Email address").fill("hello@browser.test")
+    rules = page.locator("#id_password_help").inner_text()
+    assert "at least 10 characters" in rules and "entirely numeric" in rules
     page.get_by_label("Password").fill("short")
     page.get_by_role("button", name="Sign up").click()
     assert page.locator("#id_password_error").inner_text() == (
@@ -85,6 +87,9 @@ def test_sign_up_read_the_mail_verify_and_the_keys_work(page: Any, live_server: 
     sandbox_key = page.locator("#sandbox-key").inner_text()
     live_key = page.locator("#live-key").inner_text()
     screenshot(page, "welcome-keys")
+    page.get_by_role("button", name="Copy the Live key").click()
+    page.get_by_role("button", name="Copied").wait_for(timeout=5000)
+    assert page.get_by_role("button", name="Copy the Sandbox key").is_visible()
 
     assert sandbox_key.startswith("sk_sandbox_") and live_key.startswith("sk_live_")
     for key in (sandbox_key, live_key):
@@ -172,7 +177,8 @@ def test_edit_a_held_order_submit_it_and_watch_it_progress(
         "Ensure this value is greater than or equal to 1."
     )
     countries = page.get_by_label("Country").locator("option").all_inner_texts()
-    assert "GB" in countries and "US" in countries and "ZZ" not in countries
+    assert "GB — United Kingdom" in countries and "US — United States" in countries
+    assert not [name for name in countries if name.startswith("ZZ")]
     page.get_by_label("Copies of GLOBAL-PHO-4X6 (item 1)").fill("2")
     page.get_by_label("Country").select_option("GB")
     page.get_by_label("Recipient name").fill("Grace Hopper")
