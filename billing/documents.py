@@ -127,7 +127,8 @@ def receipt_pdf(
     document.line_of(f"To: {merchant.name} <{merchant.email}>")
     if order.merchant_reference:
         document.line_of(f"Your reference: {order.merchant_reference}")
-    if payment_provider_is_test():
+    test_payment = payment_provider_is_test()
+    if test_payment:
         document.line_of(f"{TEST_PAYMENT_NOTICE}.", bold=True)
     _charge_lines(document, order)
     document.ln(4)
@@ -136,7 +137,8 @@ def receipt_pdf(
     for payment in payments:
         paid += payment.amount
         document.line_of(
-            f"Paid by card on {payment.paid_at:%Y-%m-%d %H:%M} UTC: "
+            f"Paid by {'test payment' if test_payment else 'card'} on "
+            f"{payment.paid_at:%Y-%m-%d %H:%M} UTC: "
             f"{_money(payment.amount, payment.currency)} ({payment.reference})",
             bold=True,
         )
