@@ -165,6 +165,10 @@ else:
         "store_processed": False,
     }
 
+# Rate-limit counts without Redis: one small SQLite file every process of the machine shares
+# (api.rate_limits, common.rate_counts).
+RATE_LIMIT_DATABASE = VAR_DIR / "rate-limits.sqlite3"
+
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
