@@ -40,6 +40,7 @@ def local_folders_create() -> None:
         Path(settings.RATE_LIMIT_DATABASE).parent.mkdir(parents=True, exist_ok=True)
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
-        for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        folders = ("data_folder_in", "data_folder_out", "processed_folder", "rejected_folder")
+        for key in (*folders, "control_folder"):
             if options.get(key):
                 Path(options[key]).mkdir(parents=True, exist_ok=True)
