@@ -6,14 +6,11 @@ other): the window's timestamps live in a sorted set under the throttle's key, w
 clock, and a request is added only while fewer than the limit are inside the window. Exactly
 the limit passes in any window, however many requests arrive at once.
 
-Without Redis (the embedded default of one machine: a file cache) the window is cut into
-``WINDOW_BUCKETS`` buckets and a request counts in its bucket of its process, in memory; each
-process publishes its counts in one small cache entry per key and reads the others' at most
-every ``SHARE_SECONDS``, and always before it refuses. A bucket counts until all of it has left
-the window. So one process never passes more than the limit, and several pass at most what
-the others served since the last exchange beyond it. DRF's own count wrote the cache on every
-request (a temporary file and a rename) with every request's timestamp in the window: at a
-few hundred requests a second, tens of thousands of them pickled per request.
+Without Redis (the embedded default of one machine) a request is counted by one statement in
+a small SQLite file under ``VAR_DIR`` shared by every process (``common.rate_counts``): a
+window of buckets, so that no window passes more than the limit either, across any number of
+web processes. (Counts kept per process and exchanged through the file cache lost each
+other's: two web workers let hundreds of wrong keys through a limit of 60.)
 
 A cache outage must not turn every request into a 500: the request is let through, the
 failure logged and counted (``RATE_LIMIT_FAILURES``), and the limits apply again as soon as
@@ -21,10 +18,8 @@ the cache answers.
 """
 
 import logging
-import math
 import os
 import threading
-import time
 from typing import Any
 
 import redis
@@ -35,6 +30,8 @@ from redis.commands.core import Script
 from redis.exceptions import NoScriptError
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
+
+from common.rate_counts import sqlite_count_request
 
 logger = logging.getLogger(__name__)
 RATE_LIMIT_FAILURES = {"count": 0}
@@ -127,80 +124,8 @@ def redis_count_request(cache: RedisCache, key: str, limit: int, seconds: int) -
     return None if counted else max(int(wait_ms), 1) / 1000
 
 
-WINDOW_BUCKETS = 12
-# How stale one process's view of the other processes' counts may be (embedded default).
-SHARE_SECONDS = 1.0
-
-
-class _ProcessWindow:
-    """One key's counts as this process sees them: its own by bucket, exact, and the other
-    processes' as of the last exchange through the cache."""
-
-    def __init__(self) -> None:
-        self.own: dict[int, int] = {}
-        self.others: dict[int, int] = {}
-        self.shared_at = -math.inf
-        self.published = False
-
-
-_windows: dict[str, _ProcessWindow] = {}
-
-
-def _recent(counts: dict[int, int], kept: int) -> dict[int, int]:
-    return {bucket: n for bucket, n in counts.items() if bucket >= kept}
-
-
-def _share(window: _ProcessWindow, key: str, kept: int, seconds: int, now: float) -> None:
-    """Publish this process's counts in the key's cache entry and read the others'. An entry
-    that lost this process's counts (the cache was cleared) restarts them."""
-    cache = caches["default"]
-    entry: dict[int, dict[int, int]] = cache.get(key) or {}
-    pid = os.getpid()
-    if window.published and pid not in entry:
-        window.own = {}
-    window.own = _recent(window.own, kept)
-    entry = {p: c for p, c in ((p, _recent(c, kept)) for p, c in entry.items()) if c}
-    entry[pid] = window.own
-    window.others = {}
-    for other, counts in entry.items():
-        if other != pid:
-            for bucket, n in counts.items():
-                window.others[bucket] = window.others.get(bucket, 0) + n
-    cache.set(key, entry, seconds)
-    window.shared_at, window.published = now, True
-
-
-def bucket_count_request(key: str, limit: int, seconds: int) -> float | None:
-    """Count one request under ``key`` if fewer than ``limit`` were counted (by every process)
-    in the buckets of the last ``seconds``: ``None`` when counted, else the seconds until the
-    oldest bucket leaves the window."""
-    now = time.time()
-    width = seconds / WINDOW_BUCKETS
-    current = math.floor(now / width)
-    kept = current - WINDOW_BUCKETS + 1
-    window = _windows.setdefault(key, _ProcessWindow())
-
-    def counted() -> dict[int, int]:
-        total = _recent(window.own, kept)
-        for bucket, n in _recent(window.others, kept).items():
-            total[bucket] = total.get(bucket, 0) + n
-        return total
-
-    fresh = now - window.shared_at >= SHARE_SECONDS
-    if fresh:
-        _share(window, key, kept, seconds, now)
-    counts = counted()
-    if sum(counts.values()) >= limit and not fresh:
-        _share(window, key, kept, seconds, now)  # refuse on fresh figures only
-        counts = counted()
-    if sum(counts.values()) >= limit:
-        return max((min(counts) + WINDOW_BUCKETS) * width - now, 0.001)
-    window.own[current] = window.own.get(current, 0) + 1
-    return None
-
-
 class FailOpenRateThrottle(SimpleRateThrottle):
-    redis_wait: float | None = None
+    refused_wait: float | None = None
 
     def allow_request(self, request: Request, view: Any) -> bool:
         try:
@@ -208,7 +133,7 @@ class FailOpenRateThrottle(SimpleRateThrottle):
         except Exception:
             RATE_LIMIT_FAILURES["count"] += 1
             logger.warning(
-                "Rate limit %s not checked (cache unreachable); request let through",
+                "Rate limit %s not checked (its counter unreachable); request let through",
                 self.scope,
                 exc_info=True,
             )
@@ -224,12 +149,13 @@ class FailOpenRateThrottle(SimpleRateThrottle):
         assert limit is not None and seconds is not None
         cache = caches["default"]
         if isinstance(cache, RedisCache):
-            self.redis_wait = redis_count_request(cache, key, limit, seconds)
+            self.refused_wait = redis_count_request(cache, key, limit, seconds)
         else:
-            self.redis_wait = bucket_count_request(f"{key}:buckets", limit, seconds)
-        return self.redis_wait is None
+            self.refused_wait = sqlite_count_request(
+                path=settings.RATE_LIMIT_DATABASE, key=key, limit=limit, seconds=seconds
+            )
+        return self.refused_wait is None
 
     def wait(self) -> float | None:
-        if self.redis_wait is not None:
-            return self.redis_wait
-        return super().wait()
+        """The seconds until the oldest request counted in the window leaves it."""
+        return self.refused_wait

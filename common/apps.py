@@ -38,15 +38,18 @@ class CommonConfig(AppConfig):
 
 
 def local_folders_create() -> None:
-    """The folders of the embedded default (SQLite file, filesystem broker) and of collected
+    """The folders of the embedded default (SQLite files, filesystem broker) and of collected
     static files, made at start-up rather than when settings are imported."""
     Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3" and str(database["NAME"]) != ":memory:":
         Path(database["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    if not settings.REDIS_URL:
+        Path(settings.RATE_LIMIT_DATABASE).parent.mkdir(parents=True, exist_ok=True)
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
-        for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        folders = ("data_folder_in", "data_folder_out", "processed_folder", "rejected_folder")
+        for key in (*folders, "control_folder"):
             if options.get(key):
                 Path(options[key]).mkdir(parents=True, exist_ok=True)
 

@@ -8,18 +8,26 @@ thread-pool one for `labs` (submissions and progress checks: `LABS_CONCURRENCY` 
 lab site that hangs holds neither. `CELERY_THREADS=0` runs one prefork worker consuming every
 queue instead.
 
-Ctrl-C (or SIGTERM) stops them all; if one exits, the others are stopped too. Once the web
-server answers, one line says where it serves and where the quickstart's values are.
+A worker or beat that exits (killed, out of memory, crashed) is started again while web and the
+others keep serving, each at most ``RESTARTS_PER_MINUTE`` times in a minute; one that exits more
+often than that, or web exiting, stops them all (this exits with its code). Each start and exit
+is one line with the process's pid. Ctrl-C (or SIGTERM) stops them all. Once the web server
+answers, one line says where it serves and where the quickstart's values are.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections import deque
 
 PYTHON_BIN = os.path.dirname(sys.executable)
+RESTARTS_PER_MINUTE = 5
+# Web is not restarted: its exit (a port taken, a broken setting) is for the person to see.
+NOT_RESTARTED = ("web",)
 
 
 def _command(name: str) -> list[str]:
@@ -39,6 +47,18 @@ def _answers(url: str) -> bool:
             return bool(response.status == 200)
     except OSError:
         return False
+
+
+def _started(name: str, command: list[str]) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(command, start_new_session=True)
+    print(f"{name} started (pid {process.pid})", flush=True)
+    return process
+
+
+def _leftovers_killed(process: subprocess.Popen[bytes]) -> None:
+    """What an exited process left of its session (a killed worker's pool processes)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def main() -> int:
@@ -68,11 +88,10 @@ def main() -> int:
         )
         labs = os.environ.get("LABS_CONCURRENCY", "4")
         processes["labs"] = _worker("labs", "labs", "--pool", "threads", "--concurrency", labs)
-    running = {
-        name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in processes.items()
-    }
     names = ", ".join(processes)
     print(f"Starting {names} on http://127.0.0.1:{port}; Ctrl-C stops all.", flush=True)
+    running = {name: _started(name, command) for name, command in processes.items()}
+    exits: dict[str, deque[float]] = {name: deque() for name in processes}
     demo_file = os.path.join(os.environ.get("VAR_DIR", "var"), "demo.env")
     ready = False
 
@@ -86,11 +105,30 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     exit_code = 0
     while not stopping:
-        for name, process in running.items():
-            if process.poll() is not None:
-                print(f"{name} exited with {process.returncode}; stopping the others.", flush=True)
+        for name, process in list(running.items()):
+            if process.poll() is None or stopping:
+                continue
+            _leftovers_killed(process)
+            now = time.monotonic()
+            recent = exits[name]
+            recent.append(now)
+            while recent[0] <= now - 60:
+                recent.popleft()
+            if name in NOT_RESTARTED or len(recent) > RESTARTS_PER_MINUTE:
+                within = "" if name in NOT_RESTARTED else f" ({len(recent)} times in a minute)"
+                print(
+                    f"{name} exited with {process.returncode}{within}; stopping the others.",
+                    flush=True,
+                )
                 exit_code = process.returncode or 1
                 stopping = True
+                continue
+            print(
+                f"{name} exited with {process.returncode}; starting it again "
+                f"({len(recent)} of {RESTARTS_PER_MINUTE} restarts a minute).",
+                flush=True,
+            )
+            running[name] = _started(name, processes[name])
         if not ready and not stopping and _answers(f"http://127.0.0.1:{port}/healthz"):
             ready = True
             print(

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 from django.apps import apps
+from django.conf import settings as django_settings
 from django.db import models
 from rest_framework.test import APIClient
 
@@ -109,12 +110,13 @@ def staff_session(staff_user: Any) -> APIClient:
 
 
 @pytest.fixture(autouse=True)
-def rate_limit_memory_forgotten() -> None:
-    """Without Redis, a process keeps its rate-limit counts in memory between exchanges
-    through the cache (api.rate_limits): each test starts with none, as with an empty cache."""
-    from api import rate_limits
-
-    rate_limits._windows.clear()
+def rate_limit_counts_forgotten(request: pytest.FixtureRequest) -> None:
+    """Without Redis, rate limits count in a SQLite file (common.rate_counts): each test
+    counts in a file of its own, as with an empty cache."""
+    if django_settings.REDIS_URL:
+        return
+    folder = request.getfixturevalue("tmp_path")
+    request.getfixturevalue("settings").RATE_LIMIT_DATABASE = folder / "rate-limits.sqlite3"
 
 
 @pytest.fixture(autouse=True)

@@ -156,14 +156,21 @@ else:
     _broker_dir = VAR_DIR / "broker"
     # The host is not used (the folders below are); named so kombu has none to warn about.
     CELERY_BROKER_URL = "filesystem://localhost/"
+    # kombu's, writing whole files and setting aside a file that is not a message (rejected/).
+    CELERY_BROKER_TRANSPORT = "common.file_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        "rejected_folder": str(_broker_dir / "rejected"),
         # Exchange bindings (otherwise a "control" folder in the working directory).
         "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
+
+# Rate-limit counts without Redis: one small SQLite file every process of the machine shares
+# (api.rate_limits, common.rate_counts).
+RATE_LIMIT_DATABASE = VAR_DIR / "rate-limits.sqlite3"
 
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

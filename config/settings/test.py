@@ -16,6 +16,8 @@ MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="print-api-media-"))
 STORAGES["staticfiles"] = {  # noqa: F405
     "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
 }
+# Without Redis, rate limits count in a file of this run (tests/conftest.py: one per test).
+RATE_LIMIT_DATABASE = Path(tempfile.mkdtemp(prefix="print-api-rate-limits-")) / "counts.sqlite3"
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {  # noqa: F405
     "api_key": "100000/min",
     "wrong_key": "100000/min",

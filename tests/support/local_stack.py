@@ -105,15 +105,39 @@ def make_run(checkout: Path, *, seconds: float = 300) -> Iterator[LocalStack]:
     """``PORT=<a free port> make run`` in ``checkout`` until the block ends (then SIGTERM to
     its process group, as Ctrl-C would send SIGINT)."""
     port = free_port()
+    environment = shared_environment(checkout, PORT=str(port))
+    with _serving(["make", "run"], checkout, environment, port, seconds) as stack:
+        yield stack
+
+
+@contextlib.contextmanager
+def run_all(var_dir: Path, *, seconds: float = 180, **more: str) -> Iterator[LocalStack]:
+    """``scripts/run_all.py`` (what ``make run`` ends with) from this checkout, on the embedded
+    default in ``var_dir`` (not migrated) and a free port, with ``more`` in its environment,
+    until the block ends (then SIGTERM to its process group)."""
+    port = free_port()
+    environment = newcomer_environment(
+        DJANGO_SETTINGS_MODULE="config.settings.local", VAR_DIR=str(var_dir), PORT=str(port)
+    )
+    environment.update(more)
+    command = [sys.executable, "scripts/run_all.py"]
+    with _serving(command, BASE_DIR, environment, port, seconds) as stack:
+        yield stack
+
+
+@contextlib.contextmanager
+def _serving(
+    command: list[str], folder: Path, environment: dict[str, str], port: int, seconds: float
+) -> Iterator[LocalStack]:
     process = subprocess.Popen(
-        ["make", "run"],
-        cwd=checkout,
-        env=shared_environment(checkout, PORT=str(port)),
+        command,
+        cwd=folder,
+        env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    stack = LocalStack(checkout=checkout, port=port, process=process)
+    stack = LocalStack(checkout=folder, port=port, process=process)
     assert process.stdout is not None
     stream = process.stdout
 
@@ -127,7 +151,7 @@ def make_run(checkout: Path, *, seconds: float = 300) -> Iterator[LocalStack]:
         deadline = time.monotonic() + seconds
         while not READY.search(stack.log()):
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"make run did not get ready:\n{stack.log()[-5000:]}")
+                raise RuntimeError(f"{' '.join(command)} did not get ready:\n{stack.log()[-5000:]}")
             time.sleep(0.2)
         stack.ready_at = time.monotonic()
         yield stack
