@@ -101,6 +101,10 @@ def mismatches(value: Any, field: serializers.Field, path: str = "order") -> lis
         return [] if is_integer else [f"{path} is not an integer"]
     if isinstance(field, serializers.CharField):
         return [] if isinstance(value, str) else [f"{path} is not a string"]
+    if isinstance(field, serializers.ChoiceField):  # an enumeration: one of its documented values
+        if value is None:
+            return [] if field.allow_null else [f"{path} is null"]
+        return [] if value in field.choices else [f"{path}: {value!r} is not one of its values"]
     return [f"{path}: {type(field).__name__} is not a type this check knows"]
 
 
@@ -272,9 +276,9 @@ def with_every_optional_field() -> Order:
         address_line2="Flat 2",
         address_state_or_county="Greater London",
         metadata={"channel": "web", "nested": {"list": [1, 2]}},
-        branding={"postcard": {"url": "https://images.example.com/p.jpg", "status": "Ok"}},
+        branding={"postcard": {"url": "https://images.example.com/p.jpg", "status": "Complete"}},
         packing_slip_url="https://images.example.com/slip.pdf",
-        packing_slip_status="Downloaded",
+        packing_slip_status="Complete",
         tag="spring",
         us_sales_tax_already_collected=True,
         item=None,
