@@ -200,6 +200,7 @@ def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[st
         LAB_SIMULATOR_SECONDS="1",
         ASSET_RETRY_BASE_SECONDS="0.05",
         ASSET_RETRY_MAX_SECONDS="0.2",
+        ASSET_PERMANENT_RETRY_SECONDS="0.05,0.1",
         PIPELINE_SWEEP_SECONDS="1",
         ASSET_DOWNLOAD_DEADLINE_SECONDS="10",
         LOG_LEVEL="INFO",
