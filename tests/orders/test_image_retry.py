@@ -3,10 +3,8 @@ makes its step due now and a worker runs it at once; "Retry with a corrected ima
 replaces an image's URL while the download is still retrying, or after it failed (reopened),
 confirmed on its own page and audited, and the download runs now."""
 
-import tempfile
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,15 +22,7 @@ from tests.support.orders import fetch, order_create_via_api, pk
 from tests.support.pipeline import run_in_process
 from tests.support.servers import AssetHost
 from tests.support.staff import signed_in, staff_client
-from tests.support.worker import (
-    CAN_RUN_WORKER,
-    NO_WORKER,
-    Worker,
-    needs_worker,
-    purge_queues,
-    start_worker,
-    wait_for,
-)
+from tests.support.worker import Worker, needs_worker, wait_for, worker_running
 
 # The worker test commits; the others stay inside their transaction, out of the worker's sight.
 pytestmark = pytest.mark.usefixtures("catalogue")
@@ -77,21 +67,14 @@ def slow_retry_worker(
 ) -> Iterator[Worker]:
     """A worker whose retries wait 100 s and more: nothing but "Run now" moves an order
     inside a test."""
-    if not CAN_RUN_WORKER:
-        pytest.skip(NO_WORKER)
-    with tempfile.TemporaryDirectory(prefix="retry-worker-") as folder:
-        running = start_worker(
-            Path(folder),
-            live_server.url,
-            ASSET_PERMANENT_RETRY_SECONDS="100,120",
-            ASSET_RETRY_BASE_SECONDS="100",
-        )
-        try:
-            yield running
-        finally:
-            with django_db_blocker.unblock():
-                running.kill()
-            purge_queues()
+    with worker_running(
+        live_server.url,
+        django_db_blocker,
+        ASSET_PERMANENT_RETRY_SECONDS="100,120",
+        ASSET_RETRY_BASE_SECONDS="100",
+        ASSET_RETRY_MAX_SECONDS="3600",
+    ) as running:
+        yield running
 
 
 @needs_worker
