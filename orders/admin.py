@@ -2,10 +2,11 @@
 
 Orders are read-only here: their rows belong to the API and the pipeline, and a form saving a
 whole order row could overwrite a step that committed meanwhile. Staff act through services:
-``order_submit_now`` submits held orders, ``order_enqueue_on_commit`` queues an order's due
-step, and the order page's shipment operations (hold, unhold, cancel, change address or
-method) are the staff shipment services of ``orders.shipments``, each confirmed on its own
-page and audited.
+``order_submit_now`` submits held orders, ``order_run_now`` makes an order's working step due
+now and queues it, ``order_asset_urls_correct`` replaces the URL of an image not downloaded
+yet ("Retry with a corrected image URL", confirmed on its own page), and the order page's
+shipment operations (hold, unhold, cancel, change address or method) are the staff shipment
+services of ``orders.shipments``, each confirmed on its own page and audited.
 
 The order page puts what an operator works from first (summary, items with thumbnails,
 shipments with their lab orders and actions, charges, issues, callback events); every field
@@ -47,10 +48,16 @@ from orders.models import (
     Stage,
 )
 from orders.pipeline.claims import ACTIVE_STEPS
-from orders.pipeline.scheduling import order_enqueue_on_commit
-from orders.pipeline.state_machine import order_submit_now
+from orders.pipeline.state_machine import order_run_now, order_submit_now
 from orders.representation import file_url, shipment_address, shipment_recipient
-from orders.retry import FailedStep, RetryRefused, order_failed_step, order_failed_step_retry
+from orders.retry import (
+    FailedStep,
+    RetryRefused,
+    order_asset_urls_correct,
+    order_assets_correctable,
+    order_failed_step,
+    order_failed_step_retry,
+)
 from orders.shipments import (
     ShipmentOperationResult,
     shipment_cancel,
@@ -301,6 +308,16 @@ def shipment_operations(shipment: Shipment) -> list[str]:
     return [name for name in OPERATIONS if name in offered]
 
 
+def image_url_correctable(order: Order) -> bool:
+    """Whether the order may have an image URL to correct (from its row alone): downloading,
+    or stopped by its download."""
+    if order.stage != Stage.IN_PROGRESS:
+        return False
+    return order.pipeline_step == PipelineStep.DOWNLOAD or (
+        order.pipeline_step == PipelineStep.FAILED and order.download_assets == DetailState.ERROR
+    )
+
+
 def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
     """What the order page shows above the order's fields; nothing is read item by item."""
     base_url = request.build_absolute_uri("/").rstrip("/")
@@ -320,6 +337,9 @@ def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
             "state": pipeline_state(order),
             "retry_url": reverse("admin:orders_order_retry", args=[order.id])
             if order.pipeline_step == PipelineStep.FAILED and request.user.has_perm(ACT_ON_ORDER)
+            else "",
+            "asset_url_url": reverse("admin:orders_order_asset_url", args=[order.id])
+            if image_url_correctable(order) and request.user.has_perm(ACT_ON_ORDER)
             else "",
             "details": [(label, getattr(order, field)) for field, label in DETAILS],
             "merchant": order.environment.merchant,
@@ -357,7 +377,8 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     )
     change_form_template = "admin/orders/order/change_form.html"
     date_hierarchy = "created"
-    actions = ["submit_held_orders_now", "queue_due_step", "retry_failed_step"]
+    actions = ["submit_held_orders_now", "queue_due_step", "retry_failed_step",
+               "retry_with_corrected_image_url"]  # fmt: skip
     inlines = [OrderItemInline, ShipmentInline, ChargeInline, OrderIssueInline]
     fieldsets = (
         ("Order", {"classes": ["collapse"],
@@ -432,6 +453,11 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
                 "<int:order_id>/retry/",
                 self.admin_site.admin_view(self.retry_view),
                 name="orders_order_retry",
+            ),
+            path(
+                "<int:order_id>/asset-url/",
+                self.admin_site.admin_view(self.asset_url_view),
+                name="orders_order_asset_url",
             ),
             path(
                 "<int:order_id>/shipments/<int:shipment_id>/<str:operation>/",
@@ -518,6 +544,58 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             request, _RETRY_TEMPLATE, {**context, "failed": failed, "form": form}
         )
 
+    def asset_url_view(self, request: HttpRequest, order_id: int) -> HttpResponse:
+        """Retry with a corrected image URL: the images not downloaded yet with their URLs
+        and last errors (GET), then the corrected ones replaced and the download run now
+        (POST, ``orders.retry.order_asset_urls_correct``, audited), back to the order page."""
+        if not self.has_act_permission(request):
+            raise PermissionDenied("Your role does not allow acting on an order's work.")
+        order = get_object_or_404(Order, id=order_id)
+        change_url = reverse("admin:orders_order_change", args=[order.id])
+        context: dict[str, Any] = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Retry {order.public_id} with a corrected image URL",
+            "order": order,
+            "change_url": change_url,
+        }
+        try:
+            assets = order_assets_correctable(order=order)
+        except RetryRefused as refused:
+            return TemplateResponse(request, _ASSET_URL_TEMPLATE, {**context, "refused": refused})
+        form = CorrectedImageUrlsForm(request.POST or None, assets=assets)
+        if request.method == "POST" and form.is_valid():
+            user = request.user if isinstance(request.user, User) else None
+            try:
+                corrected = order_asset_urls_correct(order=order, user=user, asset_urls=form.urls())
+            except RetryRefused as refused:
+                return TemplateResponse(
+                    request, _ASSET_URL_TEMPLATE, {**context, "refused": refused}
+                )
+            names = ", ".join(asset.public_id for asset in corrected)
+            self.message_user(
+                request,
+                f"{order.public_id}: the download runs now with the corrected URL of {names}.",
+                messages.SUCCESS,
+            )
+            return HttpResponseRedirect(change_url)
+        return TemplateResponse(
+            request,
+            _ASSET_URL_TEMPLATE,
+            {**context, "failed": order.pipeline_step == PipelineStep.FAILED, "form": form},
+        )
+
+    @admin.action(description="Retry with a corrected image URL (one order)", permissions=["act"])
+    def retry_with_corrected_image_url(
+        self, request: HttpRequest, queryset: QuerySet[Order]
+    ) -> HttpResponse | None:
+        """Opens the confirmation page of the one order chosen."""
+        if queryset.count() != 1:
+            self.message_user(request, "Choose one order.", level=messages.WARNING)
+            return None
+        order = queryset.get()
+        return HttpResponseRedirect(reverse("admin:orders_order_asset_url", args=[order.id]))
+
     @admin.action(description="Run the failed step again (one order)", permissions=["act"])
     def retry_failed_step(
         self, request: HttpRequest, queryset: QuerySet[Order]
@@ -562,10 +640,22 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
 
     @admin.action(description="Run the due pipeline step now", permissions=["act"])
     def queue_due_step(self, request: HttpRequest, queryset: QuerySet[Order]) -> None:
-        """A queued task only: the step runs if the order is due and not owned by a worker."""
-        for order_id, step in queryset.values_list("id", "pipeline_step"):
-            order_enqueue_on_commit(order_id=order_id, step=step)
-        self.message_user(request, f"{queryset.count()} order(s) queued for their due step.")
+        """Each order's working step made due now and queued (``order_run_now``): a waiting
+        download's backoff is over, and a worker runs the step at once. The others are left
+        as they are, and the message says so."""
+        ran = [order_run_now(order_id=pk) for pk in queryset.values_list("id", flat=True)]
+        queued = sum(step is not None for step in ran)
+        if queued:
+            self.message_user(
+                request, f"{queued} order(s) due now and queued for their step.", messages.SUCCESS
+            )
+        if len(ran) - queued:
+            self.message_user(
+                request,
+                f"{len(ran) - queued} order(s) left as they are: held (use Submit held orders "
+                "now), awaiting payment, finished, failed, or being worked on now.",
+                level=messages.WARNING,
+            )
 
 
 @admin.register(ShipmentResubmission)
@@ -603,6 +693,38 @@ class ShipmentResubmissionAdmin(NoAddOrDelete, admin.ModelAdmin):
 
 
 _RETRY_TEMPLATE = "admin/orders/order/retry.html"
+_ASSET_URL_TEMPLATE = "admin/orders/order/asset_url.html"
+
+
+class CorrectedImageUrlsForm(forms.Form):
+    """One URL field per image not downloaded yet, holding its URL as it is; at least one must
+    change."""
+
+    def __init__(self, *args: Any, assets: tuple[Asset, ...], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for asset in assets:
+            tried = f"{asset.download_attempts} attempt(s)"
+            self.fields[f"asset_{asset.id}"] = forms.URLField(
+                label=f"{asset.public_id} ({asset.print_area}, {tried}): "
+                f"{asset.last_error or 'not tried yet'}",
+                initial=asset.url,
+                max_length=2000,
+                assume_scheme="https",
+            )
+
+    def urls(self) -> dict[int, str]:
+        """Asset id → URL, for those changed from what the asset has."""
+        return {
+            int(name.removeprefix("asset_")): url
+            for name, url in self.cleaned_data.items()
+            if url != self.fields[name].initial
+        }
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not self.errors and not self.urls():
+            raise forms.ValidationError("Change the URL of at least one image.")
+        return cleaned
 
 
 class AssetUrlsForm(forms.Form):

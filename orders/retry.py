@@ -6,6 +6,10 @@ submission (a lab refused for good). Staff may correct the URLs of the assets th
 download and run that step again (``order_failed_step_retry``); the order then carries on
 from there as it would have. Every attempt, refused or not, is written to the audit log.
 
+Staff may also correct an image's URL while its download is still being retried
+(``order_asset_urls_correct``, "Retry with a corrected image URL"): its attempts start again
+and the download runs now; on an order whose download failed, the same as the retry above.
+
 A lab order its lab cancelled or failed on its side is not retried here: staff resubmit it
 (the bulk resubmission tool), which follows the order again.
 """
@@ -36,10 +40,11 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
-from orders.pipeline.state_machine import order_failed_step_reopen
+from orders.pipeline.state_machine import order_download_restart, order_failed_step_reopen
 from staff.services import audit_entry_record
 
 AUDIT_OPERATION = "retry failed step"
+CORRECT_AUDIT_OPERATION = "retry with a corrected image URL"
 # The order's detail that shows a step in Error, and the step that runs again, in step order.
 RETRYABLE_STEPS = (
     ("download_assets", PipelineStep.DOWNLOAD),
@@ -130,7 +135,11 @@ def order_failed_step_retry(
 @transaction.atomic
 def _retry(*, order_id: int, asset_urls: dict[int, str]) -> FailedStep:
     order = Order.objects.select_for_update().get(id=order_id)
-    failed = order_failed_step(order=order)
+    return _reopen(order, order_failed_step(order=order), asset_urls)
+
+
+def _reopen(order: Order, failed: FailedStep, asset_urls: dict[int, str]) -> FailedStep:
+    """The failed step run again (``order`` locked by the caller), with ``asset_urls``."""
     failed_ids = {a.id for a in failed.assets}
     unknown = sorted(set(asset_urls) - failed_ids)
     if unknown:
@@ -170,3 +179,82 @@ def _retry(*, order_id: int, asset_urls: dict[int, str]) -> FailedStep:
         ).delete()
     order_failed_step_reopen(order=order, step=failed.step, detail=failed.detail)
     return failed
+
+
+def order_assets_correctable(*, order: Order) -> tuple[Asset, ...]:
+    """The assets whose URL staff may correct now, in the items' and assets' order: those not
+    yet downloaded of an order at its Download step, or those that failed of an order whose
+    download failed (``RetryRefused`` saying why there are none)."""
+    if order.stage == Stage.IN_PROGRESS and order.pipeline_step == PipelineStep.DOWNLOAD:
+        pending = Asset.objects.filter(item__order=order, status=AssetStatus.IN_PROGRESS)
+        assets = tuple(pending.order_by("item__position", "position"))
+        if not assets:
+            raise RetryRefused(f"Every image of order {order.public_id} is downloaded.")
+        return assets
+    if order.pipeline_step == PipelineStep.FAILED and order.stage == Stage.IN_PROGRESS:
+        failed = order_failed_step(order=order)
+        if failed.step == PipelineStep.DOWNLOAD and failed.assets:
+            return failed.assets
+    raise RetryRefused(
+        f"Order {order.public_id} is not downloading its images and its download did not fail: "
+        f"it is at {order.pipeline_step} ({order.stage})."
+    )
+
+
+def order_asset_urls_correct(
+    *, order: Order, user: User | None, asset_urls: Mapping[int, str]
+) -> tuple[Asset, ...]:
+    """Replace the URLs of assets still to download (``asset_urls``: asset id → URL, of
+    ``order_assets_correctable``, at least one) and run the download now: their attempts start
+    again and their issues go. An order still retrying downloads again at once (a download of
+    the old URL running now records nothing); one whose download failed is reopened
+    (``order_failed_step_reopen``: its items no longer Invalid, ``downloadAssets`` InProgress).
+    Audited either way; ``RetryRefused`` when the order has no such asset, no URL is given or
+    a URL is given for another asset. Returns the assets corrected."""
+    urls = dict(asset_urls)
+    try:
+        corrected = _correct(order_id=order.id, asset_urls=urls)
+    except RetryRefused as refused:
+        audit_entry_record(
+            user=user,
+            operation=CORRECT_AUDIT_OPERATION,
+            success=False,
+            target=order.public_id,
+            message=str(refused),
+        )
+        raise
+    audit_entry_record(
+        user=user,
+        operation=CORRECT_AUDIT_OPERATION,
+        success=True,
+        target=order.public_id,
+        message="Download runs now; corrected URLs: "
+        + ", ".join(f"{a.public_id} → {urls[a.id]}" for a in corrected),
+    )
+    return corrected
+
+
+@transaction.atomic
+def _correct(*, order_id: int, asset_urls: dict[int, str]) -> tuple[Asset, ...]:
+    order = Order.objects.select_for_update().get(id=order_id)
+    correctable = order_assets_correctable(order=order)
+    if not asset_urls:
+        raise RetryRefused("No URL was corrected: give the image's new URL.")
+    unknown = sorted(set(asset_urls) - {a.id for a in correctable})
+    if unknown:
+        names = ", ".join(Asset(id=i).public_id for i in unknown)
+        raise RetryRefused(f"Only the URLs of images not downloaded yet change: {names}.")
+    corrected = tuple(a for a in correctable if a.id in asset_urls)
+    if order.pipeline_step == PipelineStep.FAILED:
+        _reopen(order, order_failed_step(order=order), asset_urls)
+        return corrected
+    for asset in corrected:
+        asset.url = asset_urls[asset.id]
+        Asset.objects.filter(id=asset.id).update(
+            url=asset.url, download_attempts=0, next_attempt_at=None, last_error=""
+        )
+    OrderIssue.objects.filter(
+        order=order, asset_id__in=[a.id for a in corrected], error_code=ASSET_NOT_DOWNLOADED
+    ).delete()
+    order_download_restart(order=order)
+    return corrected

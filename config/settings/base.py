@@ -262,6 +262,25 @@ PDF_MAX_PAGES = env.int("PDF_MAX_PAGES", default=2000)
 # Backoff between download attempts: base * 2^(attempt-1), capped.
 ASSET_RETRY_BASE_SECONDS = env.float("ASSET_RETRY_BASE_SECONDS", default=30.0)
 ASSET_RETRY_MAX_SECONDS = env.float("ASSET_RETRY_MAX_SECONDS", default=3600.0)
+# An answer that will not change on retry (404, 410, 401, 403 and the other 4xx but 408, 425
+# and 429; an md5 mismatch) is asked again after each of these waits in turn, and the download
+# fails at the next such answer (one attempt more than waits): 3 attempts within 5 minutes
+# (decisions.md, "Images that cannot be fetched"). A file that arrived and is not an image or
+# PDF, or is too large, fails at once.
+ASSET_PERMANENT_RETRY_SECONDS = env.list(
+    "ASSET_PERMANENT_RETRY_SECONDS", cast=float, default=[60.0, 120.0]
+)
+if len(ASSET_PERMANENT_RETRY_SECONDS) > 2 or not all(
+    wait >= 0 for wait in ASSET_PERMANENT_RETRY_SECONDS
+):
+    raise ImproperlyConfigured(
+        "ASSET_PERMANENT_RETRY_SECONDS is at most two waits of 0 seconds or more (3 attempts)."
+    )
+if sum(ASSET_PERMANENT_RETRY_SECONDS) > 240:
+    raise ImproperlyConfigured(
+        "ASSET_PERMANENT_RETRY_SECONDS adds up to 240 seconds at most: the three attempts of an "
+        "answer that will not change end within 5 minutes."
+    )
 # An order whose items no lab has in stock waits at allocation: base * 2^n after the first
 # ItemUnavailable issue, capped (other infeasibility fails at once).
 ALLOCATION_RETRY_BASE_SECONDS = env.float("ALLOCATION_RETRY_BASE_SECONDS", default=900.0)

@@ -48,6 +48,8 @@ A move not in ``TRANSITIONS`` raises ``MoveRefused`` and writes nothing. These a
     Failed, Done --a shipment resubmitted-------> Production     (``orders.resubmission``)
     Failed      --staff retry, after correcting--> the step that failed: Download, Allocate,
                   (``orders.retry``)                Prepare or Submit, due now
+    Download    --staff correct an asset's URL---> Download, due now (``orders.retry``)
+    (a working step) --staff run it now---------> the same step, due now (``order_run_now``)
     (any open step) --cancel action, or the last shipment cancelled--> Cancelled
     (any active step) --the step raised---------> the same step, due in ``ERROR_RETRY``
 
@@ -90,7 +92,7 @@ from orders.pipeline.claims import (
 from orders.pipeline.routing import pipeline_queue
 from orders.pipeline.scheduling import order_enqueue_on_commit, order_follow_up
 from orders.pipeline.steps.allocate import allocation_retry_at, order_allocate, order_cost
-from orders.pipeline.steps.download import order_assets_download
+from orders.pipeline.steps.download import order_assets_download, order_downloads_due_now
 from orders.pipeline.steps.prepare import order_assets_prepare, order_print_files_restore
 from orders.pipeline.steps.produce import (
     order_shipments_submit,
@@ -563,6 +565,49 @@ def order_failed_step_reopen(*, order: Order, step: str, detail: str) -> None:
         order=order, step=step, due_at=timezone.now(), **{detail: DetailState.IN_PROGRESS}
     )
     order_enqueue_on_commit(order_id=order.id, step=step)
+
+
+def order_download_restart(*, order: Order) -> None:
+    """Download --staff corrected an asset's URL--> Download due now: a row-locked transition
+    (``order`` locked by the caller, ``orders.retry``) that drops a worker's claim, so a
+    download of the old URL running now records nothing; queued once it commits."""
+    order_transition(order=order, step=PipelineStep.DOWNLOAD, due_at=timezone.now())
+    order_enqueue_on_commit(order_id=order.id, step=PipelineStep.DOWNLOAD)
+
+
+# The steps staff may run now ("Run the due pipeline step now"): the working steps. A held
+# order is released by "Submit now"; an order awaiting payment is due only when its wait is
+# over, and its step would cancel it.
+RUN_NOW_STEPS = (
+    PipelineStep.DOWNLOAD,
+    PipelineStep.ALLOCATE,
+    PipelineStep.PREPARE,
+    PipelineStep.SUBMIT,
+    PipelineStep.PRODUCTION,
+)
+
+
+@transaction.atomic
+def order_run_now(*, order_id: int) -> str | None:
+    """Staff's "Run the due pipeline step now": the order's working step (``RUN_NOW_STEPS``)
+    made due now, with, at the Download step, every asset and file still to download (a wait
+    for the backoff is over), and queued once this commits, so a worker runs it at once.
+    Returns that step, or None, with nothing written, when the order is at no working step or
+    a worker is running its step now (its own move decides what comes next)."""
+    order = Order.objects.select_for_update().filter(id=order_id).first()
+    now = timezone.now()
+    if order is None or order.pipeline_step not in RUN_NOW_STEPS:
+        return None
+    if order.claimed_until is not None and order.claimed_until > now:
+        return None
+    step = order.pipeline_step
+    _move_checked(order, step)
+    if step == PipelineStep.DOWNLOAD:
+        order_downloads_due_now(order=order, now=now)
+    # Marked as queued (``swept_at``), queued just below: the sweeper does not queue it too.
+    rows_update(Order, {"id": order.id}, {"due_at": now, "swept_at": now, **CLAIM_RELEASED})
+    order_enqueue_on_commit(order_id=order.id, step=step)
+    return step
 
 
 @transaction.atomic

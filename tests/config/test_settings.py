@@ -354,3 +354,15 @@ def test_the_simulator_makes_no_live_order_under_production_settings_unless_told
     assert _settings_values("config.settings.test", name, {}) == {name[0]: "True"}
     told = {**COMPLETE, "SIMULATOR_PRODUCES_LIVE": "1"}
     assert _settings_values("config.settings.production", name, told) == {name[0]: "True"}
+
+
+@pytest.mark.parametrize(
+    ("waits", "said"),
+    [("100,200", "240 seconds at most"), ("1,2,3", "at most two waits"), ("-1", "at most two")],
+)
+def test_settings_refuse_a_short_schedule_that_does_not_end_within_five_minutes(
+    waits: str, said: str
+) -> None:
+    result = _import_production({"ASSET_PERMANENT_RETRY_SECONDS": waits})
+    assert result.returncode != 0
+    assert said in result.stderr

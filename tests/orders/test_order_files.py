@@ -72,6 +72,7 @@ def test_a_failing_packing_slip_or_branding_file_is_retried_then_fails_the_downl
 ) -> None:
     settings.ALLOW_PRIVATE_URLS = True
     settings.ASSET_DOWNLOAD_ATTEMPTS = 2
+    settings.ASSET_PERMANENT_RETRY_SECONDS = [0.0]  # a 404: two attempts, no wait between
     httpserver.expect_request("/slip.pdf").respond_with_data("gone", status=404)
     slip = httpserver.url_for("/slip.pdf")
     # Failures that may pass later (a missing or unavailable file) are retried; a file that

@@ -266,7 +266,7 @@ def assert_failed_download(order: dict[str, Any], attempts: int, reason: str) ->
 
 
 @needs_worker
-def test_an_md5_mismatch_fails_the_asset_after_ten_attempts(
+def test_an_md5_mismatch_fails_the_asset_after_three_attempts(
     worker: Worker, sandbox_api: APIClient, httpserver: HTTPServer
 ) -> None:
     photo = jpeg_bytes()
@@ -280,9 +280,9 @@ def test_an_md5_mismatch_fails_the_asset_after_ten_attempts(
     order_id = order_create_via_api(sandbox_api, body)
     wait_for("the download to fail", order_failed(order_id), worker)
 
-    assert_failed_download(fetch(sandbox_api, order_id), 10, f"MD5 hash is {md5(photo)}")
-    assert requests_to(httpserver, "/changed.jpg") == 10
-    assert Asset.objects.get(item__order_id=pk(order_id)).download_attempts == 10
+    assert_failed_download(fetch(sandbox_api, order_id), 3, f"MD5 hash is {md5(photo)}")
+    assert requests_to(httpserver, "/changed.jpg") == 3
+    assert Asset.objects.get(item__order_id=pk(order_id)).download_attempts == 3
 
 
 @pytest.mark.django_db  # in-process: its task message must not reach the module's running worker

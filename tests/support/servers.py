@@ -6,6 +6,7 @@ in the conftest files.
 
 import collections
 import json
+import re
 import socket
 import threading
 import time
@@ -51,6 +52,43 @@ class Receiver:
         """The order's event types in the order they happened (deliveries may overtake)."""
         unique = {e["id"]: e for e in self.events() if e["subject"] == order_id}
         return [e["type"] for e in sorted(unique.values(), key=lambda e: e["sequence"])]
+
+
+class AssetHost:
+    """The merchant's asset host, whose answers a test changes as it goes: each image name under
+    ``/images/`` answers a status (404 until told otherwise; 500, 403, ...) or, once
+    ``upload`` is called, a JPEG; every request counted by name."""
+
+    def __init__(self, httpserver: HTTPServer) -> None:
+        self.httpserver = httpserver
+        self.statuses: dict[str, int] = {}
+        self.served: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+        self.photo = jpeg_bytes()
+        httpserver.expect_request(re.compile(r"^/images/")).respond_with_handler(self.handle)
+
+    def url(self, name: str) -> str:
+        return str(self.httpserver.url_for(f"/images/{name}"))
+
+    def answer(self, name: str, status: int) -> None:
+        with self.lock:
+            self.statuses[name] = status
+
+    def upload(self, name: str) -> None:
+        self.answer(name, 200)
+
+    def requests(self, name: str) -> int:
+        with self.lock:
+            return self.served[name]
+
+    def handle(self, request: Request) -> Response:
+        name = request.path.removeprefix("/images/")
+        with self.lock:
+            self.served[name] += 1
+            status = self.statuses.get(name, 404)
+        if status == 200:
+            return Response(self.photo, content_type="image/jpeg")
+        return Response(f"HTTP {status} for {name}", status=status)
 
 
 class SlowAssets:

@@ -14,8 +14,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,7 @@ def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[st
         LAB_SIMULATOR_SECONDS="1",
         ASSET_RETRY_BASE_SECONDS="0.05",
         ASSET_RETRY_MAX_SECONDS="0.2",
+        ASSET_PERMANENT_RETRY_SECONDS="0.05,0.1",
         PIPELINE_SWEEP_SECONDS="1",
         ASSET_DOWNLOAD_DEADLINE_SECONDS="10",
         LOG_LEVEL="INFO",
@@ -213,6 +215,24 @@ def start_worker(folder: Path, base_url: str, **overrides: str) -> Worker:
     worker = Worker(env=worker_environment(folder, base_url, **overrides), folder=folder)
     worker.start()
     return worker
+
+
+@contextlib.contextmanager
+def worker_running(base_url: str, db_blocker: Any, **overrides: str) -> Iterator[Worker]:
+    """A worker for a test module's tests (``start_worker`` with ``overrides`` of its
+    environment), killed at the end with its sessions gone (``db_blocker``: pytest-django's
+    ``django_db_blocker``, unblocked to see them go) and the broker emptied; skips without
+    PostgreSQL and Redis."""
+    if not CAN_RUN_WORKER:
+        pytest.skip(NO_WORKER)
+    with tempfile.TemporaryDirectory(prefix="pipeline-worker-") as folder:
+        running = start_worker(Path(folder), base_url, **overrides)
+        try:
+            yield running
+        finally:
+            with db_blocker.unblock():
+                running.kill()
+            purge_queues()
 
 
 @dataclass

@@ -2,8 +2,14 @@
 client, in parallel when there are several (one runs in the task's own thread).
 
 Each asset keeps its own attempt count and due time. A failed attempt leaves one
-``order.items.assets.NotDownloaded`` issue per asset (replaced, not appended); the tenth turns
+``order.items.assets.NotDownloaded`` issue per asset (replaced, not appended); the last turns
 it into ``order.items.assets.FailedToDownloaded``, the item ``Invalid`` and the step ``Error``.
+Which attempt is the last depends on the answer (decisions.md, "Images that cannot be
+fetched"): timeouts, connection errors, 429 and 5xx are tried ``ASSET_DOWNLOAD_ATTEMPTS``
+(10) times with a doubling backoff; an answer that will not change on retry (404, 410, 401,
+403, an md5 mismatch) 3 times, after the waits of ``ASSET_PERMANENT_RETRY_SECONDS`` (60 s,
+then 120 s), within 5 minutes; a file that arrived and is not an image or PDF, one over the size
+limit or a URL refused fail at once.
 The order's own files (``OrderFile``: packing slip, branding) go the same way with the
 ``order.packingSlip.*`` and ``order.branding.*`` codes on the order; they must be a JPEG, PNG,
 TIFF or PDF file, and their status is shown on ``packingSlip.status`` and in ``branding``.
@@ -81,7 +87,12 @@ class Fetched:
     downloaded: DownloadedFile | None = None
     info: AssetFileInfo | None = None
     error: str = ""
+    # Fails at this attempt: trying again cannot help (a refused URL, a file too large or not
+    # an image or PDF).
     permanent: bool = False
+    # An answer that will not change on retry but for an upload landing meanwhile (a 4xx status
+    # but 408, 425 and 429; an md5 mismatch): asked again soon, a few times only.
+    settled: bool = False
     # Not attempted, or stopped as too slow: tried again after this, no attempt counted.
     waits: timedelta | None = None
 
@@ -90,6 +101,20 @@ def retry_delay(attempt: int) -> timedelta:
     """Backoff after the ``attempt``-th failure."""
     seconds = settings.ASSET_RETRY_BASE_SECONDS * 2 ** (attempt - 1)
     return timedelta(seconds=min(seconds, settings.ASSET_RETRY_MAX_SECONDS))
+
+
+def settled_retry_delay(attempt: int) -> timedelta:
+    """The wait after the ``attempt``-th failure that was an answer that will not change
+    (``Fetched.settled``), for the attempts before the last (``attempts_allowed``)."""
+    waits = settings.ASSET_PERMANENT_RETRY_SECONDS
+    return timedelta(seconds=waits[min(attempt, len(waits)) - 1])
+
+
+def attempts_allowed(fetched: Fetched) -> int:
+    """How many attempts an asset or file whose last answer was ``fetched`` is given."""
+    if fetched.settled:
+        return len(settings.ASSET_PERMANENT_RETRY_SECONDS) + 1
+    return int(settings.ASSET_DOWNLOAD_ATTEMPTS)
 
 
 def _fetch(asset: Asset, priced_by_page: bool, folder: Path, *, lanes: bool = True) -> Fetched:
@@ -184,11 +209,18 @@ def _fetch_once(
     except OutboundRefused as exc:
         return Fetched(row_id, error=str(exc), permanent=True)
     except OutboundError as exc:
-        # Over the size cap or a redirect loop: the same request fails the same way. Statuses
-        # are retried, 4xx included: merchants often place orders before their upload lands.
-        return Fetched(row_id, error=str(exc), permanent=not exc.retryable and not exc.status_code)
-    except (Md5Mismatch, OSError) as exc:
+        if exc.retryable:  # a timeout, a broken connection, 429, 5xx: the backoff
+            return Fetched(row_id, error=str(exc))
+        if exc.status_code:
+            # 404, 410, 401, 403...: the same answer again, unless the merchant's upload lands
+            # in the next minutes (orders are often placed just before it does).
+            return Fetched(row_id, error=str(exc), settled=True)
+        # Over the size cap or a redirect loop: the same request fails the same way.
+        return Fetched(row_id, error=str(exc), permanent=True)
+    except Md5Mismatch as exc:
         # The file may still be replaced with the right one (an upload in progress).
+        return Fetched(row_id, error=str(exc), settled=True)
+    except OSError as exc:  # our own disk: nothing the answer said
         return Fetched(row_id, error=str(exc))
     except AssetFileError as exc:
         # Empty, not an image or PDF, damaged, too many pages: the same bytes fail again, and
@@ -290,6 +322,18 @@ def _due(row: Asset, now: datetime) -> bool:
     )
 
 
+def order_downloads_due_now(*, order: Order, now: datetime) -> None:
+    """Every asset and file of the order still to download due at ``now``: a wait for its
+    backoff or for the slow lane is over (staff run the step now), its attempts kept."""
+    Asset.objects.filter(item__order=order, status=AssetStatus.IN_PROGRESS).update(
+        next_attempt_at=now
+    )
+    if _files_shown_in(order, (AssetStatus.IN_PROGRESS,)):
+        OrderFile.objects.filter(order=order, status=AssetStatus.IN_PROGRESS).update(
+            next_attempt_at=now
+        )
+
+
 LastRecord = Callable[[], tuple[str, datetime | None]]
 
 
@@ -380,7 +424,8 @@ def _fetching_pool(fetches: int) -> Executor:
 def _attempt_count(row: Asset | OrderFile, fetched: Fetched, now: datetime) -> bool | None:
     """Count one download attempt of an asset or an order file: None when it succeeded (the
     row is Complete), True when it failed for good (Error), False when it is tried again
-    after the backoff. A download that waits for the slow lane (``Fetched.waits``) is no
+    after the backoff (or, for an answer that will not change, after the short wait of
+    ``settled_retry_delay``). A download that waits for the slow lane (``Fetched.waits``) is no
     attempt: it is tried again after its wait, its count and status unchanged."""
     if fetched.waits is not None:
         row.last_error = fetched.error
@@ -393,11 +438,12 @@ def _attempt_count(row: Asset | OrderFile, fetched: Fetched, now: datetime) -> b
         row.last_error = ""
         return None
     row.last_error = fetched.error
-    if fetched.permanent or row.download_attempts >= settings.ASSET_DOWNLOAD_ATTEMPTS:
+    if fetched.permanent or row.download_attempts >= attempts_allowed(fetched):
         row.status = AssetStatus.ERROR
         row.next_attempt_at = None
         return True
-    row.next_attempt_at = now + retry_delay(row.download_attempts)
+    delay = settled_retry_delay if fetched.settled else retry_delay
+    row.next_attempt_at = now + delay(row.download_attempts)
     return False
 
 
@@ -427,7 +473,7 @@ def _record_file_attempt(
             code = PACKING_SLIP_NOT_DOWNLOADED if packing_slip else BRANDING_NOT_DOWNLOADED
             description = (
                 f"The {order_file.label} ({order_file.url}) is not downloaded yet "
-                f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}"
+                f"(attempt {attempts} of {attempts_allowed(fetched)}): {fetched.error}"
             )
         OrderIssue.objects.filter(order=order, order_file=order_file).exclude(
             error_code=code
@@ -482,7 +528,7 @@ def _record_attempt(
         _issue(
             order, asset, ASSET_NOT_DOWNLOADED,
             f"Asset {asset.public_id} ({asset.url}) is not downloaded yet "
-            f"(attempt {attempts} of {settings.ASSET_DOWNLOAD_ATTEMPTS}): {fetched.error}",
+            f"(attempt {attempts} of {attempts_allowed(fetched)}): {fetched.error}",
         )  # fmt: skip
     attempt = {name: getattr(asset, name) for name in _ATTEMPT_FIELDS}
     if not rows_update(Asset, {"id": asset.id}, attempt):  # as save(update_fields=...) raised
