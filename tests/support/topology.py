@@ -16,11 +16,12 @@ import subprocess
 import sys
 import time
 import xmlrpc.client
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.conf import settings
 from supervisor.xmlrpc import SupervisorTransport
 
@@ -63,6 +64,17 @@ class Topology:
             f"--- {name} ---\n" + "\n".join(self.log(name).splitlines()[-lines:])
             for name in ("supervisord", *READY)
         )
+
+    def wait(self, what: str, check: Callable[[], Any], timeout: float) -> Any:
+        """Poll ``check`` until it returns something true, and return that; fail with the
+        end of every log when ``timeout`` seconds pass first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = check()
+            if found:
+                return found
+            time.sleep(0.2)
+        pytest.fail(f"timed out waiting for {what}\n{self.logs_tail()}")
 
     def programs(self) -> dict[str, dict[str, Any]]:
         """Each program's state as supervisord reports it (``statename``, ``pid``, ...)."""
