@@ -26,7 +26,7 @@ PROBE = "/v4.0/nothing"
 
 @pytest.fixture(scope="module")
 def web(django_db_setup: None) -> Iterator[Web]:
-    """Two sync workers (gunicorn's default class, as deploy/Procfile runs it)."""
+    """Two sync workers (gunicorn's default class, as deploy/programs/web.conf runs it)."""
     with gunicorn_serving(workers=2) as served:
         yield served
 
