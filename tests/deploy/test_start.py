@@ -69,3 +69,26 @@ def test_start_runs_every_program_behind_nginx(tmp_path: Path) -> None:
     stopped = topology.log("supervisord")
     assert all(f"stopped: {name} " in stopped for name in READY), stopped[-3000:]
     assert "waiting for" in stopped
+
+
+def test_a_program_that_keeps_failing_to_start_is_given_up_on_and_the_others_run_on(
+    tmp_path: Path,
+) -> None:
+    # gunicorn refuses a worker count that is not a number, at once, every time
+    with topology_running(
+        tmp_path, ["web", "beat"], awaited=["beat"], WEB_CONCURRENCY="many"
+    ) as topology:
+        beat = topology.pids()["beat"]
+
+        def web_fatal() -> bool:
+            return bool(topology.programs()["web"]["statename"] == "FATAL")
+
+        topology.wait("web given up on", web_fatal, timeout=90)
+        states = {name: info["statename"] for name, info in topology.programs().items()}
+        assert states == {"web": "FATAL", "beat": "RUNNING"}
+        assert topology.pids()["beat"] == beat
+        log = topology.log("supervisord")
+        # six starts: the first and the five retries of the budget, then FATAL
+        assert log.count("spawned: 'web'") == 6, log
+        assert "gave up: web entered FATAL state, too many start retries too quickly" in log
+        assert "invalid literal for int() with base 10: 'many'" in topology.log("web")

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import xmlrpc.client
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,16 +89,17 @@ class Topology:
     def pids(self) -> dict[str, int]:
         return {name: info["pid"] for name, info in self.programs().items()}
 
-    def ready(self) -> list[str]:
-        """The programs not yet serving (by their logs) or not yet RUNNING."""
+    def ready(self, awaited: Iterable[str] = READY) -> list[str]:
+        """The programs of ``awaited`` not yet serving (by their logs) or not yet RUNNING."""
         try:
             states = {name: info["statename"] for name, info in self.programs().items()}
         except OSError:
-            return list(READY)
+            return list(awaited)
         return [
             name
-            for name, ready in READY.items()
-            if states.get(name) != "RUNNING" or (ready and not ready.search(self.log(name)))
+            for name in awaited
+            if states.get(name) != "RUNNING"
+            or ((ready := READY[name]) and not ready.search(self.log(name)))
         ]
 
 
@@ -122,16 +123,22 @@ def topology_environment(tmp_path: Path, **overrides: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def topology_running(tmp_path: Path, **overrides: str) -> Iterator[Topology]:
-    """``deploy/start.sh`` with the settings of ``topology_environment``; yields once every
-    program serves and stops them all (SIGTERM to supervisord) when the block ends."""
+def topology_running(
+    tmp_path: Path,
+    programs: Sequence[str] = (),
+    awaited: Iterable[str] | None = None,
+    **overrides: str,
+) -> Iterator[Topology]:
+    """``deploy/start.sh`` with the settings of ``topology_environment`` and ``programs`` (by
+    default all); yields once each of ``awaited`` (by default ``programs``) serves, and stops
+    them all (SIGTERM to supervisord) when the block ends."""
     values = topology_environment(tmp_path, **overrides)
     env_file = environment_file(tmp_path / "test.env", values)
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))}
     environment["VENV"] = str(Path(sys.executable).parent.parent)
     with (tmp_path / "start.log").open("wb") as output:
         process = subprocess.Popen(
-            [str(BASE_DIR / "deploy" / "start.sh"), str(env_file)],
+            [str(BASE_DIR / "deploy" / "start.sh"), str(env_file), *programs],
             cwd=BASE_DIR,
             env=environment,
             stdout=output,
@@ -141,7 +148,8 @@ def topology_running(tmp_path: Path, **overrides: str) -> Iterator[Topology]:
     topology = Topology(process, env_file, Path(values["VAR_DIR"]), int(values["NGINX_PORT"]))
     try:
         deadline = time.monotonic() + 120
-        while (waiting := topology.ready()) and process.poll() is None:
+        awaited = list(programs or READY) if awaited is None else list(awaited)
+        while (waiting := topology.ready(awaited)) and process.poll() is None:
             assert time.monotonic() < deadline, f"not serving: {waiting}\n{topology.logs_tail()}"
             time.sleep(0.5)
         assert process.poll() is None, (tmp_path / "start.log").read_text(errors="replace")
