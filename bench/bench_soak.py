@@ -163,8 +163,8 @@ def broker_messages(redis_url: str) -> tuple[int, int]:
 
 
 def describe(command: str) -> str:
-    if "honcho" in command:
-        return "honcho"
+    if "supervisord" in command:
+        return "supervisord"
     if command.startswith("nginx"):
         return "nginx " + command.split(":")[1].split()[0]
     if "gunicorn" in command:

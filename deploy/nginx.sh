@@ -12,5 +12,14 @@ export NGINX_PORT WEB_BIND NGINX_USER
 mkdir -p "$NGINX_PREFIX"
 envsubst '${NGINX_PORT} ${WEB_BIND} ${NGINX_USER}' \
     <"$here/nginx.conf.template" >"$NGINX_PREFIX/nginx.conf"
+# nginx killed outright (SIGKILL, a crash) leaves its workers running without it, holding the
+# port, so the nginx started again (deploy/start.sh's supervisord does) could not bind it. They
+# are the process group of the dead master (it led one: supervisord starts each program in its
+# own): they are told to quit gracefully, which closes their listening sockets at once (nginx
+# retries its bind for 2 s) and lets them finish the requests they were answering.
+old=$(cat "$NGINX_PREFIX/nginx.pid" 2>/dev/null || true)
+if [ -n "$old" ] && ! kill -0 "$old" 2>/dev/null; then
+    kill -QUIT "-$old" 2>/dev/null || true
+fi
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 exec "$nginx" -p "$NGINX_PREFIX/" -c "$NGINX_PREFIX/nginx.conf" -e stderr -g 'daemon off;'

@@ -1,8 +1,11 @@
 #!/bin/sh
-# Start the production topology of deploy/Procfile in the foreground (Ctrl-C stops it all).
-#   deploy/start.sh [ENV_FILE] [PROCESS ...]
+# Run the production topology under supervisord, in the foreground (docs/deployment.md).
+#   deploy/start.sh [ENV_FILE] [PROGRAM ...]
 # ENV_FILE defaults to deploy/production.env (copy deploy/production.env.example); naming
-# processes starts only those (a worker host: deploy/start.sh deploy/production.env images).
+# programs of deploy/programs/ starts only those (a worker host: deploy/start.sh
+# deploy/production.env images). supervisord restarts any process that exits, never stops the
+# others for it, and gives up on one that keeps failing to start (FATAL); SIGTERM or Ctrl-C
+# stops them all, gracefully. deploy/ctl.sh ENV_FILE status shows them.
 # Before the first start and after each upgrade: deploy/release.sh ENV_FILE.
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,5 +15,14 @@ env_file=${1:-deploy/production.env}
 venv=${VENV:-.venv}
 case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 PATH="$venv/bin:$PATH:/usr/sbin:/sbin"
-export PATH
-exec honcho --app-root . --env "$env_file" --procfile deploy/Procfile start "$@"
+programs=
+for name in "$@"; do
+    [ -r "deploy/programs/$name.conf" ] || {
+        echo "No program $name; the programs: $(cd deploy/programs && echo *.conf | sed 's/\.conf//g')" >&2
+        exit 2
+    }
+    programs="$programs programs/$name.conf"
+done
+SUPERVISOR_PROGRAMS=${programs:-programs/*.conf}
+export PATH SUPERVISOR_PROGRAMS
+exec python deploy/with_env.py "$env_file" supervisord --nodaemon --configuration deploy/supervisord.conf

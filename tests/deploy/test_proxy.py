@@ -26,7 +26,7 @@ PROBE = "/v4.0/nothing"
 
 @pytest.fixture(scope="module")
 def web(django_db_setup: None) -> Iterator[Web]:
-    """Two sync workers (gunicorn's default class, as deploy/Procfile runs it)."""
+    """Two sync workers (gunicorn's default class, as deploy/programs/web.conf runs it)."""
     with gunicorn_serving(workers=2) as served:
         yield served
 
@@ -91,26 +91,39 @@ def exchange(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
 
 @needs_nginx
 @pytest.mark.parametrize(
-    ("raw", "status", "outcome"),
+    ("raw", "status", "outcome", "data"),
     [
-        (b"GET /" + b"x" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414, "UriTooLong"),
+        (b"GET /" + b"x" * 9000 + b" HTTP/1.1\r\nHost: a\r\n\r\n", 414, "UriTooLong", {}),
         (
             b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: " + b"y" * 9000 + b"\r\n\r\n",
             431,
             "RequestHeaderFieldsTooLarge",
+            {},
         ),
-        (b"NOT HTTP AT ALL\r\n\r\n", 400, "ValidationFailed"),
+        (b"NOT HTTP AT ALL\r\n\r\n", 400, "ValidationFailed", {}),
         (
             b"POST /v4.0/orders HTTP/1.1\r\nHost: a\r\nContent-Length: 30000000\r\n\r\n",
             413,
             "PayloadTooLarge",
+            {"maxBytes": 2_621_440},
         ),
-        (b"GET /_errors/not_found HTTP/1.1\r\nHost: a\r\n\r\n", 404, "EndpointDoesNotExist"),
+        (
+            b"POST /admin/ HTTP/1.1\r\nHost: a\r\nContent-Length: 30000000\r\n\r\n",
+            413,
+            "PayloadTooLarge",
+            {"maxBytes": 20_971_520},
+        ),
+        (
+            b"GET /_errors/not_found HTTP/1.1\r\nHost: a\r\n\r\n",
+            404,
+            "EndpointDoesNotExist",
+            {},
+        ),
     ],
-    ids=["request-line", "header", "malformed", "body", "nginx-path"],
+    ids=["request-line", "header", "malformed", "api-body", "body", "nginx-path"],
 )
 def test_what_nginx_refuses_itself_is_answered_in_the_error_envelope(
-    proxy: int, raw: bytes, status: int, outcome: str
+    proxy: int, raw: bytes, status: int, outcome: str, data: dict[str, int]
 ) -> None:
     answered, headers, body = exchange(proxy, raw)
 
@@ -118,7 +131,11 @@ def test_what_nginx_refuses_itself_is_answered_in_the_error_envelope(
     assert headers["content-type"] == "application/json"
     envelope = json.loads(body)
     assert set(envelope) == {"outcome", "statusCode", "statusText", "data", "traceParent"}
-    assert (envelope["outcome"], envelope["statusCode"], envelope["data"]) == (outcome, status, {})
+    assert (envelope["outcome"], envelope["statusCode"], envelope["data"]) == (
+        outcome,
+        status,
+        data,
+    )
     assert TRACE.match(envelope["traceParent"])
     assert headers["traceparent"] == envelope["traceParent"]
 
@@ -147,3 +164,51 @@ def test_the_services_own_answers_pass_through_unchanged(proxy: int) -> None:
     assert body["outcome"] == "EndpointDoesNotExist"
     assert body["statusText"] == "The endpoint does not exist."
     assert body["data"] == {"path": PROBE}
+
+
+# The service refuses an API body over Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) with 413;
+# nginx takes bodies up to 20 MB for the back-office. Sizes from just over the first to just
+# under the second, several tries each: to an endpoint that reads its body without a key and to
+# one that asks for a key first, in both spellings of the path, chunked too.
+OVERSIZED = [2_621_441, 2_700_000, 5_000_000, 10_000_000, 19_000_000]
+PATHS = ["/v4.0/registration/complete", "/V4.0/Orders", "/v4.0/Registration/Complete"]
+TRIES = 6
+
+
+@needs_nginx
+@pytest.mark.parametrize("size", OVERSIZED)
+def test_every_api_body_over_the_limit_is_answered_413_in_the_envelope(
+    proxy: int, size: int
+) -> None:
+    body = b"{" + b" " * (size - 2) + b"}"
+    answers = []
+    for attempt in range(TRIES):
+        path = PATHS[attempt % len(PATHS)]
+        chunked = attempt % 4 == 3
+        response = requests.post(
+            f"http://127.0.0.1:{proxy}{path}",
+            data=iter([body[: size // 2], body[size // 2 :]]) if chunked else body,
+            headers={"Content-Type": "application/json"},
+            timeout=30,
+        )
+        envelope = response.json()
+        answers.append(
+            (response.status_code, envelope["outcome"], envelope["statusCode"], envelope["data"])
+        )
+
+    limit = {"maxBytes": 2_621_440}
+    assert answers == [(413, "PayloadTooLarge", 413, limit)] * TRIES
+
+
+@needs_nginx
+def test_an_api_body_at_the_limit_reaches_the_service(proxy: int) -> None:
+    body = b"{" + b" " * (2_621_440 - 2) + b"}"
+
+    response = requests.post(
+        f"http://127.0.0.1:{proxy}/v4.0/orders",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
+
+    assert (response.status_code, response.json()["outcome"]) == (401, "Unauthorized")

@@ -1,7 +1,7 @@
 """The production topology's proxy: nginx from the project's own config, in front of gunicorn.
 
 ``deploy/nginx.sh`` renders ``deploy/nginx.conf.template`` into a temporary prefix and runs
-nginx in the foreground, exactly as the ``proxy`` line of ``deploy/Procfile`` does.
+nginx in the foreground, exactly as ``deploy/programs/proxy.conf`` does.
 """
 
 import contextlib
