@@ -340,9 +340,7 @@ class SiteflowConnector(LabConnector):
             answer = self._request("PUT", path, body)
         except OutboundError as exc:
             message = f"The lab could not be reached: {exc}"
-            return LabResult(
-                False, reference=order.reference, message=message, unanswered=exc.sent
-            )
+            return LabResult(False, reference=order.reference, message=message, unanswered=exc.sent)
         except OutboundRefused as exc:
             return LabResult(False, reference=order.reference, message=str(exc))
         if answer.redirect:
@@ -567,8 +565,9 @@ class SiteflowConnector(LabConnector):
             order,
             "/hold",
             None,
-            shows=lambda found: _held(found) is not False
-            and found.get("status") not in ("shipped", LAB_CANCELLED),
+            shows=lambda found: (
+                _held(found) is not False and found.get("status") not in ("shipped", LAB_CANCELLED)
+            ),
             what="on hold",
         )
 
