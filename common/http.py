@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from http.cookiejar import DefaultCookiePolicy
 from pathlib import Path
+from types import UnionType
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -69,13 +70,23 @@ class OutboundError(Exception):
     """The request was allowed but failed: network, timeout, size, or an unwanted status.
 
     ``retryable`` is False when the same request would fail the same way (a 404, a file over the
-    size cap); ``status_code`` is the HTTP status when one was received.
+    size cap); ``status_code`` is the HTTP status when one was received. ``sent`` is False when
+    the request certainly never left (no time was left for it, or no connection was made): the
+    other side cannot have acted on it.
     """
 
-    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status_code: int | None = None,
+        sent: bool = True,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status_code = status_code
+        self.sent = sent
 
 
 class TransferTooSlow(OutboundError):
@@ -119,6 +130,7 @@ def _within_budget(timeout: float, url: str) -> float:
             f"No time was left to request {_redact(url)}: the earlier calls of this request "
             "used all the time allowed for them.",
             retryable=True,
+            sent=False,
         )
     return min(timeout, left)
 
@@ -382,6 +394,18 @@ def unreachable_error(url: str, host: str) -> OutboundError:
 
 def _name_unresolved(exc: BaseException) -> bool:
     """Whether the failure (or one it came from) is a host name that did not resolve."""
+    return _caused_by(exc, socket.gaierror | urllib3.exceptions.NameResolutionError)
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """Whether the failure is one of connecting (refused, timed out): nothing was sent."""
+    return isinstance(exc, requests.exceptions.ConnectTimeout) or _caused_by(
+        exc, urllib3.exceptions.NewConnectionError
+    )
+
+
+def _caused_by(exc: BaseException, kinds: type | UnionType) -> bool:
+    """Whether the failure, or one it came from, is of ``kinds``."""
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -389,7 +413,7 @@ def _name_unresolved(exc: BaseException) -> bool:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, socket.gaierror | urllib3.exceptions.NameResolutionError):
+        if isinstance(current, kinds):
             return True
         todo += [current.__cause__, current.__context__]
         todo += [a for a in current.args if isinstance(a, BaseException)]
@@ -408,7 +432,9 @@ def _send(
     remaining = _remaining(deadline)
     if remaining <= 0:
         raise OutboundError(
-            f"The time allowed ran out before {_redact(url)} could be requested.", retryable=True
+            f"The time allowed ran out before {_redact(url)} could be requested.",
+            retryable=True,
+            sent=False,
         )
     timeout = (min(CONNECT_TIMEOUT_SECONDS, remaining), min(READ_TIMEOUT_SECONDS, remaining))
     host = urlsplit(url).hostname or ""
@@ -430,7 +456,9 @@ def _send(
         if _name_unresolved(exc):
             logger.info("Refused %s: %s does not resolve", _redact(url), host)
             raise unreachable_error(url, host) from exc
-        raise OutboundError(_failure(exc, url=url, host=host), retryable=True) from exc
+        raise OutboundError(
+            _failure(exc, url=url, host=host), retryable=True, sent=not _never_connected(exc)
+        ) from exc
 
 
 def _failure(exc: requests.exceptions.RequestException, *, url: str, host: str) -> str:

@@ -7,7 +7,11 @@ shipments and charges are what a quote gives; while shipments are being submitte
 after submission each change goes through the lab's connector and each shipment reports its
 own result. Those lab calls happen outside the order's transaction (the intent is recorded on
 each shipment, the lab called, its answer recorded under the order's lock, see
-``orders.shipments``), so a slow lab holds no row lock.
+``orders.shipments``), so a slow lab holds no row lock. A lab that does not answer in time
+leaves its shipment's change pending: the answer says so for that shipment (the outcome is the
+one for the order as it stands, unchanged there: ``FailedToCancel``, ``FailedToUpdate`` or
+``PartiallyUpdated``), the order carries a ``LabAnswerPending`` issue on it, and what the lab
+did is recorded later, with its callbacks (``orders.shipments.shipment_lab_answer_reconcile``).
 
 A card order's cost stays within what its merchant paid (``orders.payment_balance``): a
 re-planned order that costs more asks for the difference before it goes to a lab, one that
@@ -51,8 +55,10 @@ from orders.pipeline.steps.allocate import order_allocate, order_basket, order_c
 from orders.representation import order_recipient
 from orders.shipments import (
     BUSY_MESSAGE,
+    Change,
     LabCall,
     lab_call,
+    shipment_lab_answer_await,
     shipment_lab_call_begin,
     shipment_lab_call_end,
     shipment_method_plan,
@@ -192,6 +198,26 @@ def _intents_end(steps: list[_LabStep]) -> None:
             shipment_lab_call_end(shipment=step.shipment, token=step.token)
 
 
+def _answers_take(locked: Order, steps: list[_LabStep], *, operation: str) -> None:
+    """Under the order's lock: each intent ends with its lab's answer, except where no answer
+    came in time: that change is left pending (``shipment_lab_answer_await``), and its result
+    says so."""
+    for step in steps:
+        if step.token is None:
+            continue
+        if step.lab_result is not None and step.lab_result.unanswered:
+            told = shipment_lab_answer_await(
+                order=locked,
+                shipment=step.shipment,
+                token=step.token,
+                operation=operation,
+                merchant=True,
+            )
+            step.lab_result = LabResult(False, message=told, unanswered=True)
+        else:
+            shipment_lab_call_end(shipment=step.shipment, token=step.token)
+
+
 def order_cancel(*, order: Order) -> ActionResult:
     """Cancel the whole order: locally before lab submission, else lab by lab (the intent
     recorded, the labs called outside the transaction, their answers recorded)."""
@@ -209,12 +235,14 @@ def order_cancel(*, order: Order) -> ActionResult:
         for step in steps:
             if step.shipment.submitted_at is not None:
                 step.to_call = True
-                step.token = shipment_lab_call_begin(shipment=step.shipment, operation="cancel")
+                step.token = shipment_lab_call_begin(
+                    shipment=step.shipment, operation="cancel", change={"by": "merchant"}
+                )
     try:
         _labs_call(locked, steps, lambda connector, payload: connector.cancel(payload))
         with transaction.atomic():
             locked = _lock(order)
-            _intents_end(steps)
+            _answers_take(locked, steps, operation="cancel")
             return _cancel_record(locked, steps)
     except BaseException:
         _intents_end(steps)
@@ -273,11 +301,13 @@ def _update_steps(
     order: Order,
     *,
     operation: str,
+    change: Change,
     refusal: Callable[[Shipment], str | None] = lambda shipment: None,
 ) -> list[_LabStep]:
     """Under the order's lock: each live shipment's result when it is known without its lab,
-    and the intent recorded for those whose lab is to be asked. ``refusal`` says why a
-    shipment cannot take the change at all (its lab is then not asked)."""
+    and the intent (asking ``change``) recorded for those whose lab is to be asked.
+    ``refusal`` says why a shipment cannot take the change at all (its lab is then not
+    asked)."""
     steps: list[_LabStep] = []
     submitting = order.pipeline_step == PipelineStep.SUBMIT
     for shipment in _live_shipments(order):
@@ -301,7 +331,9 @@ def _update_steps(
             step.result = ShipmentResult(shipment.public_id, True)
         else:
             step.to_call = True
-            step.token = shipment_lab_call_begin(shipment=shipment, operation=operation)
+            step.token = shipment_lab_call_begin(
+                shipment=shipment, operation=operation, change={**change, "by": "merchant"}
+            )
         steps.append(step)
     return steps
 
@@ -334,6 +366,7 @@ def _update_after_labs(
     order: Order,
     steps: list[_LabStep],
     *,
+    operation: str,
     call: LabCall,
     record: Callable[[Order, set[str]], None],
 ) -> ActionResult:
@@ -343,7 +376,7 @@ def _update_after_labs(
         _labs_call(order, steps, call)
         with transaction.atomic():
             locked = _lock(order)
-            _intents_end(steps)
+            _answers_take(locked, steps, operation=operation)
             outcome, results = _update_outcome(steps)
             if outcome != "FailedToUpdate":
                 record(locked, {r.shipment_id for r in results if r.successful})
@@ -440,6 +473,7 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
         steps = _update_steps(
             locked,
             operation="updateShippingMethod",
+            change={"shippingMethod": shipping_method},
             refusal=lambda s: found if isinstance(found := planned.get(s.id), str) else None,
         )
 
@@ -462,6 +496,7 @@ def order_update_shipping_method(*, order: Order, shipping_method: str) -> Actio
     return _update_after_labs(
         locked,
         steps,
+        operation="updateShippingMethod",
         call=lambda connector, payload: connector.update_shipping_method(payload, shipping_method),
         record=record,
     )
@@ -507,7 +542,9 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
             order_payment_settle(order=locked, cost=order_cost(locked))
             order_payment_wait_end(order=locked)  # a part paid before may cover it now
             return ActionResult("Updated", results)
-        steps = _update_steps(locked, operation="updateAddress")
+        steps = _update_steps(
+            locked, operation="updateAddress", change={"recipient": _recipient_whole(recipient)}
+        )
 
     def record(locked: Order, ok: set[str]) -> None:
         # Each shipment keeps the whole recipient its lab holds: one whose lab refused keeps
@@ -525,9 +562,22 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
     return _update_after_labs(
         locked,
         steps,
+        operation="updateAddress",
         call=lambda connector, payload: connector.update_address(payload, recipient),
         record=record,
     )
+
+
+def _recipient_whole(recipient: dict[str, Any]) -> dict[str, Any]:
+    """The recipient as an order stores it (``order_recipient``: every part, blanks empty)."""
+    address = recipient.get("address") or {}
+    keys = ("line1", "line2", "postalOrZipCode", "countryCode", "townOrCity", "stateOrCounty")
+    return {
+        "name": recipient.get("name") or "",
+        "email": recipient.get("email") or "",
+        "phoneNumber": recipient.get("phoneNumber") or "",
+        "address": {key: address.get(key) or "" for key in keys},
+    }
 
 
 @transaction.atomic

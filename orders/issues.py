@@ -17,6 +17,9 @@ SUBMISSION_FAILED = "order.shipments.SubmissionFailed"
 # A lab order its lab cancelled or failed on its side (``objectId`` is the shipment's id).
 LAB_CANCELLED = "order.shipments.LabCancelled"
 LAB_ERROR = "order.shipments.LabError"
+# A change the merchant asked of a lab order whose lab did not answer in time: the lab is being
+# asked what it did (``objectId`` is the shipment's id); gone once that is recorded.
+LAB_ANSWER_PENDING = "order.shipments.LabAnswerPending"
 # A Live order of a card-billed merchant waits until its cost is authorised.
 REQUIRES_PAYMENT_AUTHORISATION = "RequiresPaymentAuthorisation"
 

@@ -317,6 +317,19 @@ class Shipment(PublicIdModel):
         help_text="A change sent to the lab whose answer is not recorded yet.",
     )
     lab_operation_since = models.DateTimeField(null=True, blank=True)
+    lab_operation_change = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="What the change sent to the lab asks (a method, a carrier alias, a "
+        "recipient), recorded before the call so that it can be applied when the lab is "
+        "asked afterwards what it did.",
+    )
+    lab_operation_unanswered_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the lab's answer to the change did not come in time: the lab is "
+        "asked what it did, and that is recorded (orders.shipments).",
+    )
     simulated = models.BooleanField(
         default=False,
         help_text="Made by the built-in lab simulator: no parcel leaves any lab.",
@@ -331,6 +344,14 @@ class Shipment(PublicIdModel):
 
     class Meta:
         ordering = ["created", "id"]
+        indexes = [
+            # The lab answers' sweep: the few shipments with a change under way.
+            models.Index(
+                fields=["lab_operation_since"],
+                condition=~models.Q(lab_operation=""),
+                name="shipment_lab_operation_open",
+            ),
+        ]
         permissions = [
             (
                 "operate_shipment",

@@ -1,13 +1,24 @@
 """Staff operations on one shipment at its lab: cancel, hold, unhold, new address, new method.
 
 Each runs in three steps so that a slow lab holds no row lock: the intent is recorded on the
-shipment (``lab_operation``, which also keeps a second change from reaching the lab meanwhile),
-the lab is called outside any transaction, and its answer is recorded under the order's row
-lock, with the shipment callback. The same steps serve the order actions after submission
-(``orders.actions``).
+shipment (``lab_operation``, with what it asks, ``lab_operation_change``; it also keeps a second
+change from reaching the lab meanwhile), the lab is called outside any transaction, and its
+answer is recorded under the order's row lock, with the shipment callback. The same steps serve
+the order actions after submission (``orders.actions``).
+
+A lab that gives no answer in time (the web request's budget spent, a timeout, a connection
+lost after sending) may have made the change all the same. Its intent is then kept, marked
+unanswered (``shipment_lab_answer_await``: the caller is told it is pending), and a job on the
+``labs`` queue asks the lab what it did (``shipment_lab_answer_reconcile``,
+``LabConnector.operation_done``) and records that through the same records a timely answer
+uses: a cancel made becomes ``Cancelled`` with its refund and callbacks, a hold held, a new
+carrier or address recorded; one not made is dropped. The lab answers' sweep queues the job
+again for every intent still unanswered, and for one a killed process left
+(``shipments_lab_answers_due``).
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,19 +27,23 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from common.tasks import task_enqueue_on_commit
 from labs.allocation import Infeasible, PlannedShipment, UnknownCurrency, plan_at_lab
 from labs.capabilities import capabilities_listed
 from labs.connectors import LabConnector, LabOrder, LabResult, connector_for
 from labs.connectors.siteflow import SiteflowConnector, carrier_alias_resolve
 from orders.charges import refund_write, shipping_adjustment_write
 from orders.events import order_stage_changed, shipment_changed
+from orders.issues import LAB_ANSWER_PENDING
 from orders.lab_orders import lab_order
-from orders.models import Order, PipelineStep, Shipment, ShipmentStatus, Stage
+from orders.models import Order, OrderIssue, PipelineStep, Shipment, ShipmentStatus, Stage
 from orders.payment_balance import (
     order_cancelled_settle,
     order_payment_settle,
     payment_raise_refusal,
 )
+from orders.payments import payment_sessions_expire_write
+from orders.pipeline.lanes import lab_call_place
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket, order_cost
 from orders.representation import order_recipient, shipment_address, shipment_recipient
@@ -36,8 +51,21 @@ from orders.representation import order_recipient, shipment_address, shipment_re
 # An intent older than this is left over from a process that died during its lab call.
 LAB_OPERATION_STALE = timedelta(minutes=5)
 BUSY_MESSAGE = "Another change to this shipment is in progress at its lab; try again in a moment."
+# The operations whose unanswered intents are settled by asking the lab (a resubmission's
+# cancel and a submission are resumed by their own jobs).
+LAB_OPERATIONS_RECONCILED = ("cancel", "hold", "unhold", "updateAddress", "updateShippingMethod")
+LAB_ANSWER_RECONCILE_TASK = "orders.tasks.shipment_lab_answer_reconcile_task"
+_OPERATION_WORDS = {
+    "cancel": "cancel",
+    "hold": "hold",
+    "unhold": "release of its hold",
+    "updateAddress": "new address",
+    "updateShippingMethod": "new shipping method",
+}
 
 LabCall = Callable[[LabConnector, LabOrder], LabResult]
+# What an operation asks, recorded with its intent (``Shipment.lab_operation_change``).
+Change = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -52,13 +80,22 @@ class ShipmentOperationResult:
 # --- the three steps, shared with the order actions ----------------------------------------
 
 
-def shipment_lab_call_begin(*, shipment: Shipment, operation: str) -> datetime | None:
-    """Record that ``operation`` is being sent to the shipment's lab; the token to end it
-    with, or None when another operation is under way."""
+def shipment_lab_call_begin(
+    *, shipment: Shipment, operation: str, change: Change | None = None
+) -> datetime | None:
+    """Record that ``operation`` (asking ``change``) is being sent to the shipment's lab; the
+    token to end it with, or None when another operation is under way. An operation whose
+    answer is being asked of the lab (``LAB_OPERATIONS_RECONCILED``) is never taken over: it
+    ends when the lab has said what it did."""
     now = timezone.now()
-    free = Q(lab_operation="") | Q(lab_operation_since__lt=now - LAB_OPERATION_STALE)
-    if not Shipment.objects.filter(free, id=shipment.id).update(
-        lab_operation=operation, lab_operation_since=now
+    stale = Q(lab_operation_since__lt=now - LAB_OPERATION_STALE) & ~Q(
+        lab_operation__in=LAB_OPERATIONS_RECONCILED
+    )
+    if not Shipment.objects.filter(Q(lab_operation="") | stale, id=shipment.id).update(
+        lab_operation=operation,
+        lab_operation_since=now,
+        lab_operation_change=None if change is None else dict(change),
+        lab_operation_unanswered_at=None,
     ):
         return None
     return now
@@ -67,8 +104,38 @@ def shipment_lab_call_begin(*, shipment: Shipment, operation: str) -> datetime |
 def shipment_lab_call_end(*, shipment: Shipment, token: datetime) -> None:
     """Clear our intent (not a later one that took over a stale intent of ours)."""
     Shipment.objects.filter(id=shipment.id, lab_operation_since=token).update(
-        lab_operation="", lab_operation_since=None
+        lab_operation="",
+        lab_operation_since=None,
+        lab_operation_change=None,
+        lab_operation_unanswered_at=None,
     )
+
+
+def shipment_lab_answer_await(
+    *, order: Order, shipment: Shipment, token: datetime, operation: str, merchant: bool
+) -> str:
+    """The lab did not answer ``operation`` in time (inside the transaction that records the
+    answers, under the order's lock): our intent is kept, marked unanswered, and the lab is
+    asked what it did once this commits (``shipment_lab_answer_reconcile``). For a change the
+    merchant asked, the order shows it pending (a ``LabAnswerPending`` issue on the shipment)
+    until that is recorded. What to tell the caller."""
+    Shipment.objects.filter(id=shipment.id, lab_operation_since=token).update(
+        lab_operation_unanswered_at=timezone.now()
+    )
+    told = (
+        f"Pending: lab {shipment.lab_code} did not answer the "
+        f"{_OPERATION_WORDS.get(operation, operation)} in time. The lab is being asked whether "
+        "it made it, and what it did is recorded then (a callback follows any change)."
+    )
+    if merchant:
+        OrderIssue.objects.update_or_create(
+            order=order,
+            object_id=shipment.public_id,
+            error_code=LAB_ANSWER_PENDING,
+            defaults={"description": told},
+        )
+    task_enqueue_on_commit(LAB_ANSWER_RECONCILE_TASK, shipment.id)
+    return told
 
 
 def lab_call(connector: LabConnector, payload: LabOrder, call: LabCall) -> LabResult:
@@ -153,9 +220,11 @@ def _operate(
     call: LabCall,
     record: Callable[[Order, Shipment], bool | None],
     check: Callable[[Shipment], str | None] = lambda shipment: None,
+    change: Callable[[Shipment], Change] = lambda shipment: {},
 ) -> ShipmentOperationResult:
-    """Check, record the intent, call the lab, record its answer (``record`` runs under the
-    order's row lock, only when the lab agreed, and says whether the order's stage changed)."""
+    """Check, record the intent (with what it asks, ``change``), call the lab, record its
+    answer (``record`` runs under the order's row lock, only when the lab agreed, and says
+    whether the order's stage changed). No answer in time: pending, the lab asked later."""
     current = Shipment.objects.select_related("order__environment").get(id=shipment.id)
     connector = shipment_connector(current)
     refusal = (
@@ -167,7 +236,9 @@ def _operate(
         refusal = "The lab has started producing the shipment."
     if refusal is not None:
         return ShipmentOperationResult(False, refusal, _fresh(current))
-    token = shipment_lab_call_begin(shipment=current, operation=operation)
+    token = shipment_lab_call_begin(
+        shipment=current, operation=operation, change={**change(current), "by": "staff"}
+    )
     if token is None:
         return ShipmentOperationResult(False, BUSY_MESSAGE, _fresh(current))
     try:
@@ -175,6 +246,11 @@ def _operate(
         with transaction.atomic():
             order = Order.objects.select_for_update().get(id=current.order_id)
             locked = Shipment.objects.select_related("order__environment").get(id=current.id)
+            if outcome.unanswered:
+                pending = shipment_lab_answer_await(
+                    order=order, shipment=locked, token=token, operation=operation, merchant=False
+                )
+                return ShipmentOperationResult(False, pending, _fresh(current))
             shipment_lab_call_end(shipment=locked, token=token)
             if outcome.successful and locked.status == ShipmentStatus.PROCESSING:
                 stage_changed = record(order, locked)
@@ -198,64 +274,126 @@ def _only_shipment(order: Order) -> bool:
     return Shipment.objects.filter(order=order).count() == 1
 
 
+# --- what each operation the lab made records (a timely answer, or a late one) ---------------
+
+
+def shipment_cancel_record(*, order: Order, shipment: Shipment) -> bool:
+    """The lab cancelled the shipment (under the order's lock): ``Cancelled``, its items and
+    shipping refunded, and the order cancelled (settled, its payment pages expired) when no
+    shipment of it is left. Whether the order's stage changed."""
+    shipment.status = ShipmentStatus.CANCELLED
+    shipment.save(update_fields=["status"])
+    refund_write(order=order, shipments=[shipment])
+    live = Shipment.objects.filter(order=order).exclude(status=ShipmentStatus.CANCELLED)
+    if not live.exists() and order.stage != Stage.CANCELLED:
+        order_transition(
+            order=order, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED
+        )
+        order_cancelled_settle(order=order)
+        payment_sessions_expire_write(order=order)
+        return True
+    order.last_updated = timezone.now()
+    order.save(update_fields=["last_updated"])
+    return False
+
+
+def _hold_record(order: Order, locked: Shipment) -> None:
+    locked.held_since = timezone.now()
+    locked.save(update_fields=["held_since"])
+
+
+def _unhold_record(order: Order, locked: Shipment) -> None:
+    if locked.held_since is not None:
+        held = (timezone.now() - locked.held_since).total_seconds()
+        locked.held_seconds += max(held, 0.0)
+    locked.held_since = None
+    locked.save(update_fields=["held_since", "held_seconds"])
+
+
+def _recipient_record(
+    order: Order, locked: Shipment, recipient: Mapping[str, Any], *, whole: bool
+) -> None:
+    """The lab holds ``recipient`` for the shipment: the order's address follows when this is
+    its one shipment (its whole recipient too when the merchant asked, ``whole``); the
+    shipment keeps the recipient its lab holds unless that is the order's."""
+    if _only_shipment(order):
+        columns = {**ORDER_ADDRESS_COLUMNS, **(ORDER_CONTACT_COLUMNS if whole else {})}
+        for column, key in columns.items():
+            value = (
+                recipient["address"].get(key)
+                if column in ORDER_ADDRESS_COLUMNS
+                else recipient.get(key)
+            )
+            setattr(order, column, value or "")
+        order.last_updated = timezone.now()
+        order.save(update_fields=[*columns, "last_updated"])
+    held = {**recipient, "address": dict(recipient["address"])}
+    locked.recipient = None if held == order_recipient(order) else held
+    locked.save(update_fields=["recipient"])
+
+
+def _method_record(order: Order, locked: Shipment, planned: PlannedShipment) -> None:
+    """The lab ships by ``planned``'s method: its carrier and price recorded, a cheaper one's
+    difference refunded, and the order's method follows once every shipment of it that is
+    not cancelled goes by that method."""
+    shipments_method_record(order=order, planned=[(locked, planned)])
+    order_payment_settle(order=order, cost=order_cost(order))
+    _order_method_follow(order, planned.shipping_method)
+
+
+def _order_method_follow(order: Order, shipping_method: str) -> None:
+    others = Shipment.objects.filter(order=order).exclude(status=ShipmentStatus.CANCELLED)
+    if not others.exclude(shipping_method=shipping_method).exists():
+        order.shipping_method = shipping_method
+        order.last_updated = timezone.now()
+        order.save(update_fields=["shipping_method", "last_updated"])
+
+
+def _carrier_record(
+    order: Order, locked: Shipment, *, shipping_method: str, carrier_alias: str
+) -> None:
+    carrier = carrier_alias_resolve(carrier_alias, shipping_method=shipping_method)
+    locked.shipping_method = shipping_method
+    locked.carrier_name, locked.carrier_service = carrier.name, carrier.service
+    locked.save(update_fields=["shipping_method", "carrier_name", "carrier_service"])
+    if _only_shipment(order):
+        order.shipping_method = shipping_method
+        order.last_updated = timezone.now()
+        order.save(update_fields=["shipping_method", "last_updated"])
+
+
+# --- operations ------------------------------------------------------------------------------
+
+
 def shipment_cancel(*, shipment: Shipment) -> ShipmentOperationResult:
     """Cancel the shipment at its lab, refund its items and shipping, and cancel the order
     when no shipment of it is left."""
-
-    def record(order: Order, locked: Shipment) -> bool:
-        locked.status = ShipmentStatus.CANCELLED
-        locked.save(update_fields=["status"])
-        refund_write(order=order, shipments=[locked])
-        live = Shipment.objects.filter(order=order).exclude(status=ShipmentStatus.CANCELLED)
-        if not live.exists() and order.stage != Stage.CANCELLED:
-            order_transition(
-                order=order, step=PipelineStep.CANCELLED, due_at=None, stage=Stage.CANCELLED
-            )
-            order_cancelled_settle(order=order)
-            return True
-        order.last_updated = timezone.now()
-        order.save(update_fields=["last_updated"])
-        return False
-
     return _operate(
         shipment=shipment,
         operation="cancel",
         call=lambda connector, payload: connector.cancel(payload),
-        record=record,
+        record=lambda order, locked: shipment_cancel_record(order=order, shipment=locked),
     )
 
 
 def shipment_hold(*, shipment: Shipment) -> ShipmentOperationResult:
     """Stop the shipment's production at its lab until ``shipment_unhold``."""
-
-    def record(order: Order, locked: Shipment) -> None:
-        locked.held_since = timezone.now()
-        locked.save(update_fields=["held_since"])
-
     return _operate(
         shipment=shipment,
         operation="hold",
         call=lambda connector, payload: connector.hold(payload),
-        record=record,
+        record=_hold_record,
         check=lambda s: "The shipment is already on hold." if s.is_held else None,
     )
 
 
 def shipment_unhold(*, shipment: Shipment) -> ShipmentOperationResult:
     """Release a hold: the lab resumes where it stopped."""
-
-    def record(order: Order, locked: Shipment) -> None:
-        if locked.held_since is not None:
-            held = (timezone.now() - locked.held_since).total_seconds()
-            locked.held_seconds += max(held, 0.0)
-        locked.held_since = None
-        locked.save(update_fields=["held_since", "held_seconds"])
-
     return _operate(
         shipment=shipment,
         operation="unhold",
         call=lambda connector, payload: connector.unhold(payload),
-        record=record,
+        record=_unhold_record,
         check=lambda s: None if s.is_held else "The shipment is not on hold.",
     )
 
@@ -277,15 +415,15 @@ def shipment_update_address(
 
     def record(order: Order, locked: Shipment) -> None:
         held = {**shipment_recipient(locked), "address": new_address}
-        if _only_shipment(order):
-            for column, key in ORDER_ADDRESS_COLUMNS.items():
-                setattr(order, column, new_address[key])
-            order.last_updated = timezone.now()
-            order.save(update_fields=[*ORDER_ADDRESS_COLUMNS, "last_updated"])
-        locked.recipient = None if held == order_recipient(order) else held
-        locked.save(update_fields=["recipient"])
+        _recipient_record(order, locked, held, whole=False)
 
-    return _operate(shipment=shipment, operation="updateAddress", call=call, record=record)
+    return _operate(
+        shipment=shipment,
+        operation="updateAddress",
+        call=call,
+        record=record,
+        change=lambda s: {"recipient": {**shipment_recipient(s), "address": new_address}},
+    )
 
 
 ORDER_ADDRESS_COLUMNS = {
@@ -295,6 +433,11 @@ ORDER_ADDRESS_COLUMNS = {
     "address_country_code": "countryCode",
     "address_town_or_city": "townOrCity",
     "address_state_or_county": "stateOrCounty",
+}
+ORDER_CONTACT_COLUMNS = {
+    "recipient_name": "name",
+    "recipient_email": "email",
+    "recipient_phone": "phoneNumber",
 }
 
 
@@ -358,14 +501,7 @@ def shipment_update_shipping_method(
 
     def record(order: Order, locked: Shipment) -> None:
         assert not isinstance(planned, str)
-        shipments_method_record(order=order, planned=[(locked, planned)])
-        # A cheaper method: the difference refunded.
-        order_payment_settle(order=order, cost=order_cost(order))
-        others = Shipment.objects.filter(order=order).exclude(status=ShipmentStatus.CANCELLED)
-        if not others.exclude(shipping_method=shipping_method).exists():
-            order.shipping_method = shipping_method
-            order.last_updated = timezone.now()
-            order.save(update_fields=["shipping_method", "last_updated"])
+        _method_record(order, locked, planned)
 
     return _operate(
         shipment=shipment,
@@ -373,6 +509,7 @@ def shipment_update_shipping_method(
         call=lambda connector, payload: connector.update_shipping_method(payload, shipping_method),
         record=record,
         check=check,
+        change=lambda s: {"shippingMethod": shipping_method},
     )
 
 
@@ -393,15 +530,111 @@ def shipment_update_carrier(
         return connector.update_carrier(payload, carrier_alias)
 
     def record(order: Order, locked: Shipment) -> None:
-        carrier = carrier_alias_resolve(carrier_alias, shipping_method=shipping_method)
-        locked.shipping_method = shipping_method
-        locked.carrier_name, locked.carrier_service = carrier.name, carrier.service
-        locked.save(update_fields=["shipping_method", "carrier_name", "carrier_service"])
-        if _only_shipment(order):
-            order.shipping_method = shipping_method
-            order.last_updated = timezone.now()
-            order.save(update_fields=["shipping_method", "last_updated"])
+        _carrier_record(order, locked, shipping_method=shipping_method, carrier_alias=carrier_alias)
 
     return _operate(
-        shipment=shipment, operation="updateShippingMethod", call=call, record=record, check=check
+        shipment=shipment,
+        operation="updateShippingMethod",
+        call=call,
+        record=record,
+        check=check,
+        change=lambda s: {"shippingMethod": shipping_method, "carrierAlias": carrier_alias},
+    )
+
+
+# --- late answers -----------------------------------------------------------------------------
+
+
+def _late_record(order: Order, locked: Shipment, operation: str, change: Change) -> bool:
+    """Record ``operation``, which the lab made, through what its timely answer records;
+    whether the order's stage changed."""
+    if operation == "cancel":
+        return shipment_cancel_record(order=order, shipment=locked)
+    if operation == "hold":
+        _hold_record(order, locked)
+    elif operation == "unhold":
+        _unhold_record(order, locked)
+    elif operation == "updateAddress":
+        whole = change.get("by") == "merchant"
+        _recipient_record(order, locked, change["recipient"], whole=whole)
+    elif operation == "updateShippingMethod" and change.get("carrierAlias"):
+        method, alias = str(change["shippingMethod"]), str(change["carrierAlias"])
+        _carrier_record(order, locked, shipping_method=method, carrier_alias=alias)
+    elif operation == "updateShippingMethod":
+        method = str(change["shippingMethod"])
+        planned = shipment_method_plan(shipment=locked, shipping_method=method)
+        if isinstance(planned, str):  # the engine no longer prices it: the method alone
+            locked.shipping_method = method
+            locked.save(update_fields=["shipping_method"])
+            _order_method_follow(order, method)
+        else:
+            _method_record(order, locked, planned)
+    return False
+
+
+def shipment_lab_answer_reconcile(*, shipment_id: int) -> str:
+    """Settle a change whose lab answer never came: ask the lab what it did
+    (``LabConnector.operation_done``) and record that, once, under the order's lock, with the
+    callbacks a timely answer sends; the intent ends and the order's pending issue goes. Says
+    what it found: ``made``, ``not made``, ``unknown`` (the lab cannot say now, or the call may
+    still be acted on: asked again by the sweep), ``none`` (nothing to settle: an intent still
+    awaiting its own answer, or none)."""
+    shipment = Shipment.objects.select_related("order__environment").filter(id=shipment_id).first()
+    if shipment is None or shipment.lab_operation not in LAB_OPERATIONS_RECONCILED:
+        return "none"
+    token, operation = shipment.lab_operation_since, shipment.lab_operation
+    now = timezone.now()
+    assert token is not None
+    if shipment.lab_operation_unanswered_at is None and token > now - LAB_OPERATION_STALE:
+        return "none"  # its caller is still waiting for the lab's answer
+    change: Change = shipment.lab_operation_change or {}
+    connector = shipment_connector(shipment)
+    # A real lab's calls from workers are limited per lab; the simulator waits on nothing.
+    place: AbstractContextManager[bool] = (
+        nullcontext(True) if connector.simulated else lab_call_place(shipment.lab_code)
+    )
+    with place as placed:
+        made = (
+            connector.operation_done(
+                replace(
+                    lab_order(shipment),
+                    carrier_name=shipment.carrier_name,
+                    carrier_service=shipment.carrier_service,
+                ),
+                operation,
+                change,
+            )
+            if placed
+            else None
+        )
+    settled = token + timedelta(seconds=connector.answer_window_seconds())
+    if made is None or (not made and timezone.now() < settled):
+        return "unknown"
+    with transaction.atomic():
+        order = Order.objects.select_for_update().get(id=shipment.order_id)
+        locked = Shipment.objects.select_related("order__environment").get(id=shipment.id)
+        if locked.lab_operation_since != token:
+            return "none"  # settled meanwhile
+        shipment_lab_call_end(shipment=locked, token=token)
+        OrderIssue.objects.filter(
+            order=order, object_id=locked.public_id, error_code=LAB_ANSWER_PENDING
+        ).delete()
+        if made and locked.status == ShipmentStatus.PROCESSING:
+            stage_changed = _late_record(order, locked, operation, change)
+            shipment_changed(order=order, shipment=locked)
+            if stage_changed:
+                order_stage_changed(order=order)
+    return "made" if made else "not made"
+
+
+def shipments_lab_answers_due(*, batch: int) -> list[int]:
+    """The shipments whose change awaits its lab's answer: unanswered in time, or left by a
+    process that died during the call (its intent older than ``LAB_OPERATION_STALE``)."""
+    stale = timezone.now() - LAB_OPERATION_STALE
+    return list(
+        Shipment.objects.exclude(lab_operation="")
+        .filter(lab_operation__in=LAB_OPERATIONS_RECONCILED)
+        .filter(Q(lab_operation_unanswered_at__isnull=False) | Q(lab_operation_since__lt=stale))
+        .order_by("lab_operation_since")
+        .values_list("id", flat=True)[:batch]
     )

@@ -2,8 +2,9 @@
 
 Where each goes (``CELERY_TASK_ROUTES``): ``order_advance_task`` to the queue of the step it
 queues (``orders.pipeline.routing``: ``downloads`` for the Download step, ``labs`` for Submit
-and Production, ``images`` for every other); the sweeper to ``sweeps`` (it must run on time,
-behind no long work); the purge to ``images``, the default queue.
+and Production, ``images`` for every other); a lab's late answer settled on ``labs`` (it calls
+the lab); the sweepers to ``sweeps`` (they must run on time, behind no long work); the purge to
+``images``, the default queue.
 """
 
 from celery import shared_task
@@ -20,6 +21,11 @@ from orders.pipeline.claims import orders_due_unclaimed
 from orders.pipeline.retention import images_purge_expired
 from orders.pipeline.scheduling import order_enqueue
 from orders.pipeline.state_machine import order_advance
+from orders.shipments import (
+    LAB_ANSWER_RECONCILE_TASK,
+    shipment_lab_answer_reconcile,
+    shipments_lab_answers_due,
+)
 
 SWEEP_BATCH = 500
 
@@ -57,6 +63,24 @@ def orders_sweep_task() -> int:
     for order_id, step in rows:
         order_enqueue(order_id=order_id, step=step)
     return len(rows)
+
+
+@shared_task(name=LAB_ANSWER_RECONCILE_TASK, ignore_result=True)
+def shipment_lab_answer_reconcile_task(shipment_id: int) -> str:
+    """Ask the lab what it did with a change whose answer never came, and record it (no
+    Celery retries: a lab that cannot say yet leaves the intent pending, and the lab answers'
+    sweep queues it again)."""
+    return shipment_lab_answer_reconcile(shipment_id=shipment_id)
+
+
+@shared_task(name="orders.tasks.lab_answers_sweep_task", ignore_result=True)
+def lab_answers_sweep_task() -> int:
+    """Queue the settling of every change still awaiting its lab's answer (unanswered in time,
+    or left by a process that died during the call), so none is lost."""
+    shipment_ids = shipments_lab_answers_due(batch=SWEEP_BATCH)
+    for shipment_id in shipment_ids:
+        task_enqueue(LAB_ANSWER_RECONCILE_TASK, shipment_id)
+    return len(shipment_ids)
 
 
 @shared_task(name="orders.tasks.payment_refund_send_task", ignore_result=True)

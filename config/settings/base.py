@@ -346,6 +346,7 @@ CELERY_TASK_ROUTES.append("orders.pipeline.routing.pipeline_task_route")
 CELERY_TASK_ROUTES.append(
     {
         "orders.tasks.orders_sweep_task": {"queue": "sweeps"},
+        "orders.tasks.lab_answers_sweep_task": {"queue": "sweeps"},
         "backoffice.tasks.bulk_jobs_sweep_task": {"queue": "sweeps"},
         "webhooks.tasks.events_sweep_task": {"queue": "sweeps"},
     }
@@ -357,6 +358,13 @@ FILE_URL_DAYS = env.int("FILE_URL_DAYS", default=7)
 LAB_FILE_URL_DAYS = env.int("LAB_FILE_URL_DAYS", default=60)
 CELERY_BEAT_SCHEDULE["orders-sweep"] = {
     "task": "orders.tasks.orders_sweep_task",
+    "schedule": PIPELINE_SWEEP_SECONDS,
+}
+# A change a lab did not answer in time is settled by asking the lab, on the labs queue (it
+# waits on the lab); its sweeper queues again whatever is still unsettled.
+CELERY_TASK_ROUTES.append({"orders.tasks.shipment_lab_answer_reconcile_task": {"queue": "labs"}})
+CELERY_BEAT_SCHEDULE["lab-answers-sweep"] = {
+    "task": "orders.tasks.lab_answers_sweep_task",
     "schedule": PIPELINE_SWEEP_SECONDS,
 }
 CELERY_BEAT_SCHEDULE["bulk-jobs-sweep"] = {

@@ -43,12 +43,16 @@ class LabOrder:
 @dataclass(frozen=True)
 class LabResult:
     """A lab's answer. An unsuccessful submission is tried again (up to ``LAB_SUBMIT_ATTEMPTS``)
-    only when ``retryable``: the lab was unreachable or failed (a 5xx), not when it refused."""
+    only when ``retryable``: the lab was unreachable or failed (a 5xx), not when it refused.
+    ``unanswered``: an operation was sent but no answer came in time (a timeout, a connection
+    lost after sending), so the lab may have done it; the caller asks it later
+    (``LabConnector.operation_done``) rather than take it as refused."""
 
     successful: bool
     reference: str = ""
     message: str = ""
     retryable: bool = True
+    unanswered: bool = False
 
 
 # How a lab order can end on the lab's side (``LabProgress.ended``).
@@ -106,6 +110,19 @@ class LabConnector(ABC):
     def progress(
         self, order: LabOrder, *, submitted_at: datetime, now: datetime
     ) -> LabProgress: ...
+
+    def answer_window_seconds(self) -> float:
+        """How long after an operation was sent the lab may still act on it (the longest a
+        call of ours lasts): an ``operation_done`` answer of False is believed only after."""
+        return 0.0
+
+    def operation_done(
+        self, order: LabOrder, operation: str, change: Mapping[str, Any]
+    ) -> bool | None:
+        """Whether the lab order shows ``operation`` done (a capability's name, with ``change``
+        as it was asked: ``shippingMethod``, ``carrierAlias``, ``recipient``), asked of the lab
+        when its answer to the operation never came; None when the lab cannot say now."""
+        return None
 
     @abstractmethod
     def cancel(self, order: LabOrder) -> LabResult: ...

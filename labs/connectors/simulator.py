@@ -146,6 +146,13 @@ class SimulatorConnector(LabConnector):
             tracking_url=url,
         )
 
+    def operation_done(
+        self, order: LabOrder, operation: str, change: Mapping[str, Any]
+    ) -> bool | None:
+        """Never: the simulator keeps no state of its own beyond submissions (what an operation
+        does is what the service records), so one whose answer was never recorded is undone."""
+        return False
+
     def _simple(self, capability: str, order: LabOrder) -> LabResult:
         if not self.supports(capability):
             return self._unsupported(capability)

@@ -11,7 +11,7 @@ wait that doubles from ``SITEFLOW_POLL_BASE_SECONDS`` up to ``SITEFLOW_POLL_MAX_
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -121,10 +121,35 @@ class _Answer:
     status: int
     body: Any
     garbled: bool = False  # a body came that is not JSON
+    location: str = ""  # a redirect's Location, without its query
 
     @property
     def ok(self) -> bool:
         return 200 <= self.status < 300
+
+    @property
+    def redirect(self) -> bool:
+        return 300 <= self.status < 400
+
+    def redirect_message(self) -> str:
+        """A redirect is not followed (the guarded client never follows one): most likely the
+        lab's base URL is not the site's API any more."""
+        to = f" to {self.location}" if self.location else ""
+        return (
+            f"Site Flow answered HTTP {self.status}, a redirect{to}, which is not followed: "
+            "check the lab's base URL."
+        )
+
+    def unexpected_message(self, what: str) -> str:
+        """Why a 2xx answer is not taken as ``what`` done."""
+        if self.garbled:
+            return f"Site Flow answered HTTP {self.status} with a body that is not JSON."
+        if self.body is None:
+            return f"Site Flow answered HTTP {self.status} without a body: not taken as {what}."
+        return (
+            f"Site Flow answered HTTP {self.status} with an answer that is not the lab order "
+            f"{what}: not taken as done."
+        )
 
     def site_message(self) -> str:
         """The site's ``error.message``, or ""."""
@@ -155,6 +180,38 @@ def _parse_time(value: object) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _named_order(body: Any, reference: str) -> Mapping[str, Any] | None:
+    """The Site Flow order in an answer (the body, or nested under ``order``) when its ``_id``
+    is ``reference``; None for any other answer."""
+    if not isinstance(body, dict) or not reference:
+        return None
+    for candidate in (body, body.get("order")):
+        if isinstance(candidate, dict) and candidate.get("_id") == reference:
+            return candidate
+    return None
+
+
+def _first_shipment(order: Mapping[str, Any]) -> Mapping[str, Any]:
+    shipments = order.get("shipments")
+    first = shipments[0] if isinstance(shipments, list) and shipments else None
+    return first if isinstance(first, dict) else {}
+
+
+def _held(order: Mapping[str, Any]) -> bool | None:
+    """Whether the site shows the order on hold (``held``, or the status ``onhold``); None
+    when it does not say."""
+    if order.get("status") == "onhold" or order.get("held") is True:
+        return True
+    if order.get("held") is False:
+        return False
+    return None
+
+
+def _carrier_alias_of(order: Mapping[str, Any]) -> object:
+    carrier = _first_shipment(order).get("carrier")
+    return carrier.get("alias") if isinstance(carrier, dict) else None
 
 
 def _order_id(body: Any) -> str:
@@ -251,16 +308,27 @@ class SiteflowConnector(LabConnector):
             )
         finally:
             session.close()
+        location = urlsplit(response.headers.get("Location", ""))._replace(query="", fragment="")
         try:
             parsed = json.loads(response.content) if response.content else None
         except ValueError:
-            return _Answer(response.status_code, None, garbled=True)
-        return _Answer(response.status_code, parsed)
+            return _Answer(response.status_code, None, garbled=True, location=location.geturl())
+        return _Answer(response.status_code, parsed, location=location.geturl())
 
     def _operation(
-        self, capability: str, order: LabOrder, suffix: str, body: Mapping[str, Any] | None
+        self,
+        capability: str,
+        order: LabOrder,
+        suffix: str,
+        body: Mapping[str, Any] | None,
+        *,
+        shows: Callable[[Mapping[str, Any]], bool],
+        what: str,
     ) -> LabResult:
-        """A staff operation on a submitted lab order: never raises, a failure is a message."""
+        """An operation on a submitted lab order: never raises, a failure is a message. Only
+        a 2xx whose answer is the lab order (its ``_id``) as the operation leaves it (``shows``)
+        is the operation done; a redirect is not followed; no answer (a timeout, a connection
+        lost after sending) is ``unanswered``: the site may have done it."""
         if not self.supports(capability):
             return self._unsupported(capability)
         if not order.reference:
@@ -272,14 +340,17 @@ class SiteflowConnector(LabConnector):
             answer = self._request("PUT", path, body)
         except OutboundError as exc:
             message = f"The lab could not be reached: {exc}"
-            return LabResult(False, reference=order.reference, message=message)
+            return LabResult(False, reference=order.reference, message=message, unanswered=exc.sent)
         except OutboundRefused as exc:
             return LabResult(False, reference=order.reference, message=str(exc))
-        if answer.ok and answer.garbled:  # not Site Flow's answer: not taken as done
-            message = f"Site Flow answered HTTP {answer.status} with a body that is not JSON."
-            return LabResult(False, reference=order.reference, message=message)
+        if answer.redirect:
+            return LabResult(False, reference=order.reference, message=answer.redirect_message())
         if answer.ok:
-            return LabResult(True, reference=order.reference)
+            found = _named_order(answer.body, order.reference)
+            if found is not None and shows(found):
+                return LabResult(True, reference=order.reference)
+            message = answer.unexpected_message(f"{order.reference} {what}")
+            return LabResult(False, reference=order.reference, message=message)
         return LabResult(False, reference=order.reference, message=answer.error_message())
 
     # --- the interface ------------------------------------------------------------------
@@ -364,6 +435,8 @@ class SiteflowConnector(LabConnector):
             return LabResult(False, message=str(exc), retryable=False)
         except OutboundError as exc:
             return LabResult(False, message=str(exc), retryable=True)
+        if answer.redirect:  # shown to staff on the shipment's issue, and tried again
+            return LabResult(False, message=answer.redirect_message(), retryable=True)
         reference = _order_id(answer.body)
         if answer.ok or answer.status == 409:
             if reference:
@@ -426,21 +499,23 @@ class SiteflowConnector(LabConnector):
             answer = self._request("GET", f"/order/{quote(order.reference, safe='')}")
         except (OutboundError, OutboundRefused) as exc:
             return LabProgress(next_check_at=next_check_at, extra={"error": str(exc)})
-        if not answer.ok or not isinstance(answer.body, dict):
+        if not answer.ok:
             return LabProgress(next_check_at=next_check_at, extra={"error": answer.error_message()})
-        status = str(answer.body.get("status") or "")
+        found = _named_order(answer.body, order.reference)
+        if found is None:
+            error = answer.unexpected_message(order.reference)
+            return LabProgress(next_check_at=next_check_at, extra={"error": error})
+        status = str(found.get("status") or "")
         extra = {"status": status}
         if status in (LAB_CANCELLED, LAB_ERROR):  # ended on the site's side: not asked again
-            return LabProgress(ended=status, message=_status_message(answer.body), extra=extra)
+            return LabProgress(ended=status, message=_status_message(found), extra=extra)
         if status == "inproduction":
             return LabProgress(in_production_at=now, next_check_at=next_check_at, extra=extra)
         if status != "shipped":  # printready: nothing to record yet
             return LabProgress(next_check_at=next_check_at, extra=extra)
-        shipments = answer.body.get("shipments")
-        first = shipments[0] if isinstance(shipments, list) and shipments else None
-        shipment: dict[str, Any] = first if isinstance(first, dict) else {}
-        found = shipment.get("carrier")
-        carrier: dict[str, Any] = found if isinstance(found, dict) else {}
+        shipment = _first_shipment(found)
+        named = shipment.get("carrier")
+        carrier: Mapping[str, Any] = named if isinstance(named, dict) else {}
         shipped_at = _parse_time(shipment.get("shippedAt")) or now
         return LabProgress(
             in_production_at=shipped_at,
@@ -456,26 +531,64 @@ class SiteflowConnector(LabConnector):
         """Cancel the lab order; one the site refuses because it is cancelled already (a
         cancel of ours that reached the site before a worker died, or the site's own) is a
         cancel done: the site is asked where the order stands before a refusal is believed."""
-        result = self._operation("cancel", order, "/cancel", None)
-        if result.successful or not order.reference or not self.supports("cancel"):
+        result = self._operation(
+            "cancel",
+            order,
+            "/cancel",
+            None,
+            shows=lambda found: found.get("status") == LAB_CANCELLED,
+            what="cancelled",
+        )
+        if result.successful or result.unanswered or not self.supports("cancel"):
             return result
-        try:
-            answer = self._request("GET", f"/order/{quote(order.reference, safe='')}")
-        except (OutboundError, OutboundRefused):
-            return result
-        if answer.ok and isinstance(answer.body, dict) and answer.body.get("status") == "cancelled":
+        if self._cancelled(order):
             return LabResult(True, reference=order.reference)
         return result
 
+    def _order_read(self, order: LabOrder) -> Mapping[str, Any] | None:
+        """The site's lab order (``GET /order/{id}``) when it answers with it, else None."""
+        if not order.reference:
+            return None
+        try:
+            answer = self._request("GET", f"/order/{quote(order.reference, safe='')}")
+        except (OutboundError, OutboundRefused):
+            return None
+        return _named_order(answer.body, order.reference) if answer.ok else None
+
+    def _cancelled(self, order: LabOrder) -> bool:
+        found = self._order_read(order)
+        return found is not None and found.get("status") == LAB_CANCELLED
+
     def hold(self, order: LabOrder) -> LabResult:
-        return self._operation("hold", order, "/hold", None)
+        return self._operation(
+            "hold",
+            order,
+            "/hold",
+            None,
+            shows=lambda found: (
+                _held(found) is not False and found.get("status") not in ("shipped", LAB_CANCELLED)
+            ),
+            what="on hold",
+        )
 
     def unhold(self, order: LabOrder) -> LabResult:
-        return self._operation("unhold", order, "/unhold", None)
+        return self._operation(
+            "unhold",
+            order,
+            "/unhold",
+            None,
+            shows=lambda found: _held(found) is not True,
+            what="released",
+        )
 
     def update_address(self, order: LabOrder, recipient: Mapping[str, Any]) -> LabResult:
         return self._operation(
-            "updateAddress", order, "/shipments/0", {"shipTo": ship_to(recipient)}
+            "updateAddress",
+            order,
+            "/shipments/0",
+            {"shipTo": ship_to(recipient)},
+            shows=lambda found: isinstance(_first_shipment(found).get("shipTo"), dict),
+            what="with its new address",
         )
 
     def update_shipping_method(self, order: LabOrder, shipping_method: str) -> LabResult:
@@ -486,5 +599,50 @@ class SiteflowConnector(LabConnector):
         """Ship the lab order with the site's carrier ``carrier_alias`` (the bulk shipping
         update names the alias itself rather than a method the lab's settings map)."""
         return self._operation(
-            "updateShippingMethod", order, "/shipments/0", {"carrier": {"alias": carrier_alias}}
+            "updateShippingMethod",
+            order,
+            "/shipments/0",
+            {"carrier": {"alias": carrier_alias}},
+            shows=lambda found: _carrier_alias_of(found) == carrier_alias,
+            what=f"with the carrier {carrier_alias}",
         )
+
+    def answer_window_seconds(self) -> float:
+        return float(settings.SITEFLOW_TIMEOUT_SECONDS)
+
+    def operation_done(
+        self, order: LabOrder, operation: str, change: Mapping[str, Any]
+    ) -> bool | None:
+        """What the site's lab order (``GET /order/{id}``) shows of the operation: a cancel
+        done is its status ``cancelled``; a hold, ``held: true`` (or the status ``onhold``); a
+        release, ``held: false``; a new carrier, its first shipment's ``carrier.alias``; a new
+        address, its first shipment's ``shipTo`` holding every field sent. None when the site
+        cannot be asked, answers something else, or does not say whether it is held."""
+        if not order.reference:
+            return None
+        found = self._order_read(order)
+        if found is None:
+            return None
+        status = found.get("status")
+        if operation == "cancel":
+            return status == LAB_CANCELLED
+        if status == LAB_CANCELLED:
+            return False
+        if operation == "hold":
+            held = _held(found)
+            return None if held is None and status != "shipped" else held is True
+        if operation == "unhold":
+            held = _held(found)
+            return None if held is None else not held
+        if operation == "updateShippingMethod":
+            alias = change.get("carrierAlias") or self._carrier_alias(
+                str(change.get("shippingMethod") or "")
+            )
+            return _carrier_alias_of(found) == alias
+        if operation == "updateAddress":
+            held_to = _first_shipment(found).get("shipTo")
+            sent = ship_to(change.get("recipient") or {})
+            return isinstance(held_to, dict) and all(
+                held_to.get(key) == value for key, value in sent.items() if value is not None
+            )
+        return None

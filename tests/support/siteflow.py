@@ -8,9 +8,12 @@ shipments, and refuses operations on shipped or cancelled orders with a 400 ``{"
 list, empty when there is none). Tests move an order on with ``advance`` and ``ship``, can make
 the next submissions fail with a 5xx after the order was stored (``fail_next_submissions``),
 make the site hang (``hang``: every request waits unanswered until ``release``), and hold the
-answers of submissions and cancels for a while after the site has done them
-(``answer_delays``: a worker killed meanwhile never hears the answer). ``submissions`` counts
-the submissions of each ``sourceOrderId``.
+answers of submissions and operations for a while after the site has done them
+(``answer_delays``: a worker killed meanwhile, or a caller whose time ran out, never hears the
+answer). ``stand_in`` answers a kind of request with what something in front of the site would
+(a 200 with an empty or unrelated body, a 302) without the site seeing it. An order shows
+whether it is on hold (``held``). ``place`` puts an order at the site as if it had been
+submitted. ``submissions`` counts the submissions of each ``sourceOrderId``.
 """
 
 import collections
@@ -53,7 +56,12 @@ class SiteOrder:
             "trackingUrl": self.tracking_url or None,
             "shippedAt": self.shipped_at or None,
         }
-        answer: dict[str, Any] = {"_id": self.id, "status": self.status, "shipments": [shipment]}
+        answer: dict[str, Any] = {
+            "_id": self.id,
+            "status": self.status,
+            "held": self.held,
+            "shipments": [shipment],
+        }
         if source_order_id:
             answer["orderData"] = {"sourceOrderId": source_order_id}
         if self.message:
@@ -86,8 +94,13 @@ class SiteflowServer:
         self.most_held = 0  # the most that waited at once
         self.arrived_hanging = 0  # requests that arrived while the site hung
         self._released = threading.Event()
-        # Seconds an answer waits after the site has done the work: "submit", "cancel".
+        # Seconds an answer waits after the site has done the work, by kind of request
+        # (``_kind``): "submit", "cancel", "hold", "unhold", "shipments" (a new address or
+        # carrier).
         self.answer_delays: dict[str, float] = {}
+        # Kinds of request answered by something in front of the site (``stand_in``).
+        self.stand_ins: dict[str, tuple[int, bytes, dict[str, str]]] = {}
+        self.stood_in: collections.Counter[str] = collections.Counter()
         self.submissions: collections.Counter[str] = collections.Counter()  # by sourceOrderId
         self.lookups = 0  # searches by sourceOrderId
         self.in_flight: collections.Counter[str] = collections.Counter()  # answers held now
@@ -131,6 +144,27 @@ class SiteflowServer:
     def release(self) -> None:
         self.hanging = False
         self._released.set()
+
+    def stand_in(
+        self, kind: str, status: int, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> None:
+        """From now on requests of ``kind`` (as ``answer_delays`` names them) are answered
+        ``status`` with ``body`` (and ``headers``) by something in front of the site: the site
+        never sees them, so nothing is done."""
+        self.stand_ins[kind] = (status, body, dict(headers or {}))
+
+    def place(self, source_order_id: str, *, ship_to: dict[str, Any], carrier_alias: str) -> str:
+        """An order at the site for ``source_order_id`` (a shipment's id), as a submission
+        would have left it; its Site Flow id."""
+        with self._lock:
+            order = SiteOrder(
+                id=f"sf{next(self._ids):06d}",
+                submitted={},
+                ship_to=dict(ship_to),
+                carrier={"alias": carrier_alias},
+            )
+            self.orders[source_order_id] = order
+        return order.id
 
     def order(self, source_order_id: str) -> SiteOrder:
         return self.orders[source_order_id]
@@ -207,9 +241,14 @@ class SiteflowServer:
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
         request = Request(environ)
+        kind = _kind(request)
+        if kind in self.stand_ins:
+            status, body, headers = self.stand_ins[kind]
+            with self._lock:
+                self.stood_in[kind] += 1
+            return Response(body, status=status, headers=headers)(environ, start_response)
         with self._lock:
             response = self._answer(request)
-        kind = _kind(request)
         held = self.answer_delays.get(kind, 0.0) if kind else 0.0
         if held:
             with self._lock:
@@ -322,11 +361,16 @@ class SiteflowServer:
 
 
 def _kind(request: Request) -> str:
-    """What a request does, for ``answer_delays``: "submit", "cancel", or ""."""
+    """What a request does, for ``answer_delays`` and ``stand_in``: "submit", "cancel",
+    "hold", "unhold", "shipments", or ""."""
     if request.method == "POST" and request.path.endswith("/order"):
         return "submit"
-    if request.method == "PUT" and request.path.endswith("/cancel"):
-        return "cancel"
+    if request.method == "PUT":
+        for kind in ("cancel", "hold", "unhold"):
+            if request.path.endswith(f"/{kind}"):
+                return kind
+        if request.path.endswith("/shipments/0"):
+            return "shipments"
     return ""
 
 

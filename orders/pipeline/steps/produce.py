@@ -249,6 +249,14 @@ def order_shipments_track(*, order: Order) -> Tracked:
             busy = now + lab_busy_retry()
             tracked.next_check = min(tracked.next_check or busy, busy)
             continue
+        if progress.ended == LAB_CANCELLED and shipment.lab_operation == "cancel":
+            # A cancel of ours whose answer is awaited: the lab made it, and it is recorded as
+            # the cancel it is (refunded) by its caller or the late answer's job, not as the
+            # lab's own (``orders.shipments.shipment_lab_answer_reconcile``).
+            tracked.all_shipped = False
+            busy = now + lab_busy_retry()
+            tracked.next_check = min(tracked.next_check or busy, busy)
+            continue
         if progress.ended:
             order_locked()
             tracked.all_shipped = False

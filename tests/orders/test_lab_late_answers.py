@@ -1,0 +1,404 @@
+"""A lab's answer that comes after the web request's budget is reconciled: the caller is told
+the change is pending, and a job asks the site (``GET /order/{id}``) and records what it did
+through the records a timely answer uses (a cancel refunded and called back, a hold held, a
+new carrier and price). Answers that are not Site Flow's are errors, and a redirect at
+submission is tried again rather than failing the shipment for good."""
+
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from pytest_httpserver import HTTPServer
+from rest_framework.test import APIClient
+
+from labs.connectors.siteflow import ship_to
+from labs.models import Lab
+from orders.issues import LAB_ANSWER_PENDING
+from orders.models import (
+    Charge,
+    ChargeType,
+    Order,
+    OrderIssue,
+    PipelineStep,
+    Shipment,
+    ShipmentStatus,
+    Stage,
+)
+from orders.pipeline.state_machine import order_advance
+from orders.pipeline.steps.produce import order_shipments_track
+from orders.representation import order_recipient, shipment_recipient
+from orders.tasks import lab_answers_sweep_task
+from tests.support.images import jpeg_bytes
+from tests.support.orders import events_of, order_at_labs
+from tests.support.siteflow import SiteflowServer, site_running, siteflow_lab
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue", "eager_tasks")]
+
+TOKEN = "token-late"
+SECRET = "s3cret-late-answers"
+TYPE = "com.service.order"
+
+
+@pytest.fixture
+def site(settings: Any) -> Iterator[SiteflowServer]:
+    with site_running(settings, token=TOKEN, secret=SECRET) as server:
+        yield server
+
+
+@pytest.fixture
+def tight(settings: Any) -> None:
+    """The production numbers scaled down: 1.5 s for a request's lab calls, 3 s a call."""
+    settings.REQUEST_TIMEOUT_SECONDS = 6.0
+    settings.LAB_CALLS_BUDGET_SECONDS = 1.5
+    settings.SITEFLOW_TIMEOUT_SECONDS = 3.0
+
+
+def at_the_site(api: APIClient, site: SiteflowServer) -> Shipment:
+    """A Live order whose one shipment is an order at the Site Flow site ``site``."""
+    order = order_at_labs(api, callbackUrl="https://hooks.example.com/in")
+    shipment = Shipment.objects.get(order=order)
+    Lab.objects.filter(code=shipment.lab_code).update(
+        connector="siteflow",
+        siteflow_base_url=site.base_url,
+        siteflow_token=TOKEN,
+        siteflow_secret=SECRET,
+        siteflow_destination="late",
+        siteflow_carrier_aliases={"Standard": "royalmail-48", "Express": "dhl-express"},
+    )
+    reference = site.place(
+        shipment.public_id,
+        ship_to=ship_to(shipment_recipient(shipment)),
+        carrier_alias="royalmail-48",
+    )
+    Shipment.objects.filter(id=shipment.id).update(lab_order_reference=reference)
+    return Shipment.objects.select_related("order__environment").get(id=shipment.id)
+
+
+def answered_late(
+    django_capture_on_commit_callbacks: Any, send: Callable[[], Any]
+) -> tuple[Any, list[Callable[[], None]]]:
+    """``send``'s response, and what its transactions queued on commit (not run yet)."""
+    with django_capture_on_commit_callbacks() as queued:
+        response = send()
+    assert response.status_code == 200, response.content
+    return response.json(), list(queued)
+
+
+def run(queued: list[Callable[[], None]]) -> None:
+    """Send what was queued (tasks run in-process: ``eager_tasks``)."""
+    for callback in queued:
+        callback()
+
+
+def event_types(order: Order) -> list[str]:
+    return [e["type"].removeprefix(TYPE + ".") for e in events_of(order.public_id)]
+
+
+def issues(order: Order) -> list[tuple[str, str]]:
+    return list(OrderIssue.objects.filter(order=order).values_list("object_id", "error_code"))
+
+
+# --- late answers ---------------------------------------------------------------------------
+
+
+def test_a_cancel_the_site_makes_after_the_budget_is_pending_then_cancelled_and_refunded(
+    site: SiteflowServer,
+    tight: None,
+    live_api: APIClient,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    shipment = at_the_site(live_api, site)
+    order = shipment.order
+    charged = sum(c.total_cost for c in Charge.objects.filter(order=order))
+    site.answer_delays["cancel"] = 3.0  # the site cancels, and answers after the budget
+    before = event_types(order)
+
+    body, queued = answered_late(
+        django_capture_on_commit_callbacks,
+        lambda: live_api.post(f"/v4.0/orders/{order.public_id}/actions/cancel"),
+    )
+
+    assert body["outcome"] == "FailedToCancel"
+    [issue] = body["order"]["status"]["issues"]
+    assert (issue["objectId"], issue["errorCode"]) == (shipment.public_id, LAB_ANSWER_PENDING)
+    assert issue["description"].startswith(
+        "Pending: lab gb1 did not answer the cancel in time. The lab is being asked"
+    )
+    assert body["order"]["status"]["stage"] == "InProgress"
+    assert site.order(shipment.public_id).status == "cancelled"
+    pending = Shipment.objects.get(id=shipment.id)
+    assert (pending.status, pending.lab_operation) == (ShipmentStatus.PROCESSING, "cancel")
+    assert pending.lab_operation_unanswered_at is not None
+    assert event_types(order) == before
+
+    run(queued)  # the reconcile job asks the site and records its truth
+
+    shipment.refresh_from_db()
+    order.refresh_from_db()
+    assert (shipment.status, shipment.lab_operation, shipment.lab_ended_at) == (
+        ShipmentStatus.CANCELLED, "", None,
+    )  # fmt: skip
+    assert (order.stage, order.pipeline_step) == (Stage.CANCELLED, PipelineStep.CANCELLED)
+    [refund] = Charge.objects.filter(order=order, charge_type=ChargeType.REFUND)
+    assert refund.total_cost == -charged
+    assert issues(order) == []
+    assert event_types(order)[len(before) :] == [
+        "shipments.shipment#Cancelled",
+        "status.stage.changed#Cancelled",
+    ]
+    shown = live_api.get(f"/v4.0/orders/{order.public_id}").json()["order"]
+    assert shown["status"]["stage"] == "Cancelled"
+    assert shown["status"]["issues"] == []
+
+
+def test_a_hold_the_site_makes_after_the_budget_is_pending_then_held(
+    site: SiteflowServer,
+    tight: None,
+    live_api: APIClient,
+    staff_api: APIClient,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    shipment = at_the_site(live_api, site)
+    site.answer_delays["hold"] = 3.0
+    before = event_types(shipment.order)
+
+    body, queued = answered_late(
+        django_capture_on_commit_callbacks,
+        lambda: staff_api.post(
+            f"/v4.0/orders/{shipment.order.public_id}/shipments/{shipment.public_id}/hold"
+        ),
+    )
+
+    assert body["success"] is False
+    assert body["message"].startswith("Pending: lab gb1 did not answer the hold in time.")
+    assert site.order(shipment.public_id).held is True
+    assert Shipment.objects.get(id=shipment.id).is_held is False
+    assert issues(shipment.order) == []  # staff's own operation: not the merchant's concern
+
+    run(queued)
+
+    shipment.refresh_from_db()
+    assert shipment.is_held is True
+    assert (shipment.status, shipment.lab_operation) == (ShipmentStatus.PROCESSING, "")
+    assert event_types(shipment.order)[len(before) :] == ["shipments.shipment#Processing"]
+
+
+def test_a_new_method_the_site_makes_after_the_budget_is_pending_then_recorded_with_its_price(
+    site: SiteflowServer,
+    tight: None,
+    live_api: APIClient,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    shipment = at_the_site(live_api, site)
+    order = shipment.order
+    site.answer_delays["shipments"] = 3.0
+    before = event_types(order)
+
+    body, queued = answered_late(
+        django_capture_on_commit_callbacks,
+        lambda: live_api.post(
+            f"/v4.0/orders/{order.public_id}/actions/updateShippingMethod",
+            {"shippingMethod": "Express"},
+            format="json",
+        ),
+    )
+
+    assert body["outcome"] == "FailedToUpdate"
+    [result] = body["shipmentUpdateResults"]
+    assert (result["shipmentId"], result["successful"]) == (shipment.public_id, False)
+    assert result["description"].startswith(
+        "Pending: lab gb1 did not answer the new shipping method in time."
+    )
+    assert body["order"]["shippingMethod"] == "Standard"
+    assert site.order(shipment.public_id).carrier == {"alias": "dhl-express"}
+
+    run(queued)
+
+    shipment.refresh_from_db()
+    order.refresh_from_db()
+    assert (shipment.shipping_method, order.shipping_method) == ("Express", "Express")
+    assert shipment.lab_operation == ""
+    shipping = Charge.objects.filter(order=order, charge_type=ChargeType.SHIPPING)
+    assert shipping.count() == 2  # the original and the adjustment to Express's price
+    assert shipping.order_by("created", "id").last().total_cost > Decimal("0")  # type: ignore[union-attr]
+    assert issues(order) == []
+    assert event_types(order)[len(before) :] == ["shipments.shipment#Processing"]
+    shown = live_api.get(f"/v4.0/orders/{order.public_id}").json()["order"]
+    assert shown["shippingMethod"] == "Express"
+
+
+def test_the_production_check_leaves_a_cancel_awaiting_its_answer_to_be_recorded_as_a_cancel(
+    site: SiteflowServer,
+    tight: None,
+    live_api: APIClient,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Before the job runs, the pipeline's own check sees the site's cancel: it is not taken as
+    the lab's own (LabCancelled, unrefunded) but left to be recorded as the merchant's."""
+    shipment = at_the_site(live_api, site)
+    order = shipment.order
+    site.answer_delays["cancel"] = 3.0
+    _, queued = answered_late(
+        django_capture_on_commit_callbacks,
+        lambda: live_api.post(f"/v4.0/orders/{order.public_id}/actions/cancel"),
+    )
+    Order.objects.filter(id=order.id).update(submitted_at=timezone.now())
+
+    tracked = order_shipments_track(
+        order=Order.objects.select_related("environment").get(id=order.id)
+    )
+
+    assert tracked.cancelled_now == [] and tracked.stranded is False
+    assert Shipment.objects.get(id=shipment.id).status == ShipmentStatus.PROCESSING
+    run(queued)
+    assert Order.objects.get(id=order.id).stage == Stage.CANCELLED
+    assert issues(order) == []
+
+
+def test_the_sweep_settles_an_intent_a_killed_process_left_with_what_the_lab_did(
+    sandbox_api: APIClient,
+) -> None:
+    """A process killed during its lab call leaves its intent: the lab answers' sweep asks the
+    lab (the simulator keeps nothing, so the hold was not made) and ends it."""
+    shipment = Shipment.objects.get(order=order_at_labs(sandbox_api))
+    Shipment.objects.filter(id=shipment.id).update(
+        lab_operation="hold",
+        lab_operation_since=timezone.now() - timedelta(minutes=6),
+        lab_operation_change={"by": "staff"},
+    )
+
+    assert lab_answers_sweep_task() == 1
+
+    shipment.refresh_from_db()
+    assert (shipment.lab_operation, shipment.lab_operation_since, shipment.is_held) == (
+        "", None, False,
+    )  # fmt: skip
+    assert lab_answers_sweep_task() == 0
+
+
+# --- answers that are not Site Flow's -------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [b"", b'{"ok": true}', b'{"data": []}'])
+def test_a_200_that_is_not_the_lab_order_is_no_new_address_stored(
+    site: SiteflowServer, live_api: APIClient, staff_api: APIClient, answer: bytes
+) -> None:
+    shipment = at_the_site(live_api, site)
+    site.stand_in("shipments", 200, answer, {"Content-Type": "application/json"})
+    recipient_before = order_recipient(shipment.order)
+
+    body = staff_api.post(
+        f"/v4.0/orders/{shipment.order.public_id}/shipments/{shipment.public_id}/updateAddress",
+        {"address": {"line1": "9 New Street", "postalOrZipCode": "EC1A 1BB",
+                     "countryCode": "GB", "townOrCity": "London"}},
+        format="json",
+    ).json()  # fmt: skip
+
+    assert body["success"] is False
+    assert body["message"].startswith("Site Flow answered HTTP 200 ")
+    assert body["message"].endswith("not taken as done.") or "without a body" in body["message"]
+    assert site.stood_in["shipments"] == 1
+    stored = Shipment.objects.select_related("order").get(id=shipment.id)
+    assert stored.recipient is None
+    assert order_recipient(stored.order) == recipient_before
+    assert stored.lab_operation == ""
+
+
+@pytest.mark.parametrize("operation", ["hold", "unhold"])
+def test_a_200_that_is_not_the_lab_order_is_no_hold_or_release(
+    site: SiteflowServer, live_api: APIClient, staff_api: APIClient, operation: str
+) -> None:
+    shipment = at_the_site(live_api, site)
+    if operation == "unhold":
+        Shipment.objects.filter(id=shipment.id).update(held_since=timezone.now())
+    site.stand_in(operation, 200, b'{"message": "OK"}', {"Content-Type": "application/json"})
+
+    body = staff_api.post(
+        f"/v4.0/orders/{shipment.order.public_id}/shipments/{shipment.public_id}/{operation}"
+    ).json()
+
+    assert body["success"] is False
+    assert body["message"].startswith("Site Flow answered HTTP 200 with an answer that is not")
+    assert Shipment.objects.get(id=shipment.id).is_held is (operation == "unhold")
+
+
+def test_a_merchants_new_recipient_answered_by_an_empty_200_changes_nothing(
+    site: SiteflowServer, live_api: APIClient
+) -> None:
+    shipment = at_the_site(live_api, site)
+    site.stand_in("shipments", 200)
+    recipient_before = order_recipient(shipment.order)
+    new = {**recipient_before, "name": "Grace Hopper",
+           "address": {**recipient_before["address"], "line1": "9 New Street"}}  # fmt: skip
+
+    body = live_api.post(
+        f"/v4.0/orders/{shipment.order.public_id}/actions/updateRecipient", new, format="json"
+    ).json()
+
+    assert body["outcome"] == "FailedToUpdate"
+    assert body["shipmentUpdateResults"][0]["successful"] is False
+    assert order_recipient(Order.objects.get(id=shipment.order_id)) == recipient_before
+    assert site.order(shipment.public_id).ship_to["address1"] == "1 Analytical Row"
+
+
+# --- a redirect at submission ---------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_redirect_at_submission_is_shown_to_staff_and_tried_again_not_a_final_failure(
+    site: SiteflowServer, settings: Any, live_api: APIClient, httpserver: HTTPServer,
+    live_server: Any,
+) -> None:  # fmt: skip
+    settings.LIVE_BASE_URL = live_server.url
+    siteflow_lab(site)
+    site.stand_in("submit", 302, b"", {"Location": "https://moved.example.com/api/order?x=1"})
+    httpserver.expect_request("/moved.jpg").respond_with_data(
+        jpeg_bytes(), content_type="image/jpeg"
+    )
+    response = live_api.post(
+        "/v4.0/orders",
+        {
+            "merchantReference": "MR-moved",
+            "shippingMethod": "Standard",
+            "recipient": {
+                "name": "Ada Lovelace",
+                "address": {"line1": "1 Analytical Row", "postalOrZipCode": "SW1A 1AA",
+                            "countryCode": "GB", "townOrCity": "London"},
+            },
+            "items": [{"sku": "GLOBAL-PHO-4X6", "copies": 1,
+                       "assets": [{"url": httpserver.url_for("/moved.jpg")}]}],
+        },
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 200, response.content
+    order_pk = int(response.json()["order"]["id"].split("_", 1)[1])
+
+    for _ in range(10):
+        order = Order.objects.get(id=order_pk)
+        if Shipment.objects.filter(order_id=order_pk, submit_attempts__gte=1).exists():
+            break
+        Order.objects.filter(id=order_pk, due_at__isnull=False).update(due_at=timezone.now())
+        order_advance(order_id=order_pk)
+
+    order = Order.objects.get(id=order_pk)
+    shipment = Shipment.objects.get(order_id=order_pk)
+    assert order.pipeline_step == PipelineStep.SUBMIT  # to be tried again, not Failed
+    assert order.due_at is not None
+    assert shipment.submit_attempts == 1
+    [issue] = OrderIssue.objects.filter(order_id=order_pk)
+    assert issue.description == (
+        f"Lab gb1 refused shipment {shipment.public_id} (attempt 1 of 5): Site Flow answered "
+        "HTTP 302, a redirect to https://moved.example.com/api/order, which is not followed: "
+        "check the lab's base URL."
+    )
+
+    del site.stand_ins["submit"]  # the site's address works again: the next attempt goes
+    Order.objects.filter(id=order_pk).update(due_at=timezone.now())
+    order_advance(order_id=order_pk)
+
+    shipment.refresh_from_db()
+    assert shipment.lab_order_reference == site.order(shipment.public_id).id
+    assert Order.objects.get(id=order_pk).pipeline_step == PipelineStep.PRODUCTION
