@@ -36,6 +36,8 @@ from redis.exceptions import NoScriptError
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
+from common.addresses import client_address
+
 logger = logging.getLogger(__name__)
 RATE_LIMIT_FAILURES = {"count": 0}
 
@@ -201,6 +203,10 @@ def bucket_count_request(key: str, limit: int, seconds: int) -> float | None:
 
 class FailOpenRateThrottle(SimpleRateThrottle):
     redis_wait: float | None = None
+
+    def get_ident(self, request: Request) -> str:
+        """The client's address, as everything reads it (``common.addresses``)."""
+        return client_address(request)
 
     def allow_request(self, request: Request, view: Any) -> bool:
         try:

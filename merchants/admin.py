@@ -80,10 +80,10 @@ class EnvironmentAdmin(admin.ModelAdmin):
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     change_form_template = "admin/merchants/environment/change_form.html"
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        fields = ["merchant", "kind", "callback_url", "pause_mode", "pause_minutes"]
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        fields = ("merchant", "kind", "callback_url", "pause_mode", "pause_minutes")
         if self.has_change_permission(request, obj):  # administrators; never operators
-            fields += ["signing_secret", "previous_signing_secret_until"]
+            return (*fields, "signing_secret", "previous_signing_secret_until")
         return fields
 
     @admin.display(description="Signing secret")

@@ -55,6 +55,7 @@ def test_start_runs_every_process_of_the_procfile_behind_nginx(tmp_path: Path) -
         tmp_path / "test.env",
         {
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+            "METRICS_TOKEN": secrets.token_urlsafe(32),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
             "DATABASE_URL": database_url(),
             "REDIS_URL": settings.REDIS_URL,
