@@ -30,6 +30,10 @@ class RoleRequired(drf.PermissionDenied):
     """Authenticated, but without the role the operation needs: 401 whose text says which."""
 
 
+class PermissionRequired(drf.PermissionDenied):
+    """Staff whose role does not allow the operation: 403 whose text says which role does."""
+
+
 def _pascal(code: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in str(code).split("_"))
 
@@ -89,6 +93,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     elif isinstance(exc, RoleRequired):
         body = error_body("Unauthorized", 401, {"reason": str(exc.detail)}, text=str(exc.detail))
         headers["WWW-Authenticate"] = 'ApiKey header="X-API-Key"'
+    elif isinstance(exc, PermissionRequired):
+        body = error_body("Unauthorized", 403, {"reason": str(exc.detail)}, text=str(exc.detail))
     elif isinstance(exc, drf.PermissionDenied | DjangoPermissionDenied):
         body = error_body("Unauthorized", 401, {"reason": str(getattr(exc, "detail", exc))})
         headers["WWW-Authenticate"] = 'ApiKey header="X-API-Key"'

@@ -1,10 +1,14 @@
 """Requests counted and timed by route, and the scrape endpoint ``GET /metrics``.
 
-The endpoint answers a staff user signed in to the admin, or a client whose address is in
-``METRICS_ALLOWED_NETWORKS`` (loopback by default: a Prometheus on the same machine or behind
-the proxy's own network); anyone else gets the JSON 404, as for an unknown path.
+The endpoint answers a staff user signed in to the admin, or a scrape sending
+``Authorization: Bearer {METRICS_TOKEN}`` (production requires the token); without a token
+(local and test settings), a client whose address (``common.addresses``, through
+``NUM_PROXIES``) is in ``METRICS_ALLOWED_NETWORKS`` instead. Anyone else gets the JSON 404, as
+for an unknown path. At most ``METRICS_CONCURRENT_SCRAPES`` scrapes run at once over all
+processes; one more is answered 429 at once.
 """
 
+import hmac
 import ipaddress
 import time
 from collections.abc import Callable
@@ -15,7 +19,12 @@ from django.http import HttpRequest, HttpResponse
 from prometheus_client import Counter, Histogram
 
 from api.envelope import error_response
+from common.addresses import client_address
+from common.concurrency import places_held
 from common.metrics import CONTENT_TYPE, HTTP_LATENCY, HTTP_REQUESTS, metrics_text
+
+# A scrape holds its place this long at most (one that died frees it so).
+SCRAPE_SECONDS = 30
 
 
 class RequestMetricsMiddleware:
@@ -52,12 +61,21 @@ def _requests(route: str, method: str, status: int) -> Counter:
     return HTTP_REQUESTS.labels(route, method, str(status))
 
 
+def _token_sent(request: HttpRequest, token: str) -> bool:
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode(), token.encode()
+    )
+
+
 def _allowed(request: HttpRequest) -> bool:
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated and user.is_staff:
         return True
+    if settings.METRICS_TOKEN:
+        return _token_sent(request, settings.METRICS_TOKEN)
     try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+        address = ipaddress.ip_address(client_address(request))
     except ValueError:
         return False
     return any(
@@ -69,4 +87,11 @@ def _allowed(request: HttpRequest) -> bool:
 def metrics(request: HttpRequest) -> HttpResponse:
     if not _allowed(request):
         return error_response("EndpointDoesNotExist", 404, {"path": request.path})
-    return HttpResponse(metrics_text(), content_type=CONTENT_TYPE)
+    with places_held(
+        {"metrics-scrapes": settings.METRICS_CONCURRENT_SCRAPES}, seconds=SCRAPE_SECONDS
+    ) as placed:
+        if not placed:
+            refused = error_response("TooManyRequests", 429, {"retryAfterSeconds": 1})
+            refused["Retry-After"] = "1"
+            return refused
+        return HttpResponse(metrics_text(), content_type=CONTENT_TYPE)

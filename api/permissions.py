@@ -4,8 +4,9 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from api.authentication import ApiClient
-from api.exceptions import RoleRequired
-from staff.selectors import is_administrator, is_staff_user
+from api.exceptions import PermissionRequired, RoleRequired
+from staff.roles import OPERATOR_PERMISSIONS
+from staff.selectors import is_staff_user
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -18,21 +19,21 @@ class HasApiKey(BasePermission):
         return isinstance(request.user, ApiClient)
 
 
-class IsStaff(BasePermission):
-    message = "A staff API key (X-API-Key) or a staff admin session is required."
+class HasStaffPermission(BasePermission):
+    """Staff whose Django permissions include every one the view names
+    (``staff_permissions``): exactly what their role may do in the admin; a user with no role
+    passes nowhere, and neither does a view that names no permission.
 
-    def has_permission(self, request: Request, view: "APIView") -> bool:
-        return is_staff_user(request.user)
-
-
-class IsAdministrator(BasePermission):
-    """Staff with the administrator role; other staff get a 401 that says the role is needed."""
-
-    message = "The administrator role is required for this operation."
+    Staff without them are refused with a text naming the role the operation needs: 401 for
+    an administrators' operation (decisions.md, the Site Flow bulk shipping update), 403 for
+    the others."""
 
     def has_permission(self, request: Request, view: "APIView") -> bool:
         if not is_staff_user(request.user):
-            return False
-        if not is_administrator(request.user):
-            raise RoleRequired(self.message)
-        return True
+            return False  # 401: no staff key, nor a staff session
+        needed: tuple[str, ...] = getattr(view, "staff_permissions", ())
+        if needed and request.user.has_perms(needed):
+            return True
+        if not set(needed) <= set(OPERATOR_PERMISSIONS):
+            raise RoleRequired("The administrator role is required for this operation.")
+        raise PermissionRequired("The operator role is required for this operation.")

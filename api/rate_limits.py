@@ -31,6 +31,7 @@ from redis.exceptions import NoScriptError
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
+from common.addresses import client_address
 from common.rate_counts import sqlite_count_request
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,10 @@ def redis_count_request(cache: RedisCache, key: str, limit: int, seconds: int) -
 
 class FailOpenRateThrottle(SimpleRateThrottle):
     refused_wait: float | None = None
+
+    def get_ident(self, request: Request) -> str:
+        """The client's address, as everything reads it (``common.addresses``)."""
+        return client_address(request)
 
     def allow_request(self, request: Request, view: Any) -> bool:
         try:

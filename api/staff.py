@@ -1,4 +1,5 @@
-"""The base of the staff endpoints: staff key or staff admin session, and an audit entry for
+"""The base of the staff endpoints: staff key or staff admin session, the Django permissions
+each endpoint needs (those the admin needs for the same operation), and an audit entry for
 every operation a staff user makes through them."""
 
 from typing import Any
@@ -8,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.viewsets import ViewSetMixin
 
 from api.authentication import StaffApiKeyAuthentication, StaffSessionAuthentication
-from api.permissions import IsStaff
+from api.permissions import HasStaffPermission
 from api.views import ApiView
 from staff.models import StaffApiKey
 from staff.selectors import is_staff_user
@@ -16,11 +17,13 @@ from staff.services import audit_entry_record
 
 
 class StaffApiView(ApiView):
-    """``audit_operation`` names what the view does in the audit log; ``audit_target`` says
-    what it acted on (from the path)."""
+    """``staff_permissions`` are the Django permissions the view needs (its user's role's, as
+    in the admin; none named, nobody passes); ``audit_operation`` names what the view does in
+    the audit log; ``audit_target`` says what it acted on (from the path)."""
 
     authentication_classes = [StaffApiKeyAuthentication, StaffSessionAuthentication]
-    permission_classes = [IsStaff]
+    permission_classes = [HasStaffPermission]
+    staff_permissions: tuple[str, ...] = ()
     audit_operation = ""
 
     def audit_target(self, **kwargs: Any) -> str:
@@ -53,6 +56,7 @@ class StaffApiView(ApiView):
 
 class StaffApiViewSet(ViewSetMixin, StaffApiView):
     # The base of the staff viewsets: a StaffApiView whose handlers are actions (see
-    # ``api.views.ApiViewSet``); ``audit_operation`` is set per route by its @action.
+    # ``api.views.ApiViewSet``); ``audit_operation``, and ``staff_permissions`` where the
+    # viewset's differ by route, are set per route by its @action.
     # Operations are described by StaffApiView's docstring, as before.
     __doc__ = StaffApiView.__doc__

@@ -280,6 +280,7 @@ def main() -> None:
         env_file,
         {
             "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+            "METRICS_TOKEN": secrets.token_urlsafe(32),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
             "DATABASE_URL": soak_url,
             "REDIS_URL": redis_url,

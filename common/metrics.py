@@ -6,12 +6,17 @@ outcome). With ``PROMETHEUS_MULTIPROC_DIR`` set before the process starts (a fol
 machine, emptied when the machine's processes start), every gunicorn and Celery process of
 the machine writes there and a scrape of any web process sums them; without it a scrape sees
 its own process only. Read at scrape time, so the same whatever process answers: figures of
-the database and the broker (``orders.metrics``), registered with ``scrape_collector_add``.
+the database and the broker (``orders.metrics``), registered with ``scrape_collector_add``;
+they are read at most once every ``METRICS_FIGURES_SECONDS`` over all processes (kept in the
+default cache), so scrapes, however many, do not load the database.
 """
 
+import logging
 import os
 from collections.abc import Callable, Iterable
 
+from django.conf import settings
+from django.core.cache import cache
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -50,6 +55,8 @@ TASK_DURATION = Histogram(
 )
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+FIGURES_KEY = "metrics:figures"
+logger = logging.getLogger(__name__)
 _scrape_collectors: list[Callable[[], Iterable[Metric]]] = []
 
 
@@ -64,14 +71,35 @@ def scrape_collector_add(collect: Callable[[], Iterable[Metric]]) -> None:
     _scrape_collectors.append(collect)
 
 
+def figures_text() -> bytes:
+    """The figures read at scrape time, in Prometheus' text format: as kept by a scrape of the
+    last ``METRICS_FIGURES_SECONDS`` (any process), else read now and kept. Without the cache
+    they are read each time (logged)."""
+    seconds = settings.METRICS_FIGURES_SECONDS
+    try:
+        kept = cache.get(FIGURES_KEY) if seconds > 0 else None
+    except Exception:
+        logger.warning("Metrics figures not kept (cache unreachable)", exc_info=True)
+        kept, seconds = None, 0
+    if isinstance(kept, bytes):
+        return kept
+    scrape = CollectorRegistry()
+    scrape.register(_ScrapeTime())
+    text = generate_latest(scrape)
+    if seconds > 0:
+        try:
+            cache.set(FIGURES_KEY, text, seconds)
+        except Exception:
+            logger.warning("Metrics figures not kept (cache unreachable)", exc_info=True)
+    return text
+
+
 def metrics_text() -> bytes:
     """Every metric in Prometheus' text format: this machine's processes' (or this process's)
-    measurements and the figures read now."""
+    measurements and the figures read at scrape time (``figures_text``)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
     else:
         registry = REGISTRY
-    scrape = CollectorRegistry()
-    scrape.register(_ScrapeTime())
-    return generate_latest(registry) + generate_latest(scrape)
+    return generate_latest(registry) + figures_text()

@@ -52,6 +52,16 @@ class LabForm(forms.ModelForm):
         return self.instance.siteflow_secret if self.instance.pk else ""
 
 
+def _credentials_hidden(fields: Any) -> list[str]:
+    """The fields with the Site Flow token in place of whether token and secret are saved,
+    and without the secret."""
+    return [
+        "siteflow_credentials" if field == "siteflow_token" else field
+        for field in fields
+        if field != "siteflow_secret"
+    ]
+
+
 @admin.register(Lab)
 class LabAdmin(admin.ModelAdmin):
     form = LabForm
@@ -88,6 +98,32 @@ class LabAdmin(admin.ModelAdmin):
     search_fields = ("code", "name")
     inlines = [LabProductInline, ShippingRateInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    readonly_fields = ("siteflow_credentials",)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        """The Site Flow token and secret for whoever may change the lab (the secret still
+        write-only); to anyone else, only whether they are saved."""
+        if self.has_change_permission(request, obj):
+            return self.fieldsets
+        return [
+            (name, {**options, "fields": _credentials_hidden(options["fields"])})
+            for name, options in self.fieldsets
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if self.has_change_permission(request, obj):
+            return ()
+        return self.readonly_fields
+
+    @admin.display(description="Site Flow token and secret")
+    def siteflow_credentials(self, lab: Lab) -> str:
+        saved = [
+            name
+            for name, value in (("token", lab.siteflow_token), ("secret", lab.siteflow_secret))
+            if value
+        ]
+        state = " and ".join(saved).capitalize() + " saved" if saved else "None saved"
+        return f"{state}; shown to administrators only."
 
     def save_model(self, request: HttpRequest, obj: Lab, form: Any, change: bool) -> None:
         lab_save(lab=obj)

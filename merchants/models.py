@@ -21,13 +21,15 @@ class Merchant(models.Model):
     billing_mode = models.CharField(
         max_length=10, choices=BillingMode.choices, default=BillingMode.INVOICE
     )
-    # The dashboard's sign-in: the person who registered the account.
+    # The dashboard's sign-in: the person who registered the account; never a staff account
+    # (forms and model validation offer and accept only the others).
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="merchant",
+        limit_choices_to={"is_staff": False, "is_superuser": False},
     )
     created = models.DateTimeField(default=timezone.now)
 

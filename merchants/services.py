@@ -24,6 +24,9 @@ from merchants.models import (
 
 # How long the previous signing secret still signs callbacks after a rotation.
 SIGNING_SECRET_OVERLAP = timedelta(hours=24)
+# The name of a key the service's staff issued: merchants never see a staff username (the
+# audit log says who issued it).
+STAFF_ISSUED_KEY_NAME = "issued by the service's staff"
 
 
 @dataclass(frozen=True)

@@ -81,8 +81,17 @@ def staff_user_save(
     """Create the staff user, or update an existing one (made staff, active, the email and
     password when given), always an operator; ``administrator`` adds the administrator role,
     never removes it. The roles' groups are made again as ``staff.roles`` says. Returns the
-    user and whether it was created."""
+    user and whether it was created. A merchant's owner is never made staff (ValidationFailed):
+    its dashboard account would gain the admin."""
     user, created = User.objects.get_or_create(username=username)
+    owned = None if created else getattr(user, "merchant", None)
+    if owned is not None:
+        raise ValidationFailed.single(
+            "username",
+            "MerchantOwner",
+            f"{username} owns the merchant account {owned}; "
+            "a merchant's owner is never a staff account.",
+        )
     user.is_staff = True
     user.is_active = True
     if email is not None:

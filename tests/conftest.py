@@ -13,7 +13,8 @@ from config.celery_app import app as celery_app
 from labs.services import demo_catalogue_load
 from merchants.models import BillingMode, Merchant
 from merchants.services import CreatedMerchant
-from staff.services import staff_api_key_create
+from staff.roles import OPERATORS_GROUP
+from staff.services import staff_api_key_create, staff_roles_sync
 from tests.merchants.factories import merchant_with_keys
 from tests.staff.factories import StaffUserFactory
 from tests.support.state_writes import state_writes_watched
@@ -85,7 +86,10 @@ def eager_tasks() -> Iterator[None]:
 
 @pytest.fixture
 def staff_user(db: None) -> Any:
-    return StaffUserFactory.create(username="ops")
+    """A staff user of the Operators role, as ``create_staff`` makes every staff user."""
+    user = StaffUserFactory.create(username="ops")
+    user.groups.add(staff_roles_sync()[OPERATORS_GROUP])
+    return user
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The micro-ui endpoints: bulk resubmission from a sheet (any staff) and the Site Flow bulk
+"""The micro-ui endpoints: bulk resubmission from a sheet (operators) and the Site Flow bulk
 shipping update (administrators). Staff key or staff admin session (``StaffApiViewSet``)."""
 
 from typing import Any, Literal
@@ -11,7 +11,6 @@ from rest_framework.exceptions import ParseError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.permissions import IsAdministrator, IsStaff
 from api.schema import STAFF_BACKOFFICE, operation
 from api.staff import StaffApiViewSet
 from api.views import validated_input
@@ -129,7 +128,9 @@ def _micro_ui_action(
 
 class BulkResubmissionViewSet(MicroUiViewSet):
     # /v4.0/micro-ui/bulk-resubmission/...: the form's options, the sheet's counts and rows,
-    # review (changes nothing) and submit (queues a job); any staff user.
+    # review (changes nothing) and submit (queues a job); whoever may run the admin's tool.
+    staff_permissions = ("backoffice.run_resubmission",)
+
     @operation(
         STAFF_BACKOFFICE,
         "bulk_resubmission_form_options",
@@ -255,8 +256,9 @@ class BulkResubmissionViewSet(MicroUiViewSet):
 
 
 class SiteflowShippingViewSet(MicroUiViewSet):
-    # POST /v4.0/micro-ui/siteflow-shipping/bulk-update; administrators only.
-    permission_classes = [IsStaff, IsAdministrator]
+    # POST /v4.0/micro-ui/siteflow-shipping/bulk-update; administrators only (the admin's tool
+    # needs the same permission).
+    staff_permissions = ("backoffice.run_siteflow_shipping",)
 
     @operation(
         STAFF_BACKOFFICE,

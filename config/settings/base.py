@@ -377,10 +377,20 @@ CELERY_BEAT_SCHEDULE["images-purge-expired"] = {
 }
 
 # --- Metrics --------------------------------------------------------------------------------
-# GET /metrics (Prometheus) answers staff signed in to the admin and these client networks.
-# PROMETHEUS_MULTIPROC_DIR (read by prometheus-client itself, set before the processes start)
-# makes a scrape sum every process of the machine (docs/deployment.md).
+# GET /metrics (Prometheus) answers staff signed in to the admin, and a scrape that sends
+# "Authorization: Bearer {METRICS_TOKEN}" (production requires the token). Without a token
+# (local and test settings), clients of METRICS_ALLOWED_NETWORKS instead, their address read
+# through NUM_PROXIES. PROMETHEUS_MULTIPROC_DIR (read by prometheus-client itself, set before
+# the processes start) makes a scrape sum every process of the machine (docs/deployment.md).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])
+# Scrapes stay cheap and bounded: the figures read from the database and the broker are read
+# at most once every METRICS_FIGURES_SECONDS over all processes; at most
+# METRICS_CONCURRENT_SCRAPES scrapes run at once (others get 429).
+METRICS_FIGURES_SECONDS = env.float("METRICS_FIGURES_SECONDS", default=5.0)
+METRICS_CONCURRENT_SCRAPES = env.int("METRICS_CONCURRENT_SCRAPES", default=2)
+if METRICS_CONCURRENT_SCRAPES < 1:
+    raise ImproperlyConfigured("METRICS_CONCURRENT_SCRAPES must be 1 or more.")
 
 # --- Webhooks (callbacks to merchants) ------------------------------------------------------
 CALLBACK_TIMEOUT_SECONDS = env.float("CALLBACK_TIMEOUT_SECONDS", default=10.0)
@@ -490,12 +500,10 @@ AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=10)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=15.0))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-# The client address as the rate limits see it: X-Forwarded-For only behind NUM_PROXIES proxies.
+# The client's address, read by one function everywhere (rate limits, sign-in lockouts,
+# /metrics): X-Forwarded-For only behind NUM_PROXIES trusted proxies (common/addresses.py).
 NUM_PROXIES = env.int("NUM_PROXIES", default=0)
-AXES_IPWARE_PROXY_COUNT = NUM_PROXIES or None
-AXES_IPWARE_META_PRECEDENCE_ORDER = (
-    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if NUM_PROXIES else ("REMOTE_ADDR",)
-)
+AXES_CLIENT_IP_CALLABLE = "common.addresses.client_address"
 # Sessions (staff in the admin, merchants in the dashboard) end after SESSION_HOURS.
 SESSION_COOKIE_AGE = int(env.float("SESSION_HOURS", default=8.0) * 3600)
 

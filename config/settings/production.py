@@ -36,6 +36,13 @@ if PAYMENT_PROVIDER in ("test", "orders.payments.TestPaymentProvider"):  # noqa:
         "the test provider authorises every payment."
     )
 
+# Behind nginx every client is its address: /metrics answers the monitoring system's token.
+if len(METRICS_TOKEN) < 24:  # noqa: F405
+    raise ImproperlyConfigured(
+        "METRICS_TOKEN must be set to at least 24 characters: Prometheus sends it as "
+        '"Authorization: Bearer ..." to scrape /metrics.'
+    )
+
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True

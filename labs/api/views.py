@@ -19,7 +19,8 @@ LAB_CODE = OpenApiParameter(
 
 
 class FulfilmentLocationViewSet(StaffApiViewSet):
-    # GET /v4.0/fulfilmentLocations/{labCode}/capabilities.
+    # GET /v4.0/fulfilmentLocations/{labCode}/capabilities: whoever may view labs.
+    staff_permissions = ("labs.view_lab",)
     lookup_field = "labCode"
     lookup_value_converter = "str"
 

@@ -95,17 +95,28 @@ def _operation_schema(name: str, summary: str, request: Any = None) -> Any:
     )
 
 
+# What the admin needs to show a shipment and its order (the recipient), and to operate on it.
+VIEW_SHIPMENT = ("orders.view_order", "orders.view_shipment")
+OPERATE_SHIPMENT = (*VIEW_SHIPMENT, "orders.operate_shipment")
+
+
 def _shipment_action(
-    url_path: str, name: str, method: Literal["get", "post"] = "post", **more: Any
+    url_path: str,
+    name: str,
+    method: Literal["get", "post"] = "post",
+    staff_permissions: tuple[str, ...] = OPERATE_SHIPMENT,
+    **more: Any,
 ) -> Any:
     """The route ``orders/{orderId}/shipments/{shipmentId}/{url_path}``, audited as
-    ``shipment.{url_path}``; ``name`` is its view's name (OPTIONS shows it)."""
+    ``shipment.{url_path}``, for staff with ``staff_permissions``; ``name`` is its view's name
+    (OPTIONS shows it)."""
     return action(
         detail=True,
         methods=[method],
         url_path=url_path,
         name=name,
         audit_operation=f"shipment.{url_path}",
+        staff_permissions=staff_permissions,
         **more,
     )
 
@@ -139,7 +150,12 @@ class ShipmentViewSet(StaffApiViewSet):
         s.ShipmentCapabilitiesResponse,
         parameters=PATH_IDS,
     )
-    @_shipment_action("fulfilmentLocationCapabilities", "Shipment Capabilities", method="get")
+    @_shipment_action(
+        "fulfilmentLocationCapabilities",
+        "Shipment Capabilities",
+        method="get",
+        staff_permissions=VIEW_SHIPMENT,
+    )
     def capabilities(self, request: Request, orderId: str, shipmentId: str) -> Response:
         shipment = _shipment(orderId, shipmentId)
         result = {
@@ -167,7 +183,11 @@ class ShipmentViewSet(StaffApiViewSet):
         ],
     )
     @_shipment_action(
-        "maptojson", "Shipment Lab Json", method="get", renderer_classes=[ExactJsonRenderer]
+        "maptojson",
+        "Shipment Lab Json",
+        method="get",
+        staff_permissions=VIEW_SHIPMENT,
+        renderer_classes=[ExactJsonRenderer],
     )
     def lab_json(self, request: Request, orderId: str, shipmentId: str) -> Response:
         shipment = _shipment(orderId, shipmentId)

@@ -201,8 +201,8 @@ def test_the_receipt_lists_every_payment_and_every_refund_with_its_date_and_amou
     # The built-in test provider took these: the receipt says no card was charged.
     assert "Test payment: no card is charged." in text
     for payment in payments:
-        paid = f"{payment.paid_at:%Y-%m-%d %H:%M} UTC: {payment.amount} GBP"
-        assert f"Paid by test payment on {paid}" in text
+        line = f"{payment.paid_at:%Y-%m-%d %H:%M} UTC: {payment.amount} GBP"
+        assert f"Paid by test payment on {line}" in text
     assert lowered.sent_at is not None
     assert f"Refunded on {lowered.sent_at:%Y-%m-%d %H:%M} UTC: {lowered.amount} GBP" in text
     for pending in refunds[1:]:

@@ -102,6 +102,7 @@ COMPLETE = {
     "PAYMENT_PROVIDER": "stripe",
     "STRIPE_SECRET_KEY": "sk_test_settings",
     "STRIPE_WEBHOOK_SECRET": "whsec_settings",
+    "METRICS_TOKEN": "m" * 32,
 }
 
 
@@ -117,6 +118,18 @@ def test_production_settings_refuse_the_local_settings_secret_key() -> None:
 def test_production_settings_start_when_complete() -> None:
     result = _import_production(COMPLETE)
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("token", [None, "", "short-token"])
+def test_production_settings_refuse_to_start_without_a_metrics_token(token: str | None) -> None:
+    told = {k: v for k, v in COMPLETE.items() if k != "METRICS_TOKEN"}
+    if token is not None:
+        told["METRICS_TOKEN"] = token
+
+    result = _import_production(told)
+
+    assert result.returncode != 0
+    assert "METRICS_TOKEN must be set to at least 24 characters" in result.stderr
 
 
 @pytest.mark.parametrize("name", ["SANDBOX_BASE_URL", "LIVE_BASE_URL"])

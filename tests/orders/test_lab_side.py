@@ -44,6 +44,7 @@ def production_worker(folder: Path, live_server: Any, **overrides: str) -> Worke
         PAYMENT_PROVIDER="stripe",  # production refuses the built-in test provider
         STRIPE_SECRET_KEY="sk_test_lab_side",
         STRIPE_WEBHOOK_SECRET="whsec_lab_side",
+        METRICS_TOKEN="lab-side-metrics-token-0123",
         **overrides,
     )
     wait_for("the production worker to consume", started.ready, started)

@@ -8,7 +8,7 @@ from django.test import Client
 
 from staff.keys import staff_api_key_digest
 from staff.models import AuditEntry, StaffApiKey
-from staff.services import audit_entry_record, staff_api_key_create
+from staff.services import audit_entry_record, staff_api_key_create, staff_user_save
 from tests.staff.factories import StaffUserFactory
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +57,8 @@ def test_keys_are_issued_to_staff_users_only(admin_client: Client) -> None:
 
 
 def test_revoking_staff_keys(admin_client: Client) -> None:
-    api_key, clear = staff_api_key_create(user=StaffUserFactory.create(username="ops"))
+    operator, _ = staff_user_save(username="ops")
+    api_key, clear = staff_api_key_create(user=operator)
     other, other_clear = staff_api_key_create(user=api_key.user)
 
     admin_client.post(

@@ -1,4 +1,5 @@
-"""``IsAdministrator``: staff without the role get a 401 that says the role is required."""
+"""``HasStaffPermission`` on an administrators' operation: staff without the role get a 401
+that says the role is required."""
 
 from typing import Any
 
@@ -8,7 +9,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.test import APIRequestFactory
 
-from api.permissions import IsAdministrator, IsStaff
 from api.staff import StaffApiView
 from staff.models import ADMINISTRATORS_GROUP
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 class AdministratorProbe(StaffApiView):
-    permission_classes = [IsStaff, IsAdministrator]
+    staff_permissions = ("backoffice.run_siteflow_shipping",)
     audit_operation = "probe"
 
     def get(self, request: Request) -> Response:
@@ -38,7 +38,7 @@ def test_staff_without_the_role_is_unauthorized_with_a_reason(staff_key: str) ->
 
 
 def test_an_administrator_passes(staff_user: Any, staff_key: str) -> None:
-    staff_user.groups.add(Group.objects.get_or_create(name=ADMINISTRATORS_GROUP)[0])
+    staff_user.groups.add(Group.objects.get(name=ADMINISTRATORS_GROUP))
 
     assert probe(staff_key).status_code == 200
 

@@ -107,6 +107,7 @@ def topology_environment(tmp_path: Path, **overrides: str) -> dict[str, str]:
     """The settings of a small topology on this session's database and broker."""
     return {
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "METRICS_TOKEN": secrets.token_urlsafe(32),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "DATABASE_URL": database_url(),
         "REDIS_URL": settings.REDIS_URL,
