@@ -234,10 +234,16 @@ SHEETS_API_URL = env.str(
 ).rstrip("/")
 SHEETS_ACCESS_TOKEN = env.str("SHEETS_ACCESS_TOKEN", default="")
 SHEETS_TIMEOUT_SECONDS = env.float("SHEETS_TIMEOUT_SECONDS", default=30.0)
-# The most data rows a sheet or uploaded file may have (more: 400 TooManyRows), and the largest
-# upload taken (more: 400 TooLarge).
+# The most data rows a sheet or uploaded file may have (more: 400 TooManyRows), the largest
+# upload taken and the most an uploaded workbook's parts may unpack to (more: 400 TooLarge),
+# and the most cells an uploaded file may have (more: 400 TooManyCells): what reading an
+# upload may hold in memory.
 BULK_MAX_ROWS = env.int("BULK_MAX_ROWS", default=10_000)
 BULK_UPLOAD_MAX_BYTES = env.int("BULK_UPLOAD_MAX_BYTES", default=5 * 1024 * 1024)
+BULK_UPLOAD_MAX_UNPACKED_BYTES = env.int(
+    "BULK_UPLOAD_MAX_UNPACKED_BYTES", default=20 * 1024 * 1024
+)
+BULK_UPLOAD_MAX_CELLS = env.int("BULK_UPLOAD_MAX_CELLS", default=200_000)
 # Row results reach the sheet in one values:batchUpdate per this many seconds (or rows).
 BULK_WRITE_BACK_SECONDS = env.float("BULK_WRITE_BACK_SECONDS", default=2.0)
 BULK_WRITE_BACK_ROWS = env.int("BULK_WRITE_BACK_ROWS", default=200)
