@@ -7,27 +7,36 @@ import zipfile
 from collections.abc import Iterable, Sequence
 from xml.sax.saxutils import escape
 
-CONTENT_TYPES = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
-<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
-<Default Extension="xml" ContentType="application/xml"/>
-<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>
-<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>
-<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>
-</Types>"""
-PACKAGE_RELATIONSHIPS = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>
-</Relationships>"""
-WORKBOOK = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">
-<sheets><sheet name="Rows" sheetId="1" r:id="rId1"/></sheets>
-</workbook>"""
-WORKBOOK_RELATIONSHIPS = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>
-<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>
-</Relationships>"""
+OFFICE = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+PACKAGE = "http://schemas.openxmlformats.org/package/2006"
+RELATIONSHIP = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+CONTENT_TYPES = (
+    f'{XML_DECLARATION}<Types xmlns="{PACKAGE}/content-types">'
+    f'<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+    'relationships+xml"/>'
+    '<Default Extension="xml" ContentType="application/xml"/>'
+    f'<Override PartName="/xl/workbook.xml" ContentType="{OFFICE}.sheet.main+xml"/>'
+    f'<Override PartName="/xl/worksheets/sheet1.xml" ContentType="{OFFICE}.worksheet+xml"/>'
+    f'<Override PartName="/xl/sharedStrings.xml" ContentType="{OFFICE}.sharedStrings+xml"/>'
+    "</Types>"
+)
+PACKAGE_RELATIONSHIPS = (
+    f'{XML_DECLARATION}<Relationships xmlns="{PACKAGE}/relationships">'
+    f'<Relationship Id="rId1" Type="{RELATIONSHIP}/officeDocument" Target="xl/workbook.xml"/>'
+    "</Relationships>"
+)
+WORKBOOK = (
+    f'{XML_DECLARATION}<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/'
+    f'main" xmlns:r="{RELATIONSHIP}">'
+    '<sheets><sheet name="Rows" sheetId="1" r:id="rId1"/></sheets></workbook>'
+)
+WORKBOOK_RELATIONSHIPS = (
+    f'{XML_DECLARATION}<Relationships xmlns="{PACKAGE}/relationships">'
+    f'<Relationship Id="rId1" Type="{RELATIONSHIP}/worksheet" Target="worksheets/sheet1.xml"/>'
+    f'<Relationship Id="rId2" Type="{RELATIONSHIP}/sharedStrings" Target="sharedStrings.xml"/>'
+    "</Relationships>"
+)
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 
 
