@@ -485,6 +485,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
     {"NAME": "common.passwords.NotOnlyWhitespaceValidator"},
+    {"NAME": "common.passwords.GuessabilityValidator"},
 ]
 
 # --- API ------------------------------------------------------------------------------------

@@ -97,6 +97,22 @@ def test_the_new_password_is_checked_with_the_fields_messages(merchant: CreatedM
     assert user.check_password(PASSWORD)
 
 
+def test_a_reset_refuses_a_new_password_easy_to_guess(merchant: CreatedMerchant) -> None:
+    user = merchant_sign_in_create(merchant.merchant)
+    client = Client()
+    form = client.get(reset_link(client, user.email), follow=True)
+    set_password_url = form.redirect_chain[-1][0]
+    old_hash = type(user).objects.get(pk=user.pk).password
+
+    refused = client.post(
+        set_password_url, {"new_password1": "Passw0rd!!", "new_password2": "Passw0rd!!"}
+    )
+
+    assert refused.status_code == 200
+    assert "This password is too easy to guess." in refused.content.decode()
+    assert type(user).objects.get(pk=user.pk).password == old_hash
+
+
 def test_an_unknown_address_gets_the_same_page_and_no_mail(merchant: CreatedMerchant) -> None:
     merchant_sign_in_create(merchant.merchant)
 

@@ -237,6 +237,30 @@ def test_sign_up_refuses_passwords_like_the_account_all_digits_blank_or_short(
     assert mail.outbox == [] and Registration.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    ("password", "warning"),
+    [
+        ("Passw0rd!!", "This is similar to a commonly used password."),
+        ("abcabcabca", 'Repeats like "abcabcabc" are only slightly harder to guess than "abc".'),
+        ("1111111111a", 'Repeats like "aaa" are easy to guess.'),
+        (" a a a a a", 'Repeats like "abcabcabc" are only slightly harder to guess than "abc".'),
+    ],
+)
+def test_sign_up_refuses_passwords_easy_to_guess_saying_why(password: str, warning: str) -> None:
+    status, html = signup(Client(), password=password)
+
+    assert status == 400
+    assert f"This password is too easy to guess. {warning}" in html.replace("&quot;", '"')
+    assert mail.outbox == [] and Registration.objects.count() == 0
+
+
+def test_sign_up_takes_a_password_of_a_few_unrelated_words() -> None:
+    status, _ = signup(Client(), password="velvet-otter-harbour")
+
+    assert status == 200
+    assert Registration.objects.count() == 1
+
+
 def test_the_registration_endpoint_is_in_the_openapi_document() -> None:
     document = Client().get("/v4.0/schema?format=json").json()
     operation = document["paths"]["/v4.0/registration/complete"]["post"]
