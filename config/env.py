@@ -12,3 +12,15 @@ env = environ.Env()
 LOCAL_SECRET_KEY = "local-development-only-not-a-secret"
 TEST_SECRET_KEY = "test-only-not-a-secret"
 KNOWN_SECRET_KEYS = frozenset({LOCAL_SECRET_KEY, TEST_SECRET_KEY, "CHANGE-ME"})
+
+
+def _letters_and_digits(text: str) -> str:
+    return "".join(c for c in text.casefold() if c.isalnum())
+
+
+def secret_key_known(value: str) -> bool:
+    """Whether ``value`` is one of ``KNOWN_SECRET_KEYS`` in any spelling: in other letter
+    case, with spaces, line breaks or other separators added, removed or changed, or padded
+    out with more characters around it (compared on their letters and digits alone)."""
+    spelt = _letters_and_digits(value)
+    return any(_letters_and_digits(known) in spelt for known in KNOWN_SECRET_KEYS)

@@ -114,6 +114,26 @@ def test_production_settings_refuse_the_local_settings_secret_key() -> None:
     assert {LOCAL_SECRET_KEY, TEST_SECRET_KEY, "CHANGE-ME"} <= KNOWN_SECRET_KEYS
 
 
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        f" {LOCAL_SECRET_KEY} ",
+        f"{LOCAL_SECRET_KEY}\n",
+        LOCAL_SECRET_KEY.upper(),
+        LOCAL_SECRET_KEY.replace("-", "_"),
+        LOCAL_SECRET_KEY.replace("-", " "),
+        f"{TEST_SECRET_KEY}                 ",
+        f"{TEST_SECRET_KEY.title()}-and-some-more-letters",
+        "change-me-change-me-change-me-change-me",
+    ],
+)
+def test_production_settings_refuse_a_development_key_in_any_spelling(spelling: str) -> None:
+    result = _import_production({**COMPLETE, "DJANGO_SECRET_KEY": spelling})
+
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY is a development key" in result.stderr
+
+
 def test_production_settings_start_when_complete() -> None:
     result = _import_production(COMPLETE)
     assert result.returncode == 0, result.stderr
