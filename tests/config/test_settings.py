@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -374,3 +375,59 @@ def test_the_simulator_makes_no_live_order_under_production_settings_unless_told
     assert _settings_values("config.settings.test", name, {}) == {name[0]: "True"}
     told = {**COMPLETE, "SIMULATOR_PRODUCES_LIVE": "1"}
     assert _settings_values("config.settings.production", name, told) == {name[0]: "True"}
+
+
+EXAMPLE = ROOT / "deploy" / "production.env.example"
+# Read by the settings, never for a deployment: local and test settings turn them on.
+DEVELOPMENT_ONLY = {"DJANGO_DEBUG", "CALLBACK_RETRY_SCALE", "SIMULATOR_PRODUCES_LIVE"}
+NOT_CODE = {".venv", ".git", "var", "tests", "docs", "node_modules", "__pycache__"}
+
+
+def _example_names() -> set[str]:
+    return set(re.findall(r"^#?([A-Z][A-Z0-9_]+)=", EXAMPLE.read_text(), flags=re.MULTILINE))
+
+
+def _code_text() -> str:
+    """Every file of the project that runs (settings, deploy scripts, templates, code)."""
+    texts = []
+    for folder, folders, files in os.walk(ROOT):
+        folders[:] = [name for name in folders if name not in NOT_CODE]
+        for name in files:
+            path = Path(folder) / name
+            if path != EXAMPLE and path.suffix in {".py", ".sh", ".conf", ".template", ".toml", ""}:
+                texts.append(path.read_text(errors="replace"))
+    return "\n".join(texts)
+
+
+def test_the_env_example_names_only_variables_something_reads() -> None:
+    code = _code_text()
+
+    unread = sorted(name for name in _example_names() if not re.search(rf"\b{name}\b", code))
+
+    assert unread == []
+
+
+def test_the_env_example_names_every_variable_the_settings_read() -> None:
+    settings_code = "".join(
+        path.read_text() for path in (ROOT / "config").rglob("*.py") if "local" not in path.name
+    )
+    read = set(re.findall(r"env(?:\.\w+)?\(\s*\"([A-Z][A-Z0-9_]+)\"", settings_code))
+
+    assert sorted(read - DEVELOPMENT_ONLY - _example_names()) == []
+
+
+def test_a_filemail_url_names_an_absolute_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "mail"
+    names = ["EMAIL_BACKEND", "EMAIL_FILE_PATH"]
+
+    values = _settings_values(
+        "config.settings.production", names, {**COMPLETE, "EMAIL_URL": f"filemail://{folder}"}
+    )
+    relative = _import_production({**COMPLETE, "EMAIL_URL": "filemail://var/mail"})
+
+    assert values == {
+        "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+        "EMAIL_FILE_PATH": str(folder),
+    }
+    assert relative.returncode != 0
+    assert "EMAIL_URL=filemail:///... must name an absolute folder" in relative.stderr
