@@ -126,6 +126,12 @@ def _order_id(value: str) -> int:
         raise NotFound from exc
 
 
+def _base_url(request: HttpRequest) -> str:
+    """The base of the file URLs a page shows the person viewing it (thumbnails): the host
+    they asked. Mailed links use ``dashboard_base_url`` instead."""
+    return request.build_absolute_uri("/").rstrip("/")
+
+
 def _throttled(request: HttpRequest) -> bool:
     return not RegistrationThrottle().allow_request(request, None)  # type: ignore[arg-type]
 
