@@ -11,7 +11,7 @@ from rest_framework.request import Request
 
 from api.rate_limits import FailOpenRateThrottle
 from merchants.models import ApiKey, Environment, Merchant
-from merchants.selectors import api_key_authenticate, api_key_kept
+from merchants.selectors import api_key_authenticate, api_key_kept_environment
 from staff.models import StaffApiKey
 from staff.selectors import is_staff_user, staff_api_key_authenticate
 
@@ -135,12 +135,14 @@ class StaffSessionAuthenticationScheme(OpenApiAuthenticationExtension):
         }
 
 
-def carries_kept_key(request: HttpRequest | Request) -> bool:
-    """Whether the request's ``X-API-Key`` is a merchant key this process keeps as active: a
-    read made ahead of authentication is made for such a request only, so that one without a
-    valid key can learn nothing from it (not even from how long it takes)."""
+def kept_key_environment_id(request: HttpRequest | Request) -> int | None:
+    """The environment id of the request's ``X-API-Key`` when it is a merchant key this
+    process keeps as active, else None: a read made ahead of authentication is made for such
+    a request only, and only of rows of that environment, so that a request without a valid
+    key, or with another merchant's, learns nothing from it (not even from how long it
+    takes)."""
     key = header_key(request)
-    return bool(key) and api_key_kept(key=key)
+    return api_key_kept_environment(key=key) if key else None
 
 
 def client_environment(request: HttpRequest | Request) -> Environment:

@@ -36,9 +36,9 @@ class ApiView(APIView):
         super().initial(request, *args, **kwargs)
 
     def read_ahead(self, request: HttpRequest | Request, *args: Any, **kwargs: Any) -> None:
-        """Called before the request's key is checked: what a view reads then (a read that
-        needs nothing from the key, for a request that carries a key this process keeps:
-        ``api.authentication.carries_kept_key``) goes in the statement that reads the
+        """Called before the request's key is checked: what a view reads then (for a request
+        that carries a key this process keeps, of that key's environment's rows only:
+        ``api.authentication.kept_key_environment_id``) goes in the statement that reads the
         request's versions (``common.versions.versions_read_with``), which checking the key
         would otherwise run alone. A request its throttles then refuse has paid for the read
         too. Nothing by default."""

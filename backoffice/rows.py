@@ -3,6 +3,8 @@ titles, each row parsed, and the cells a result writes back."""
 
 import csv
 import io
+import re
+import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -171,8 +173,12 @@ def file_values_check(values: object) -> list[list[str]]:
 
 def file_values(name: str, content: bytes) -> list[list[str]]:
     """The cells of an uploaded .csv or .xlsx (its first worksheet) as text. A file over
-    ``BULK_UPLOAD_MAX_BYTES`` is ``TooLarge`` and one with more than ``BULK_MAX_ROWS`` data
-    rows ``TooManyRows`` (reading stops there), both on ``file``."""
+    ``BULK_UPLOAD_MAX_BYTES`` is ``TooLarge``, and so is a workbook whose parts unpack to more
+    than ``BULK_UPLOAD_MAX_UNPACKED_BYTES`` (checked before anything is unpacked); one with more
+    than ``BULK_MAX_ROWS`` data rows is ``TooManyRows`` and one with more than
+    ``BULK_UPLOAD_MAX_CELLS`` cells ``TooManyCells`` (reading stops there); all on ``file``.
+    A workbook is read row by row, each row as wide as its own last cell: the width its
+    ``dimension`` claims is not believed."""
     lowered = file_name_check(name).lower()
     if len(content) > int(settings.BULK_UPLOAD_MAX_BYTES):
         raise ValidationFailed.single(
@@ -191,6 +197,7 @@ def file_values(name: str, content: bytes) -> list[list[str]]:
             raise ValidationFailed.single(
                 FILE_FIELD, "Invalid", f"The CSV cannot be read: {exc}."
             ) from exc
+    _workbook_size_check(content)
     import openpyxl
 
     try:
@@ -201,16 +208,55 @@ def file_values(name: str, content: bytes) -> list[list[str]]:
         ) from exc
     try:
         sheet = book.worksheets[0]
+        sheet.reset_dimensions()  # type: ignore[union-attr]
         return _rows_read([_text(v) for v in row] for row in sheet.iter_rows(values_only=True))
+    except ValidationFailed:
+        raise
+    except Exception as exc:
+        raise ValidationFailed.single(
+            FILE_FIELD, "Invalid", "The file is not a readable .xlsx workbook."
+        ) from exc
     finally:
         book.close()
 
 
+def _workbook_size_check(content: bytes) -> None:
+    """Refuses (``TooLarge``) a workbook whose parts unpack to more than
+    ``BULK_UPLOAD_MAX_UNPACKED_BYTES``, from the sizes its zip directory declares: zipfile
+    never unpacks more of a part than its declared size, so a part that lies fails its
+    checksum instead of growing."""
+    limit = int(settings.BULK_UPLOAD_MAX_UNPACKED_BYTES)
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            unpacked = sum(member.file_size for member in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise ValidationFailed.single(
+            FILE_FIELD, "Invalid", "The file is not a readable .xlsx workbook."
+        ) from exc
+    if unpacked > limit:
+        raise ValidationFailed.single(
+            FILE_FIELD,
+            "TooLarge",
+            f"The workbook unpacks to {unpacked} bytes, over the {limit} taken.",
+        )
+
+
 def _rows_read(rows: Iterable[list[str]]) -> list[list[str]]:
-    """The rows, stopping (``TooManyRows``) past the most a sheet may have: a long file is
-    never held whole."""
+    """The rows, stopping (``TooManyRows``) past the most a sheet may have, or
+    (``TooManyCells``) past ``BULK_UPLOAD_MAX_CELLS`` cells: a long or wide file is never
+    held whole."""
+    most_cells = int(settings.BULK_UPLOAD_MAX_CELLS)
     values = []
+    cells = 0
     for row in rows:
+        cells += len(row)
+        if cells > most_cells:
+            raise ValidationFailed.single(
+                FILE_FIELD,
+                "TooManyCells",
+                f"The file has more than {most_cells} cells, the most one job takes; "
+                "remove the columns the tool does not use, or split it.",
+            )
         values.append(row)
         if len(values) >= rows_read_most():
             raise too_many_rows(FILE_FIELD)
@@ -241,6 +287,27 @@ def template_file(*, name: str, columns: Sequence[tuple[str, str]]) -> tuple[byt
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+# A CSV cell holding one of these is quoted: every separator a spreadsheet program may split
+# on (its locale's ; as well as the comma, a tab, a pipe), the quote and line breaks. Python's
+# csv quotes only for its own delimiter, which leaves ``a;=1+1`` a live formula to a program
+# splitting on ;.
+CSV_QUOTED_WHEN = frozenset(',;\t|"\r\n')
+# Where a field may start inside a CSV cell for a program that splits on another separator
+# than ours, or ignores quotes there (after a separator or line break, past blanks and quotes)
+# and a formula would start: a ' goes before it, as before a cell's own first character.
+_FORMULA_IN_CELL = re.compile(r'(^|[,;\t|\r\n])([\s"]*)(?=[=+\-@])')
+
+
+def csv_cell(value: Any) -> str:
+    """A cell as a CSV results file writes it: every formula any field of it could start
+    with given as text, and in quotes (a quote doubled) when it holds a separator, a quote or
+    a line break."""
+    text = _FORMULA_IN_CELL.sub(r"\1\2'", "" if value is None else str(value))
+    if CSV_QUOTED_WHEN.isdisjoint(text):
+        return text
+    return '"' + text.replace('"', '""') + '"'
+
+
 def cell_neutralised(value: Any) -> Any:
     """A cell as a results file holds it: text that would start a formula made plain text."""
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
@@ -253,7 +320,9 @@ def file_with_results(
 ) -> tuple[bytes, str]:
     """The uploaded file again, in its own format, with ``cells`` ((row, column) → text)
     written in; the bytes and their content type. No cell is a live formula: the sheet's own
-    cells and the written ones (a lab's message) alike are neutralised (``cell_neutralised``)."""
+    cells and the written ones (a lab's message) alike are neutralised (``cell_neutralised``),
+    and a CSV quotes every cell a program splitting on another separator would cut
+    (``csv_cell``)."""
     grid = [list(row) for row in values]
     for (row, col), value in cells.items():
         while len(grid) < row:
@@ -277,6 +346,5 @@ def file_with_results(
             out.getvalue(),
             "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         )
-    text = io.StringIO()
-    csv.writer(text).writerows(grid)
-    return text.getvalue().encode(), "text/csv"
+    text = "".join(",".join(csv_cell(cell) for cell in line) + "\r\n" for line in grid)
+    return text.encode(), "text/csv"

@@ -293,5 +293,6 @@ def validate_country_codes(value: object) -> None:
 
 
 def validate_currency_code(value: str) -> None:
-    if len(value) != 3 or not value.isalpha() or not value.isupper():
+    """Three upper-case ASCII letters: ``GBP``, not GBP in full-width letters (U+FF27...)."""
+    if len(value) != 3 or not value.isascii() or not value.isalpha() or not value.isupper():
         raise ValidationError(f"'{value}' is not an upper-case ISO 4217 currency code.")

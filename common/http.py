@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -392,6 +393,26 @@ def unreachable_error(url: str, host: str) -> OutboundError:
     )
 
 
+def _failure_chain(exc: BaseException) -> Iterator[BaseException]:
+    """The failure and every one it came from (causes, contexts, wrapped arguments, urllib3's
+    ``reason``), each once. ``ssl.SSLError``'s ``reason`` is text, not a failure: not followed."""
+    seen: set[int] = set()
+    todo: list[object] = [exc]
+    while todo:
+        current = todo.pop()
+        if not isinstance(current, BaseException) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        todo += [current.__cause__, current.__context__, *current.args]
+        todo.append(getattr(current, "reason", None))
+
+
+def _caused_by(exc: BaseException, kinds: type | UnionType) -> bool:
+    """Whether the failure, or one it came from, is of ``kinds``."""
+    return any(isinstance(current, kinds) for current in _failure_chain(exc))
+
+
 def _name_unresolved(exc: BaseException) -> bool:
     """Whether the failure (or one it came from) is a host name that did not resolve."""
     return _caused_by(exc, socket.gaierror | urllib3.exceptions.NameResolutionError)
@@ -402,23 +423,6 @@ def _never_connected(exc: BaseException) -> bool:
     return isinstance(exc, requests.exceptions.ConnectTimeout) or _caused_by(
         exc, urllib3.exceptions.NewConnectionError
     )
-
-
-def _caused_by(exc: BaseException, kinds: type | UnionType) -> bool:
-    """Whether the failure, or one it came from, is of ``kinds``."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, kinds):
-            return True
-        todo += [current.__cause__, current.__context__]
-        todo += [a for a in current.args if isinstance(a, BaseException)]
-        todo.append(getattr(current, "reason", None))
-    return False
 
 
 def _send(
@@ -466,7 +470,7 @@ def _failure(exc: requests.exceptions.RequestException, *, url: str, host: str) 
     if isinstance(exc, requests.exceptions.Timeout):
         return f"Requesting {_redact(url)} timed out (no answer from '{host}')."
     if isinstance(exc, requests.exceptions.SSLError):
-        return f"The TLS connection to '{host}' failed: {_reason(exc)}."
+        return f"The TLS connection to '{host}' for {_redact(url)} failed: {_tls_reason(exc)}."
     if isinstance(exc, requests.exceptions.ConnectionError):
         return f"Could not connect to '{host}' for {_redact(url)}: {_reason(exc)}."
     return f"Requesting {_redact(url)} failed: {_reason(exc)}."
@@ -639,6 +643,17 @@ def _reason(exc: BaseException) -> str:
     if "HTTPConnection" in text or "HTTPSConnection" in text:
         text = text.split(": ", 1)[-1]
     return text.rstrip(".")
+
+
+def _tls_reason(exc: BaseException) -> str:
+    """What the TLS handshake refused, in words: the certificate check's own message (an
+    untrusted, expired or misnamed certificate), else the TLS library's reason."""
+    for current in _failure_chain(exc):
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return f"its certificate could not be verified ({current.verify_message})"
+        if isinstance(current, ssl.SSLError) and current.reason:
+            return f"the TLS handshake failed ({current.reason})"
+    return _reason(exc)
 
 
 def _redact(url: str | None) -> str:

@@ -423,6 +423,27 @@ def _branch(read: JoinedRead) -> _Branch:
     return _Branch(columns, nulls, ordering, offsets[-1])
 
 
+@dataclass(frozen=True)
+class Within:
+    """Narrows a read by ids to the ids of ``model`` rows whose ``field`` is ``value`` (an
+    order's environment): written into every branch's condition, so that rows of an id outside
+    it, and of everything read by that id, are never read, and finding none costs what a
+    missing id does."""
+
+    model: type[Model]
+    field: str
+    value: Any
+
+    def condition(self, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        """The condition to write after a column of ids, and its parameters."""
+        among, parameters = ids_condition(ids)
+        key = _quoted(self.model, "pk")
+        narrowing = _quoted(self.model, self.field)
+        table = connection.ops.quote_name(self.model._meta.db_table)
+        sql = f"IN (SELECT {key} FROM {table} WHERE {key} {among} AND {narrowing} = %s)"
+        return sql, [*parameters, self.value]
+
+
 class UnitedRead:
     """Several reads of ``rows_by_ids`` by the same ids as one statement (``UNION ALL``): one
     execution where each would take its own, and on PostgreSQL one statement where each would
@@ -437,8 +458,8 @@ class UnitedRead:
         self.reads = reads
         self._sql: str | None = None
         self._ordering = ""
-        self._one_id: str | None = None
-        self._one_id_beside: dict[str, str] = {}
+        self._one_id: dict[str, str] = {}
+        self._one_id_beside: dict[tuple[str, str], str] = {}
         self._slices: list[tuple[int, int]] = []
         self._lock = threading.Lock()
 
@@ -465,32 +486,37 @@ class UnitedRead:
                 self._sql = " UNION ALL ".join(branches) + self._ordering
         return self._sql
 
-    def statement(self, ids: Sequence[int]) -> Statement:
-        """The statement for the rows of ``ids`` of every read, and its parameters."""
-        condition, parameters = ids_condition(ids)
+    def statement(self, ids: Sequence[int], within: Within | None = None) -> Statement:
+        """The statement for the rows of ``ids`` of every read (``within`` narrowing the ids),
+        and its parameters."""
+        condition, parameters = ids_condition(ids) if within is None else within.condition(ids)
         if len(ids) != 1:
             return self.sql().format(in_ids=condition), parameters * len(self.reads)
-        if self._one_id is None:  # the same text for every single id: written once
-            self._one_id = self.sql().format(in_ids=condition)
-        return self._one_id, parameters * len(self.reads)
+        key = "" if within is None else f"{within.model._meta.label}.{within.field}"
+        sql = self._one_id.get(key)
+        if sql is None:  # the same text for every single id: written once
+            sql = self._one_id[key] = self.sql().format(in_ids=condition)
+        return sql, parameters * len(self.reads)
 
-    def statement_beside(self, ids: Sequence[int], row: str) -> Statement:
+    def statement_beside(
+        self, ids: Sequence[int], row: str, within: Within | None = None
+    ) -> Statement:
         """As ``statement`` for one id, each row followed by the columns of ``row`` (a SELECT
         of one row, without parameters); with no rows to read, that row alone (the reads'
         columns NULL, which ``split`` skips): a read and a few values read with it, one
         statement where they would take two."""
         if len(ids) != 1:
             raise ValueError("A read beside another is written for one id.")
-        condition, parameters = ids_condition(ids)
-        sql = self._one_id_beside.get(row)
+        single, parameters = self.statement(ids, within)
+        sql = self._one_id_beside.get((row, single))
         if sql is None:  # written once per row read beside
-            united = self.sql().removesuffix(self._ordering).format(in_ids=condition)
+            united = single.removesuffix(self._ordering)
             # The row on the left: there whether the reads find rows or not; the reads'
             # columns first, so the ordering's positions hold.
-            sql = self._one_id_beside[row] = (
+            sql = self._one_id_beside[(row, single)] = (
                 f"SELECT r.*, b.* FROM ({row}) b LEFT JOIN ({united}) r ON 1 = 1{self._ordering}"
             )
-        return sql, parameters * len(self.reads)
+        return sql, parameters
 
     def split(self, rows: Sequence[Sequence[Any]]) -> list[list[Sequence[Any]]]:
         """The statement's rows as each read's own rows, read by read (the columns read beside

@@ -22,7 +22,7 @@ from typing import Any
 from django.db import connection, models
 
 from common.db import rows_together
-from common.joined import UnitedRead
+from common.joined import UnitedRead, Within
 from common.scopes import ContextVarScope
 
 _tables: dict[str, str] = {}  # name -> version table
@@ -54,16 +54,19 @@ def _versions_sql(names: tuple[str, ...]) -> str:
     return "SELECT " + ", ".join(numbers)
 
 
-def versions_read_with(read: UnitedRead, pk: int) -> list[Sequence[Any]]:
-    """The rows of ``read`` for the id ``pk``, read in one statement with the versions when this
-    request has yet to read them (``UnitedRead.statement_beside``); the request then uses
-    those versions. Outside a request, or once its versions are read, ``read`` alone."""
+def versions_read_with(
+    read: UnitedRead, pk: int, within: Within | None = None
+) -> list[Sequence[Any]]:
+    """The rows of ``read`` for the id ``pk`` (``within`` narrowing it), read in one statement
+    with the versions when this request has yet to read them (``UnitedRead.statement_beside``);
+    the request then uses those versions. Outside a request, or once its versions are read,
+    ``read`` alone."""
     memo = _request_versions.get()
     names = sorted(_tables)
     if memo is None or memo or not names:
-        (rows,) = rows_together([read.statement([pk])])
+        (rows,) = rows_together([read.statement([pk], within)])
         return rows
-    (rows,) = rows_together([read.statement_beside([pk], _versions_sql(tuple(names)))])
+    (rows,) = rows_together([read.statement_beside([pk], _versions_sql(tuple(names)), within)])
     memo.update(zip(names, rows[0][-len(names) :], strict=True))
     return rows
 

@@ -58,7 +58,7 @@ from dashboard.selectors import (
     order_under_way,
     overview_days,
 )
-from dashboard.services import registration_signup
+from dashboard.services import dashboard_base_url, registration_signup
 from dashboard.throttling import RegistrationThrottle
 from labs.selectors import countries_shipped_to, products_with_countries
 from merchants.models import Environment, EnvironmentKind, Merchant
@@ -139,6 +139,8 @@ def _order_id(value: str) -> int:
 
 
 def _base_url(request: HttpRequest) -> str:
+    """The base of the file URLs a page shows the person viewing it (thumbnails): the host
+    they asked. Mailed links use ``dashboard_base_url`` instead."""
     return request.build_absolute_uri("/").rstrip("/")
 
 
@@ -182,7 +184,6 @@ def signup(request: HttpRequest) -> HttpResponse:
                 name=form.cleaned_data["name"],
                 email=form.cleaned_data["email"],
                 password=form.cleaned_data["password"],
-                base_url=_base_url(request),
             )
             return render(
                 request, "dashboard/signup_sent.html", {"email": form.cleaned_data["email"]}
@@ -239,6 +240,13 @@ class PasswordResetView(auth_views.PasswordResetView):
     email_template_name = "dashboard/password_reset_email.txt"
     subject_template_name = "dashboard/password_reset_subject.txt"
     success_url = reverse_lazy("dashboard:password-reset-sent")
+
+    @property
+    def extra_email_context(self) -> dict[str, str]:  # type: ignore[override]
+        """The link's base is the configured one (``dashboard_base_url``), never the request's
+        ``Host`` or ``X-Forwarded-Host``: a reset asked for with a forged host still mails the
+        service's own link."""
+        return {"base_url": dashboard_base_url()}
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if _throttled(request):

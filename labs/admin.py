@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.db import models
 from django.http import HttpRequest
 
+from common.http import url_refusal
 from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
 from labs.services import lab_save
 
@@ -44,6 +45,15 @@ class LabForm(forms.ModelForm):
             if already
             else "Never shown again once saved."
         )
+
+    def clean_siteflow_base_url(self) -> str:
+        """A base URL the outbound client would send to (http or https, a host, no
+        credentials, a port it can connect to), as ``configure_lab`` takes it."""
+        url = str(self.cleaned_data.get("siteflow_base_url") or "")
+        refusal = url_refusal(url) if url else None
+        if refusal is not None:
+            raise forms.ValidationError(refusal)
+        return url
 
     def clean_siteflow_secret(self) -> str:
         typed = str(self.cleaned_data.get("siteflow_secret") or "")

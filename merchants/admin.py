@@ -7,6 +7,7 @@ A merchant's owner is never a staff account (``Merchant.user``'s choices)."""
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
@@ -18,6 +19,9 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from common.countries import validate_currency_code
+from common.http import url_refusal
+from labs.selectors import currencies_supported
 from merchants.models import ApiKey, Environment, Merchant
 from merchants.services import (
     STAFF_ISSUED_KEY_NAME,
@@ -52,8 +56,38 @@ def _audit(request: HttpRequest, operation: str, environment: Environment, messa
     )
 
 
+class EnvironmentForm(forms.ModelForm):
+    """An environment's settings as the dashboard takes them: a callback URL the outbound
+    client would send to (http or https, a host, no credentials, a port it can connect to)."""
+
+    def clean_callback_url(self) -> str:
+        url = str(self.cleaned_data.get("callback_url") or "")
+        refusal = url_refusal(url) if url else None
+        if refusal is not None:
+            raise forms.ValidationError(refusal)
+        return url
+
+
+class MerchantForm(forms.ModelForm):
+    """A merchant as staff edit it: billed only in a currency quotes and orders can be priced
+    in (an upper-case ASCII ISO 4217 code the catalogue has a rate for), as the dashboard
+    offers."""
+
+    def clean_billing_currency(self) -> str:
+        currency = str(self.cleaned_data.get("billing_currency") or "")
+        validate_currency_code(currency)
+        supported = currencies_supported()
+        if currency not in supported:
+            raise forms.ValidationError(
+                f"'{currency}' is not a currency orders can be priced in; use one of "
+                f"{', '.join(sorted(supported))}."
+            )
+        return currency
+
+
 class EnvironmentInline(admin.TabularInline):
     model = Environment
+    form = EnvironmentForm
     extra = 0
     can_delete = False
     max_num = 2
@@ -64,6 +98,7 @@ class EnvironmentInline(admin.TabularInline):
 
 @admin.register(Merchant)
 class MerchantAdmin(admin.ModelAdmin):
+    form = MerchantForm
     list_display = ("name", "email", "billing_currency", "billing_mode", "created")
     search_fields = ("name", "email")
     list_filter = ("billing_mode", "billing_currency")
@@ -72,6 +107,7 @@ class MerchantAdmin(admin.ModelAdmin):
 
 @admin.register(Environment)
 class EnvironmentAdmin(admin.ModelAdmin):
+    form = EnvironmentForm
     list_display = ("merchant", "kind", "callback_url", "pause_mode", "pause_minutes")
     list_filter = ("kind", "pause_mode")
     search_fields = ("merchant__name",)

@@ -75,20 +75,36 @@ class ShippingMethodField(serializers.ChoiceField):
 
 @extend_schema_field({"type": "string", "format": "uri"})  # one type, whatever allow_blank
 class HttpUrlField(serializers.URLField):
-    """An absolute http(s) URL (no other scheme is ever fetched or called)."""
+    """An absolute http(s) URL (no other scheme is ever fetched or called) that the outbound
+    client would request: a port it can connect to, no credentials (never sent, and never to be
+    repeated back in an issue) and a host written in ASCII (an internationalised name in its
+    ``xn--`` form), refused here rather than when the URL is first requested."""
 
-    default_error_messages = {"invalid": "Enter an absolute http or https URL."}
+    default_error_messages = {
+        "invalid": "Enter an absolute http or https URL.",
+        "credentials": "A URL with credentials (user:password@host) is not taken; give a URL "
+        "that needs none, such as a signed one.",
+        "host_not_ascii": "The URL's host must be written in ASCII: give an internationalised "
+        "name in its xn-- form.",
+    }
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if not value.lower().startswith(("http://", "https://")):
             self.fail("invalid")
         try:
-            port = urlsplit(value).port  # a port beyond 65535 raises
+            parts = urlsplit(value)
+            port = parts.port  # a port beyond 65535 raises
         except ValueError:
             self.fail("invalid")
         if port == 0:  # nothing can be connected to on it
             self.fail("invalid")
+        for refused, reason in (
+            (parts.username is not None or parts.password is not None, "credentials"),
+            (not (parts.hostname or "").isascii(), "host_not_ascii"),
+        ):
+            if refused:
+                raise serializers.ValidationError(self.error_messages[reason], code="invalid")
         return value
 
 

@@ -23,6 +23,7 @@ from common.joined import (
     RowsPage,
     Table,
     UnitedRead,
+    Within,
     rows_by_ids,
     rows_referred_to,
 )
@@ -208,15 +209,23 @@ def order_with_parts_get(*, environment: Environment, order_id: int) -> tuple[Ro
 @dataclass(frozen=True)
 class OrderReadAhead:
     """The rows ``order_shown_get`` makes an order of, read before the request's key is checked
-    (the read needs nothing from the key: the order's environment is compared after), in the
-    statement that reads the request's versions (``common.versions.versions_read_with``)."""
+    (for the environment of a key this process keeps), in the statement that reads the
+    request's versions (``common.versions.versions_read_with``)."""
 
     order_id: int
+    environment_id: int
     rows: list[Sequence[Any]]
 
 
-def order_shown_read_ahead(*, order_id: int) -> OrderReadAhead:
-    return OrderReadAhead(order_id, versions_read_with(_ORDER_WITH_SHOWN_PARTS, order_id))
+def _in_environment(environment_id: int) -> Within:
+    """An order read's ids narrowed to the orders of one environment: another environment's
+    order, and its parts, are never read (asking for it costs what a missing id does)."""
+    return Within(Order, "environment", environment_id)
+
+
+def order_shown_read_ahead(*, order_id: int, environment_id: int) -> OrderReadAhead:
+    rows = versions_read_with(_ORDER_WITH_SHOWN_PARTS, order_id, _in_environment(environment_id))
+    return OrderReadAhead(order_id, environment_id, rows)
 
 
 def order_shown_get(
@@ -225,8 +234,13 @@ def order_shown_get(
     """As ``order_with_parts_get``, the order and its parts as ``Row``s of the fields the
     representation shows (``orders.parts.SHOWN_FIELDS``, timestamps as its text, as the list
     reads them): what ``GET`` of an order renders. With ``read_ahead`` of the same order, its
-    rows rather than a read now."""
-    united = read_ahead.rows if read_ahead is not None and read_ahead.order_id == order_id else None
+    rows rather than a read now (when it was read for this environment)."""
+    united = (
+        read_ahead.rows
+        if read_ahead is not None
+        and (read_ahead.order_id, read_ahead.environment_id) == (order_id, environment.id)
+        else None
+    )
     return _order_with_parts(environment, order_id, plain=True, shown=True, united=united)
 
 
@@ -269,7 +283,10 @@ def _order_with_parts(
         else (_ORDER_WITH_PARTS, _ORDER_ITEMS_ASSETS, _PART_JOINS)
     )
     if united is None:  # else read already (an ``OrderReadAhead``'s rows)
-        (united,) = _reads_together([read.statement([order_id])], write_first=write_first)
+        # The API's read (``shown``) narrowed to the key's environment; the other callers
+        # name orders the service found itself.
+        statement = read.statement([order_id], _in_environment(environment.id) if shown else None)
+        (united,) = _reads_together([statement], write_first=write_first)
     order_rows, *rest = read.split(united)
     rows = first.instances(order_rows, plain=plain)
     if not rows or rows[0][0].environment_id != environment.id:

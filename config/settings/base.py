@@ -12,7 +12,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
-from config.env import BASE_DIR, env
+from config.env import BASE_DIR, email_file_path, env
 from config.media import FILE_SYSTEM, s3_media_storage
 
 # Local state of the embedded default (SQLite, filesystem broker, file cache, static files);
@@ -241,10 +241,14 @@ SHEETS_API_URL = env.str(
 ).rstrip("/")
 SHEETS_ACCESS_TOKEN = env.str("SHEETS_ACCESS_TOKEN", default="")
 SHEETS_TIMEOUT_SECONDS = env.float("SHEETS_TIMEOUT_SECONDS", default=30.0)
-# The most data rows a sheet or uploaded file may have (more: 400 TooManyRows), and the largest
-# upload taken (more: 400 TooLarge).
+# The most data rows a sheet or uploaded file may have (more: 400 TooManyRows), the largest
+# upload taken and the most an uploaded workbook's parts may unpack to (more: 400 TooLarge),
+# and the most cells an uploaded file may have (more: 400 TooManyCells): what reading an
+# upload may hold in memory.
 BULK_MAX_ROWS = env.int("BULK_MAX_ROWS", default=10_000)
 BULK_UPLOAD_MAX_BYTES = env.int("BULK_UPLOAD_MAX_BYTES", default=5 * 1024 * 1024)
+BULK_UPLOAD_MAX_UNPACKED_BYTES = env.int("BULK_UPLOAD_MAX_UNPACKED_BYTES", default=20 * 1024 * 1024)
+BULK_UPLOAD_MAX_CELLS = env.int("BULK_UPLOAD_MAX_CELLS", default=200_000)
 # Row results reach the sheet in one values:batchUpdate per this many seconds (or rows).
 BULK_WRITE_BACK_SECONDS = env.float("BULK_WRITE_BACK_SECONDS", default=2.0)
 BULK_WRITE_BACK_ROWS = env.int("BULK_WRITE_BACK_ROWS", default=200)
@@ -410,6 +414,8 @@ CELERY_BEAT_SCHEDULE["events-sweep"] = {
 # Mail (the sign-up verification) through the backend EMAIL_URL names: consolemail://,
 # smtp://user:password@host:25, smtp+tls://..., filemail:///path, dummymail://.
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+if env.str("EMAIL_URL", default="").startswith("filemail:"):
+    EMAIL_FILE_PATH = email_file_path(env.str("EMAIL_URL"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Print API <no-reply@localhost>")
 LOGIN_URL = "/dashboard/login"
 LOGIN_REDIRECT_URL = "/dashboard/"
@@ -521,6 +527,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
     {"NAME": "common.passwords.NotOnlyWhitespaceValidator"},
+    {"NAME": "common.passwords.GuessabilityValidator"},
 ]
 
 # --- API ------------------------------------------------------------------------------------

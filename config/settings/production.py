@@ -2,7 +2,7 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import KNOWN_SECRET_KEYS, env
+from config.env import env, secret_key_known
 from config.settings.base import *  # noqa: F403
 
 DEBUG = False
@@ -10,7 +10,7 @@ SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=[])
 if not SECRET_KEY or len(SECRET_KEY) < 32:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set to at least 32 characters.")
-if SECRET_KEY in KNOWN_SECRET_KEYS:
+if secret_key_known(SECRET_KEY):
     raise ImproperlyConfigured(
         "DJANGO_SECRET_KEY is a development key that anyone with the code knows; set a random one."
     )

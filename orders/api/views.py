@@ -16,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
-from api.authentication import carries_kept_key, client_environment
+from api.authentication import client_environment, kept_key_environment_id
 from api.schema import ORDERS, operation
 from api.views import ApiViewSet, validated_input
 from common.errors import ValidationFailed
@@ -477,13 +477,17 @@ class OrderViewSet(ApiViewSet):
     _read_ahead: OrderReadAhead | None = None
 
     def read_ahead(self, request: HttpRequest | Request, *args: Any, **kwargs: Any) -> None:
-        # GET of an order with a key this process keeps: the order with its parts in the
-        # statement that reads the versions (retrieve compares its environment with the
-        # key's). An id of the wrong form is left for retrieve to refuse, after the key.
-        if self.action == "retrieve" and carries_kept_key(request):
+        # GET of an order with a key this process keeps: the order with its parts, if it is
+        # of the key's environment, in the statement that reads the versions (retrieve uses
+        # the rows once the key is found good, for that environment). An id of the wrong form
+        # is left for retrieve to refuse, after the key.
+        environment_id = kept_key_environment_id(request) if self.action == "retrieve" else None
+        if environment_id is not None:
             number = id_number(PREFIXES["order"], kwargs.get("orderId", ""))
             if number is not None:
-                self._read_ahead = order_shown_read_ahead(order_id=number)
+                self._read_ahead = order_shown_read_ahead(
+                    order_id=number, environment_id=environment_id
+                )
 
     @_order_operation(
         "orders_actions",

@@ -1,9 +1,12 @@
-"""Hostile sheets: too many rows, too large an upload, malformed form data, formulas in
-results files, and many submits of one sheet at once."""
+"""Hostile sheets: too many rows, too large an upload, workbooks that claim or unpack to far
+more than they hold, malformed form data, formulas and separators in results files, and many
+submits of one sheet at once."""
 
 import csv
 import io
+import itertools
 import threading
+import tracemalloc
 from typing import Any
 
 import openpyxl
@@ -16,11 +19,13 @@ from rest_framework.test import APIClient
 from backoffice import services
 from backoffice.jobs import JobRunning, Source
 from backoffice.models import BulkJob
-from backoffice.rows import file_with_results
+from backoffice.rows import file_values, file_with_results
+from common.errors import ValidationFailed
 from orders.models import Shipment
 from staff.services import staff_user_save
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
+from tests.support.workbooks import workbook_bytes
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
@@ -96,6 +101,93 @@ def test_an_upload_over_the_size_or_row_limit_is_400_naming_the_file(settings: A
     assert "more than 5 data rows" in too_many.content.decode()
 
 
+def test_a_workbook_is_read_as_wide_and_long_as_its_cells_whatever_its_dimension_claims(
+    settings: Any,
+) -> None:
+    settings.BULK_MAX_ROWS = 20
+    content = workbook_bytes(
+        [("A1", "Lab Order Id"), ("B1", "Note"), ("A2", "shp_1"), ("A3", "shp_2"), ("C3", "x")],
+        dimension="A1:XFD1048576",
+    )
+
+    values = file_values("rows.xlsx", content)
+
+    assert values == [["Lab Order Id", "Note"], ["shp_1"], ["shp_2", "", "x"]]
+
+
+@pytest.mark.django_db
+def test_a_workbook_of_too_many_cells_is_400_too_many_cells_and_read_in_bounded_memory(
+    settings: Any,
+) -> None:
+    # 4 KB: a cell in the last column (XFD) on each of 400 rows, 6.5 million cells once padded.
+    content = workbook_bytes([("A1", "Lab Order Id"), *((f"XFD{n}", "x") for n in range(2, 402))])
+    assert len(content) < 5000
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValidationFailed) as refused:
+            file_values("wide.xlsx", content)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    response = operator().post(TOOL, {"file": SimpleUploadedFile("wide.xlsx", content)})
+
+    assert refused.value.failures == {
+        "file": [
+            (
+                "TooManyCells",
+                "The file has more than 200000 cells, the most one job takes; remove the "
+                "columns the tool does not use, or split it.",
+            )
+        ]
+    }
+    assert peak < 10 * 1024 * 1024
+    assert response.status_code == 400
+    assert "The file has more than 200000 cells" in response.content.decode()
+    assert BulkJob.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_workbook_that_unpacks_beyond_the_limit_is_too_large_and_never_unpacked(
+    settings: Any,
+) -> None:
+    settings.BULK_UPLOAD_MAX_UNPACKED_BYTES = 1024 * 1024
+    # 100,000 shared strings: 1.7 MB unpacked from a few KB.
+    content = workbook_bytes(
+        [("A1", "Lab Order Id")], shared_strings=itertools.repeat("a", 100_000)
+    )
+    assert len(content) < 10_000
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValidationFailed) as refused:
+            file_values("bomb.xlsx", content)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    response = operator().post(TOOL, {"file": SimpleUploadedFile("bomb.xlsx", content)})
+
+    [(code, description)] = refused.value.failures["file"]
+    assert code == "TooLarge"
+    assert description.startswith("The workbook unpacks to 17")
+    assert description.endswith(" bytes, over the 1048576 taken.")
+    assert peak < 256 * 1024
+    assert response.status_code == 400
+    assert "over the 1048576 taken." in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_csv_of_too_many_cells_is_400_too_many_cells(settings: Any) -> None:
+    settings.BULK_UPLOAD_MAX_CELLS = 10
+    content = b"Lab Order Id,Note\n" + b"shp_1,a\n" * 4 + b"shp_2,,\n"
+
+    with pytest.raises(ValidationFailed) as refused:
+        file_values("rows.csv", content)
+
+    assert refused.value.failures["file"][0][0] == "TooManyCells"
+    assert file_values("rows.csv", content[: -len(b"shp_2,,\n")])[-1] == ["shp_1", "a"]
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("posted", "message"),
@@ -145,10 +237,70 @@ def test_results_files_give_formulas_as_text() -> None:
         ["'\tx", "", "'\r=1"],
         ["shp_12", "'=cmd|' /C calc'!A0", "plain"],
     ]
-    assert rows == expected
+    # In a CSV the line break starts a field too, for a program that ignores quotes.
+    assert rows == [[cell.replace("\r=", "\r'=") for cell in row] for row in expected]
     # XML keeps no bare carriage return: the workbook reads it back as a line feed.
     assert from_xlsx == [[cell.replace("\r", "\n") for cell in row] for row in expected]
     assert formulas == []
+
+
+@pytest.mark.parametrize("separator", [",", ";", "\t", "|"])
+def test_no_field_of_a_csv_results_file_starts_a_formula_whatever_the_separator(
+    separator: str,
+) -> None:
+    values = [
+        ["Lab Order Id", "Message", "Note"],
+        ["shp_1", "", "a;=1+1"],
+        ["shp_2", "", 'b";=HYPERLINK("http://evil.example/")'],
+        ["shp_3", "", "c|@SUM(A1)"],
+        ["shp_4", "", "d\t+1"],
+        ["shp_5", "", "e, -2"],
+        ["shp_6", "", "f\n=1+1"],
+    ]
+    cells = {(2, 1): "Refused; =cmd|' /C calc'!A0"}
+
+    content, content_type = file_with_results(name="a.csv", values=values, cells=cells)
+    text = content.decode()
+
+    assert content_type == "text/csv"
+    # Every field as a program splitting on this separator finds it, with quotes or without.
+    fields = [
+        field
+        for row in csv.reader(io.StringIO(text, newline=""), delimiter=separator)
+        for field in row
+    ]
+    fields += [field for line in text.splitlines() for field in line.split(separator)]
+    assert fields
+    assert [f for f in fields if f.lstrip(' \t"').startswith(("=", "+", "-", "@"))] == []
+
+
+def test_csv_results_quote_every_cell_with_a_separator_a_quote_or_a_line_break() -> None:
+    values = [
+        ["Lab Order Id", "Note"],
+        ["shp_1", "a;=1+1"],
+        ["shp_2", "x|y"],
+        ["shp_3", "tab\there"],
+        ["shp_4", 'say "hi"'],
+        ["shp_5", "two\nlines"],
+        ["shp_6", "plain text"],
+    ]
+
+    content, _ = file_with_results(name="a.csv", values=values, cells={})
+
+    assert content.decode() == (
+        "Lab Order Id,Note\r\n"
+        'shp_1,"a;\'=1+1"\r\n'
+        'shp_2,"x|y"\r\n'
+        'shp_3,"tab\there"\r\n'
+        'shp_4,"say ""hi"""\r\n'
+        'shp_5,"two\nlines"\r\n'
+        "shp_6,plain text\r\n"
+    )
+    assert list(csv.reader(io.StringIO(content.decode(), newline=""))) == [
+        ["Lab Order Id", "Note"],
+        ["shp_1", "a;'=1+1"],
+        *values[2:],
+    ]
 
 
 @pytest.mark.django_db

@@ -27,7 +27,7 @@ from common.http import (
     post_json_bytes,
     unreachable_error,
 )
-from tests.support.servers import DripHost
+from tests.support.servers import DripHost, untrusted_tls_server
 
 PAYLOAD = bytes(range(256)) * 400  # 102400 bytes
 
@@ -556,6 +556,41 @@ def test_connection_refused_is_retryable(private_urls_allowed: None, tmp_path: P
     assert failed.value.retryable is True
 
 
+def test_an_untrusted_certificate_at_an_asset_host_is_a_retryable_tls_error(
+    private_urls_allowed: None, tmp_path: Path
+) -> None:
+    with untrusted_tls_server() as server:
+        server.expect_request("/a.jpg").respond_with_data(PAYLOAD)
+        url = server.url_for("/a.jpg")
+
+        with pytest.raises(OutboundError) as failed:
+            download_to_file(url, tmp_path / "a", max_bytes=len(PAYLOAD), deadline_seconds=5)
+
+        assert server.log == []
+    assert type(failed.value) is OutboundError
+    assert str(failed.value) == (
+        f"The TLS connection to '127.0.0.1' for {url} failed: its certificate could not be "
+        "verified (self-signed certificate)."
+    )
+    assert failed.value.retryable is True
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_server_that_does_not_speak_tls_is_a_retryable_tls_error(
+    private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
+) -> None:
+    url = httpserver.url_for("/a.jpg").replace("http://", "https://")
+
+    with pytest.raises(OutboundError) as failed:
+        download_to_file(url, tmp_path / "a", max_bytes=10, deadline_seconds=5)
+
+    assert str(failed.value) == (
+        f"The TLS connection to '{urlsplit(url).hostname}' for {url} failed: the TLS handshake "
+        "failed (WRONG_VERSION_NUMBER)."
+    )
+    assert failed.value.retryable is True
+
+
 def test_download_md5_is_computed_over_the_streamed_bytes(
     private_urls_allowed: None, httpserver: HTTPServer, tmp_path: Path
 ) -> None:
@@ -634,6 +669,23 @@ def test_post_json_bytes_refuses_private_addresses(settings, httpserver: HTTPSer
         post_json_bytes(guarded_session(), httpserver.url_for("/hook"), b"{}", {}, 5.0)
 
     assert httpserver.log == []
+
+
+def test_post_json_bytes_to_an_untrusted_certificate_is_a_retryable_tls_error(
+    private_urls_allowed: None,
+) -> None:
+    with untrusted_tls_server() as server:
+        url = server.url_for("/hook")
+
+        with pytest.raises(OutboundError) as failed:
+            post_json_bytes(guarded_session(), url, b"{}", {}, 5.0)
+
+        assert server.log == []
+    assert str(failed.value) == (
+        f"The TLS connection to '127.0.0.1' for {url} failed: its certificate could not be "
+        "verified (self-signed certificate)."
+    )
+    assert failed.value.retryable is True
 
 
 def test_post_json_bytes_keeps_only_the_start_of_a_huge_answer(

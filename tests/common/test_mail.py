@@ -13,13 +13,13 @@ def test_each_mail_is_a_file_in_the_folder_and_one_line_names_it(
 ) -> None:  # type: ignore[no-untyped-def]
     settings.EMAIL_BACKEND = "common.mail.FolderEmailBackend"
     settings.EMAIL_FILE_PATH = str(tmp_path / "mail")
+    settings.LIVE_BASE_URL = "http://127.0.0.1:8200"
     caplog.set_level(logging.INFO, logger="common.mail")
 
     registration_signup(
         name="Newcomer Prints",
         email="newcomer@example.com",
         password="a-long-enough-passphrase",
-        base_url="http://127.0.0.1:8200",
     )
     mail.send_mail("Second", "Another body.", "from@example.com", ["b@example.com"])
 

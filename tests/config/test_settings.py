@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +114,26 @@ def test_production_settings_refuse_the_local_settings_secret_key() -> None:
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY is a development key" in result.stderr
     assert {LOCAL_SECRET_KEY, TEST_SECRET_KEY, "CHANGE-ME"} <= KNOWN_SECRET_KEYS
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        f" {LOCAL_SECRET_KEY} ",
+        f"{LOCAL_SECRET_KEY}\n",
+        LOCAL_SECRET_KEY.upper(),
+        LOCAL_SECRET_KEY.replace("-", "_"),
+        LOCAL_SECRET_KEY.replace("-", " "),
+        f"{TEST_SECRET_KEY}                 ",
+        f"{TEST_SECRET_KEY.title()}-and-some-more-letters",
+        "change-me-change-me-change-me-change-me",
+    ],
+)
+def test_production_settings_refuse_a_development_key_in_any_spelling(spelling: str) -> None:
+    result = _import_production({**COMPLETE, "DJANGO_SECRET_KEY": spelling})
+
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY is a development key" in result.stderr
 
 
 def test_production_settings_start_when_complete() -> None:
@@ -379,3 +400,59 @@ def test_settings_refuse_a_short_schedule_that_does_not_end_within_five_minutes(
     result = _import_production({"ASSET_PERMANENT_RETRY_SECONDS": waits})
     assert result.returncode != 0
     assert said in result.stderr
+
+
+EXAMPLE = ROOT / "deploy" / "production.env.example"
+# Read by the settings, never for a deployment: local and test settings turn them on.
+DEVELOPMENT_ONLY = {"DJANGO_DEBUG", "CALLBACK_RETRY_SCALE", "SIMULATOR_PRODUCES_LIVE"}
+NOT_CODE = {".venv", ".git", "var", "tests", "docs", "node_modules", "__pycache__"}
+
+
+def _example_names() -> set[str]:
+    return set(re.findall(r"^#?([A-Z][A-Z0-9_]+)=", EXAMPLE.read_text(), flags=re.MULTILINE))
+
+
+def _code_text() -> str:
+    """Every file of the project that runs (settings, deploy scripts, templates, code)."""
+    texts = []
+    for folder, folders, files in os.walk(ROOT):
+        folders[:] = [name for name in folders if name not in NOT_CODE]
+        for name in files:
+            path = Path(folder) / name
+            if path != EXAMPLE and path.suffix in {".py", ".sh", ".conf", ".template", ".toml", ""}:
+                texts.append(path.read_text(errors="replace"))
+    return "\n".join(texts)
+
+
+def test_the_env_example_names_only_variables_something_reads() -> None:
+    code = _code_text()
+
+    unread = sorted(name for name in _example_names() if not re.search(rf"\b{name}\b", code))
+
+    assert unread == []
+
+
+def test_the_env_example_names_every_variable_the_settings_read() -> None:
+    settings_code = "".join(
+        path.read_text() for path in (ROOT / "config").rglob("*.py") if "local" not in path.name
+    )
+    read = set(re.findall(r"env(?:\.\w+)?\(\s*\"([A-Z][A-Z0-9_]+)\"", settings_code))
+
+    assert sorted(read - DEVELOPMENT_ONLY - _example_names()) == []
+
+
+def test_a_filemail_url_names_an_absolute_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "mail"
+    names = ["EMAIL_BACKEND", "EMAIL_FILE_PATH"]
+
+    values = _settings_values(
+        "config.settings.production", names, {**COMPLETE, "EMAIL_URL": f"filemail://{folder}"}
+    )
+    relative = _import_production({**COMPLETE, "EMAIL_URL": "filemail://var/mail"})
+
+    assert values == {
+        "EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend",
+        "EMAIL_FILE_PATH": str(folder),
+    }
+    assert relative.returncode != 0
+    assert "EMAIL_URL=filemail:///... must name an absolute folder" in relative.stderr

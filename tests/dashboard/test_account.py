@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core import mail
 from django.test import Client
 from rest_framework.test import APIClient
@@ -17,7 +18,7 @@ from products.models import Product
 from tests.support.dashboard import PASSWORD, merchant_sign_in_create, signed_in_client
 
 pytestmark = pytest.mark.django_db
-LINK = re.compile(r"http://testserver(/dashboard/password-reset/[^/\s]+/[^/\s]+/)")
+LINK = re.compile(r"(\S+)(/dashboard/password-reset/[^/\s]+/[^/\s]+/)")
 
 
 def reset_link(client: Client, email: str) -> str:
@@ -29,7 +30,8 @@ def reset_link(client: Client, email: str) -> str:
     assert message.subject == "Reset your Print API password"
     found = LINK.search(str(message.body))
     assert found, message.body
-    return found.group(1)
+    assert found.group(1) == settings.LIVE_BASE_URL
+    return found.group(2)
 
 
 def test_a_password_is_reset_from_the_mailed_link_once(merchant: CreatedMerchant) -> None:
@@ -57,6 +59,29 @@ def test_a_password_is_reset_from_the_mailed_link_once(merchant: CreatedMerchant
     assert "This link no longer works" in again
 
 
+def test_the_reset_link_is_built_on_the_configured_base_url_whatever_the_host(
+    merchant: CreatedMerchant, settings: Any
+) -> None:
+    user = merchant_sign_in_create(merchant.merchant)
+    settings.LIVE_BASE_URL = "https://print.example.com"
+    settings.ALLOWED_HOSTS = ["*"]
+
+    response = Client().post(
+        "/dashboard/password-reset",
+        {"email": user.email},
+        HTTP_HOST="attacker.example",
+        HTTP_X_FORWARDED_HOST="attacker.example:8443",
+    )
+
+    assert response.status_code == 302
+    [message] = mail.outbox
+    assert "attacker.example" not in message.body
+    found = LINK.search(str(message.body))
+    assert found, message.body
+    assert found.group(1) == "https://print.example.com"
+    assert Client().get(found.group(2), follow=True).status_code == 200
+
+
 def test_the_new_password_is_checked_with_the_fields_messages(merchant: CreatedMerchant) -> None:
     user = merchant_sign_in_create(merchant.merchant)
     client = Client()
@@ -70,6 +95,22 @@ def test_the_new_password_is_checked_with_the_fields_messages(merchant: CreatedM
     assert "The two password fields didn\u2019t match." in refused.content.decode()
     user.refresh_from_db()
     assert user.check_password(PASSWORD)
+
+
+def test_a_reset_refuses_a_new_password_easy_to_guess(merchant: CreatedMerchant) -> None:
+    user = merchant_sign_in_create(merchant.merchant)
+    client = Client()
+    form = client.get(reset_link(client, user.email), follow=True)
+    set_password_url = form.redirect_chain[-1][0]
+    old_hash = type(user).objects.get(pk=user.pk).password
+
+    refused = client.post(
+        set_password_url, {"new_password1": "Passw0rd!!", "new_password2": "Passw0rd!!"}
+    )
+
+    assert refused.status_code == 200
+    assert "This password is too easy to guess." in refused.content.decode()
+    assert type(user).objects.get(pk=user.pk).password == old_hash
 
 
 def test_an_unknown_address_gets_the_same_page_and_no_mail(merchant: CreatedMerchant) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core import mail
 from django.core.cache import cache
@@ -18,7 +19,9 @@ from merchants.registration import registration_start
 from tests.support.dashboard import failure_codes
 
 pytestmark = pytest.mark.django_db
-TOKEN_IN_LINK = re.compile(r"http://testserver/dashboard/verify\?token=(\S+)")
+TOKEN_IN_LINK = re.compile(r"\S+/dashboard/verify\?token=(\S+)")
+BASE_URL = "https://print.example.com"
+FORGED = {"HTTP_HOST": "attacker.example", "HTTP_X_FORWARDED_HOST": "attacker.example:8443"}
 
 
 def signup(client: Client, **changes: str) -> tuple[int, str]:
@@ -32,6 +35,7 @@ def mailed_token() -> str:
     [message] = mail.outbox
     match = TOKEN_IN_LINK.search(str(message.body))
     assert match, message.body
+    assert match.group(0).startswith(f"{settings.LIVE_BASE_URL}/dashboard/verify?token=")
     return match.group(1)
 
 
@@ -201,7 +205,7 @@ def test_signing_up_with_a_registered_address_answers_as_for_a_new_one_and_mails
     [message] = mail.outbox
     assert message.to == ["owner@acme.test"]
     assert message.subject == "Someone tried to sign up with your email address"
-    assert "http://testserver/dashboard/password-reset" in message.body
+    assert f"{settings.LIVE_BASE_URL}/dashboard/password-reset" in message.body
     assert "verify" not in message.body
     assert Registration.objects.filter(email="owner@acme.test").count() == 1  # the first only
     assert User.objects.count() == 1
@@ -238,6 +242,30 @@ def test_sign_up_refuses_passwords_like_the_account_all_digits_blank_or_short(
     assert mail.outbox == [] and Registration.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    ("password", "warning"),
+    [
+        ("Passw0rd!!", "This is similar to a commonly used password."),
+        ("abcabcabca", 'Repeats like "abcabcabc" are only slightly harder to guess than "abc".'),
+        ("1111111111a", 'Repeats like "aaa" are easy to guess.'),
+        (" a a a a a", 'Repeats like "abcabcabc" are only slightly harder to guess than "abc".'),
+    ],
+)
+def test_sign_up_refuses_passwords_easy_to_guess_saying_why(password: str, warning: str) -> None:
+    status, html = signup(Client(), password=password)
+
+    assert status == 400
+    assert f"This password is too easy to guess. {warning}" in html.replace("&quot;", '"')
+    assert mail.outbox == [] and Registration.objects.count() == 0
+
+
+def test_sign_up_takes_a_password_of_a_few_unrelated_words() -> None:
+    status, _ = signup(Client(), password="velvet-otter-harbour")
+
+    assert status == 200
+    assert Registration.objects.count() == 1
+
+
 def test_the_registration_endpoint_is_in_the_openapi_document() -> None:
     document = Client().get("/v4.0/schema?format=json").json()
     operation = document["paths"]["/v4.0/registration/complete"]["post"]
@@ -250,3 +278,37 @@ def test_the_registration_endpoint_is_in_the_openapi_document() -> None:
         "outcome", "merchant", "sandboxApiKey", "liveApiKey", "traceParent",
     }  # fmt: skip
     assert operation.get("security", [{}]) in ([{}], [])  # no key needed
+
+
+def test_the_verification_link_is_built_on_the_configured_base_url_whatever_the_host(
+    settings,  # type: ignore[no-untyped-def]
+) -> None:
+    settings.LIVE_BASE_URL = BASE_URL
+    settings.ALLOWED_HOSTS = ["*"]
+    form = {"name": "Acme Prints", "email": "owner@acme.test", "password": "a-long-passphrase-9"}
+
+    response = Client().post("/dashboard/signup", form, **FORGED)
+
+    assert response.status_code == 200
+    [message] = mail.outbox
+    assert "attacker.example" not in message.body
+    [link] = [line for line in str(message.body).splitlines() if "/dashboard/verify" in line]
+    assert link.startswith(f"{BASE_URL}/dashboard/verify?token=")
+
+
+def test_the_mail_to_a_registered_address_links_to_the_configured_base_url_whatever_the_host(
+    settings,  # type: ignore[no-untyped-def]
+) -> None:
+    signup(Client())
+    complete(mailed_token_to("owner@acme.test"))
+    mail.outbox.clear()
+    settings.LIVE_BASE_URL = BASE_URL
+    settings.ALLOWED_HOSTS = ["*"]
+    form = {"name": "Acme Prints", "email": "owner@acme.test", "password": "a-long-passphrase-9"}
+
+    Client().post("/dashboard/signup", form, **FORGED)
+
+    [message] = mail.outbox
+    assert "attacker.example" not in message.body
+    assert f"To sign in: {BASE_URL}/dashboard/login\n" in message.body
+    assert f"Forgotten your password? {BASE_URL}/dashboard/password-reset\n" in message.body

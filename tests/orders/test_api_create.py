@@ -159,6 +159,59 @@ def test_urls_on_port_0_are_refused(sandbox_api: APIClient) -> None:
     assert Order.objects.count() == 0
 
 
+CREDENTIALS = (
+    "A URL with credentials (user:password@host) is not taken; give a URL that needs none, "
+    "such as a signed one."
+)
+NOT_ASCII = (
+    "The URL's host must be written in ASCII: give an internationalised name in its xn-- form."
+)
+
+
+@pytest.mark.parametrize(
+    ("asset_url", "callback_url", "message"),
+    [
+        (
+            "https://reader:s3cret-Pa55@images.example.com/cat.jpg",
+            "https://hook:s3cret-Pa55@hooks.example.com/x",
+            CREDENTIALS,
+        ),
+        (
+            "https://reader@images.example.com/cat.jpg",
+            "https://hook@hooks.example.com/x",
+            CREDENTIALS,
+        ),
+        ("https://bücher.example/cat.jpg", "https://bücher.example/x", NOT_ASCII),
+        ("https://images.exämple.com/cat.jpg", "https://hooks.exämple.com/x", NOT_ASCII),
+    ],
+)
+def test_urls_with_credentials_or_a_host_not_in_ascii_are_refused_at_create(
+    sandbox_api: APIClient, asset_url: str, callback_url: str, message: str
+) -> None:
+    body = order_body(callbackUrl=callback_url)
+    body["items"][0]["assets"][0]["url"] = asset_url
+
+    response = post(sandbox_api, body)
+
+    assert failures(response) == {
+        "callbackUrl": ["Invalid"],
+        "items[0].assets[0].url": ["Invalid"],
+    }
+    found = response.json()["data"]["failures"]
+    assert found["callbackUrl"][0]["description"] == message
+    assert found["items[0].assets[0].url"][0]["description"] == message
+    assert "s3cret" not in response.content.decode()
+    assert Order.objects.count() == 0
+
+
+def test_a_host_in_its_xn_form_is_taken(sandbox_api: APIClient) -> None:
+    body = order_body(callbackUrl="https://xn--bcher-kva.example/x")
+
+    response = post(sandbox_api, body)
+
+    assert response.status_code == 200, response.content
+
+
 def test_no_items_is_refused(sandbox_api: APIClient) -> None:
     assert failures(post(sandbox_api, order_body(items=[]))) == {"items": ["Empty"]}
 

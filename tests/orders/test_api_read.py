@@ -1,5 +1,7 @@
 """GET /v4.0/orders/{id} and GET /v4.0/orders: isolation, filters, paging, query counts."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -67,6 +69,42 @@ def test_the_other_environments_order_is_not_found(
             f"/v4.0/orders/{order_id}/actions/{action}", {"metadata": {}}, format="json"
         )
         assert (response.status_code, response.json()["outcome"]) == (404, "EntityNotFound")
+
+
+@contextmanager
+def rows_read() -> Iterator[list[int]]:
+    """The number of rows each statement sent in the block returned."""
+    counts: list[int] = []
+
+    def counted(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        counts.append(context["cursor"].rowcount)
+        return result
+
+    with connection.execute_wrapper(counted):
+        yield counts
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="SQLite's cursors do not count the rows read")
+def test_another_environments_order_costs_what_a_missing_one_does(
+    sandbox_api: APIClient, other_merchant: CreatedMerchant
+) -> None:
+    big = order_create_via_api(sandbox_api, order_body(items=order_body()["items"] * 60))
+    stranger = APIClient()
+    stranger.credentials(HTTP_X_API_KEY=other_merchant.sandbox_api_key)
+    assert stranger.get("/v4.0/orders").status_code == 200  # the key now kept by this process
+    stranger.get("/v4.0/orders/ord_999999999")  # its last-used time written (once a minute)
+
+    with rows_read() as foreign:
+        foreign_response = stranger.get(f"/v4.0/orders/{big}")
+    with rows_read() as missing:
+        missing_response = stranger.get("/v4.0/orders/ord_999999999")
+
+    assert foreign_response.status_code == missing_response.status_code == 404
+    assert foreign_response.json()["outcome"] == "EntityNotFound"
+    # one statement each: the versions' row beside the order read, which finds nothing
+    assert foreign == missing == [1]
+    assert sandbox_api.get(f"/v4.0/orders/{big}").json()["order"]["items"][59]
 
 
 def test_a_missing_order_is_not_found(sandbox_api: APIClient) -> None:

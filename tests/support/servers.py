@@ -1,21 +1,32 @@
-"""Local peers over loopback: the merchant's asset host and callback receiver.
+"""Local peers over loopback: the merchant's asset host and callback receiver, and a TLS
+server no client trusts.
 
 They are handlers for pytest-httpserver's ``httpserver``; the fixtures that install them live
 in the conftest files.
 """
 
 import collections
+import datetime as dt
+import ipaddress
 import json
 import re
 import socket
+import ssl
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
@@ -334,3 +345,47 @@ class PacedReceiver:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@contextmanager
+def untrusted_tls_server() -> Iterator[HTTPServer]:
+    """An HTTPS server on loopback whose certificate (self-signed, made for this run) no client
+    trusts: every TLS handshake with it fails at certificate verification."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        certificate_path = Path(folder) / "certificate.pem"
+        key_path = Path(folder) / "key.pem"
+        certificate_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+        key_path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certificate_path, key_path)
+    server = HTTPServer(host="127.0.0.1", port=0, ssl_context=context)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.clear()
+        if server.is_running():
+            server.stop()

@@ -14,6 +14,7 @@ from standardwebhooks.webhooks import Webhook
 from werkzeug import Request, Response
 
 from merchants.keys import generate_signing_secret
+from tests.support.servers import untrusted_tls_server
 from webhooks.delivery import (
     MAX_RETRY_AFTER,
     RESPONSE_EXCERPT_CHARS,
@@ -150,6 +151,22 @@ def test_a_closed_port_is_retried(second_server: HTTPServer) -> None:
     assert result.outcome is Outcome.RETRY
     assert result.status_code is None
     assert "Could not connect" in result.error
+
+
+def test_a_receiver_whose_certificate_is_not_trusted_is_a_failed_attempt_retried() -> None:
+    with untrusted_tls_server() as server:
+        url = server.url_for("/hook")
+
+        result = attempt(url, generate_signing_secret())
+
+        assert server.log == []
+    assert result.outcome is Outcome.RETRY
+    assert result.status_code is None
+    assert result.error == (
+        f"The TLS connection to '127.0.0.1' for {url} failed: its certificate could not be "
+        "verified (self-signed certificate)."
+    )
+    assert retry_due_at(result, 1, NOW, random.Random(1)) is not None
 
 
 def test_429_with_retry_after_seconds_is_honoured(httpserver: HTTPServer) -> None:
