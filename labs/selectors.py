@@ -13,13 +13,6 @@ def lab_get(*, code: str) -> Lab | None:
     return Lab.objects.filter(code=code.strip().lower()).first()
 
 
-def labs_capabilities(*, codes: Collection[str]) -> dict[str, frozenset[str]]:
-    """What each lab's connector can do to a lab order after submission, in one read (a code
-    no lab has: the whole vocabulary, as its connector would say); the labs are not asked."""
-    found = dict(Lab.objects.filter(code__in=set(codes)).values_list("code", "capabilities"))
-    return {code: frozenset(found.get(code, CAPABILITIES)) for code in codes}
-
-
 def countries_reached(*, product: Product) -> list[str]:
     """Countries that some active lab making ``product`` delivers to by at least one method,
     from the process's catalogue snapshot.
@@ -85,3 +78,10 @@ def shipping_rate_for(*, lab_code: str, method: str, country_code: str) -> Shipp
         if found:
             return found[0]
     return None
+
+
+def labs_capabilities(*, codes: Collection[str]) -> dict[str, frozenset[str]]:
+    """What each lab's connector can do to a lab order after submission, in one read (a code
+    no lab has: the whole vocabulary, as its connector would say); the labs are not asked."""
+    found = dict(Lab.objects.filter(code__in=set(codes)).values_list("code", "capabilities"))
+    return {code: frozenset(found.get(code, CAPABILITIES)) for code in codes}
