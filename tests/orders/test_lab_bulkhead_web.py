@@ -47,11 +47,11 @@ SERVED = {
 }
 # The other merchant's GETs arrive at a steady pace, each on a connection of its own whatever
 # the earlier ones are doing (as a shop's pages and its customers send them): ARRIVALS of them,
-# SPACING seconds apart (7 s), the two kinds in turn, before, during and after the hang. Each kind's
+# SPACING seconds apart (8 s), the two kinds in turn, before, during and after the hang. Each kind's
 # median during is compared with its median before and after (alone). A GET stuck behind
 # requests that wait on the lab shows in the median, since those after it arrive anyway.
-ARRIVALS = 60
-SPACING = 0.12
+ARRIVALS = 80
+SPACING = 0.1
 RECIPIENT = {
     "name": "Grace Hopper",
     "address": {
