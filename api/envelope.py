@@ -18,6 +18,7 @@ STATUS_TEXTS = {
     "TooManyRequests": "Too many requests; slow down and retry later.",
     "InternalServerError": "An unexpected error occurred.",
     "TimedOut": "The request was not processed within the time limit and was aborted.",
+    "ServiceUnavailable": "The service cannot do this now; try again shortly.",
 }
 
 

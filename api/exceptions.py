@@ -1,6 +1,7 @@
 """One handler maps every exception an API view raises to the error envelope."""
 
 import logging
+import math
 from typing import Any
 
 from django.conf import settings
@@ -11,7 +12,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from api.envelope import error_body, failure
-from common.errors import EntityNotFound, ValidationFailed
+from common.errors import EntityNotFound, LabBusy, ValidationFailed
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +111,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         body = error_body(
             "PayloadTooLarge", 413, {"maxBytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE}
         )
+    elif isinstance(exc, LabBusy):
+        seconds = max(1, math.ceil(exc.retry_after_seconds))
+        data = {"labCode": exc.lab_code, "retryAfterSeconds": seconds}
+        body = error_body("ServiceUnavailable", 503, data, text=str(exc))
+        headers["Retry-After"] = str(seconds)
     elif isinstance(exc, drf.Throttled):
         wait = getattr(exc, "wait", None)
         body = error_body("TooManyRequests", 429, {"retryAfterSeconds": wait})

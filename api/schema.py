@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 
 from api.envelope import STATUS_TEXTS
 from api.serializers import TRACE_PARENT_EXAMPLE
@@ -202,6 +202,19 @@ _ERRORS = {
     "500": "InternalServerError or TimedOut.",
 }
 
+# An operation that may ask a lab (``operation(..., lab_calls=True)``) can also be refused at
+# once while that lab is busy with other requests.
+LAB_BUSY = (
+    "ServiceUnavailable: a lab this operation must ask is busy with other requests, and "
+    "nothing was done; try again after the seconds of the `Retry-After` header."
+)
+_RETRY_AFTER_HEADER = {
+    "Retry-After": {
+        "description": "Seconds to wait before trying again.",
+        "schema": {"type": "integer"},
+    }
+}
+
 _TRACE_HEADER = {
     "traceParent": {
         "description": "W3C trace context of this request (also in the JSON body).",
@@ -229,15 +242,29 @@ def add_error_responses(
                         "description": text,
                         "content": {"application/json": {"schema": ref}},
                     }
+            busy = responses.get("503")
+            if busy is not None and "content" not in busy:
+                busy["content"] = {"application/json": {"schema": ref}}
+                busy.setdefault("headers", {}).update(_RETRY_AFTER_HEADER)
             for response in responses.values():
                 response.setdefault("headers", {}).update(_TRACE_HEADER)
     return result
 
 
 def operation(
-    tag: str, operation_id: str, summary: str, response: Any, **more: Any
+    tag: str,
+    operation_id: str,
+    summary: str,
+    response: Any,
+    *,
+    lab_calls: bool = False,
+    **more: Any,
 ) -> Callable[[_Handler], _Handler]:
-    """The schema of an operation with one success response; the error envelope is added later."""
+    """The schema of an operation with one success response; the error envelope is added later.
+    ``lab_calls``: the operation may ask a lab, so it may be refused with 503 (``LAB_BUSY``)."""
+    responses: dict[int, Any] = {200: response}
+    if lab_calls:
+        responses[503] = OpenApiResponse(description=LAB_BUSY)
     return extend_schema(
-        tags=[tag], operation_id=operation_id, summary=summary, responses={200: response}, **more
+        tags=[tag], operation_id=operation_id, summary=summary, responses=responses, **more
     )

@@ -27,3 +27,13 @@ class EntityNotFound(ServiceError):
     def __init__(self, description: str = "The entity was not found.") -> None:
         self.description = description
         super().__init__(description)
+
+
+class LabBusy(ServiceError):
+    """A lab's share of the web workers is taken by other requests that wait on it: nothing
+    was done, and the caller may ask again after ``retry_after_seconds``."""
+
+    def __init__(self, lab_code: str, retry_after_seconds: float) -> None:
+        self.lab_code = lab_code
+        self.retry_after_seconds = retry_after_seconds
+        super().__init__(f"Lab {lab_code} is busy with other requests; try again in a moment.")

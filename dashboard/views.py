@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing.documents import invoice_pdf, receipt_pdf
 from billing.selectors import merchant_invoice_get, merchant_invoices, order_payments_get
 from common.countries import country_label
-from common.errors import ValidationFailed
+from common.errors import LabBusy, ValidationFailed
 from common.ids import PREFIXES, id_number, parse_id
 from dashboard import forms
 from dashboard.charts import attention_chart, day_chart
@@ -73,6 +73,7 @@ from merchants.services import (
 from orders.actions import order_cancel
 from orders.authorisation import order_payment_amount, order_payment_authorise
 from orders.editing import order_held_submit, order_held_update
+from orders.lab_bulkhead import order_lab_web_places
 from orders.models import Order, PipelineStep, Stage
 from orders.payments import PaymentUnavailable, payment_issue, payment_provider_is_test
 from orders.representation import file_url
@@ -592,7 +593,12 @@ def order_cancel_view(request: HttpRequest, order_id: str) -> HttpResponse:
             action="Cancel the order",
             back=reverse("dashboard:order", kwargs={"order_id": order.public_id}),
         )
-    result = order_cancel(order=order)
+    try:
+        with order_lab_web_places(order=order):
+            result = order_cancel(order=order)
+    except LabBusy as busy:  # nothing was done
+        messages.error(request, f"The order could not be cancelled now: {busy}")
+        return redirect("dashboard:order", order_id=order.public_id)
     if result.outcome == "Cancelled":
         messages.success(request, "Order cancelled.")
     else:

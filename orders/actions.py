@@ -1,7 +1,10 @@
 """The four order actions and their availability, one rule for both.
 
 An order is open while it is OnHold or InProgress. A shipment can still be changed or cancelled
-until its lab starts production (the lab is asked, not only the pipeline's last poll). Before
+until its lab starts production: an action asks the lab first (``lab_state_refresh``), while
+``GET .../actions`` shows what the service has recorded (``actions_available``: a start of
+production from the pipeline's last check or an action's or staff operation's last question,
+and the labs' capabilities), so no request for it waits on a lab. Before
 any shipment is at a lab, a new method or destination re-plans the order with the engine, so its
 shipments and charges are what a quote gives; while shipments are being submitted, changes wait;
 after submission each change goes through the lab's connector and each shipment reports its
@@ -30,6 +33,7 @@ from django.utils import timezone
 from common.errors import ValidationFailed
 from labs.allocation import methods_available
 from labs.connectors import LabResult, connector_for
+from labs.selectors import labs_capabilities
 from orders.charges import refund_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.issues import SHIPMENT_NOT_AVAILABLE, SHIPMENT_UPDATE_FAILED
@@ -100,8 +104,9 @@ def _live_shipments(order: Order) -> list[Shipment]:
 
 
 def lab_state_refresh(order: Order) -> None:
-    """Ask the labs whether submitted shipments have started production, so availability
-    follows the labs' real state rather than the pipeline's last poll."""
+    """Ask the labs whether submitted shipments have started production, and record it, so an
+    action follows the labs' real state rather than the pipeline's last poll (and
+    ``actions_available`` shows it from then on)."""
     now = timezone.now()
     sandbox = order.environment.is_sandbox
     for shipment in _live_shipments(order):
@@ -126,21 +131,22 @@ def _changes_possible(order: Order) -> bool:
 
 
 def actions_available(order: Order) -> dict[str, bool]:
-    """What ``GET .../actions`` shows (after ``lab_state_refresh``): whether each action would
-    do what it is asked now. ``cancel`` would cancel: the order is open and no shipment is in
-    production, shipped or at a lab that cannot cancel (else it would be FailedToCancel or
-    ActionNotAvailable); a change would reach at least one shipment (one not at a lab yet, or
-    at a lab that can make the change)."""
+    """What ``GET .../actions`` shows: whether each action would do what it is asked, as far
+    as the service knows, read from the database alone (no lab is asked: a lab whose site
+    hangs delays no one's GET). ``cancel`` would cancel: the order is open and no shipment is
+    recorded in production, shipped or at a lab that cannot cancel (else it would be
+    FailedToCancel or ActionNotAvailable); a change would reach at least one shipment (one not
+    at a lab yet, or at a lab that can make the change)."""
     is_open = order.stage in OPEN_STAGES
     shipments = _live_shipments(order)
-    sandbox = order.environment.is_sandbox
+    capabilities = labs_capabilities(codes={s.lab_code for s in shipments})
 
     def takes(shipment: Shipment, capability: str) -> bool:
         if not _changeable(shipment):
             return False
         if shipment.submitted_at is None:
             return True
-        return connector_for(lab_code=shipment.lab_code, sandbox=sandbox).supports(capability)
+        return capability in capabilities[shipment.lab_code]
 
     def change(capability: str) -> bool:
         return is_open and (not shipments or any(takes(s, capability) for s in shipments))

@@ -31,9 +31,11 @@ from django.utils.html import format_html, format_html_join
 
 from common.admin_mixins import NoAddOrDelete, PublicIdColumn
 from common.countries import is_country_code
+from common.errors import LabBusy
 from common.ids import PREFIXES, id_number
 from common.shipping import ShippingMethod
 from orders.issues import ITEM_UNAVAILABLE, LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED
+from orders.lab_bulkhead import shipment_lab_web_places
 from orders.models import (
     Asset,
     Charge,
@@ -283,7 +285,12 @@ OPERATIONS: dict[str, Operation] = {
 
 
 def _audit(
-    request: HttpRequest, shipment: Shipment, operation: str, result: ShipmentOperationResult
+    request: HttpRequest,
+    shipment: Shipment,
+    operation: str,
+    result: ShipmentOperationResult,
+    *,
+    status_code: int = 200,
 ) -> None:
     user = request.user
     audit_entry_record(
@@ -293,7 +300,7 @@ def _audit(
         path=request.get_full_path(),
         target=f"order {shipment.order.public_id} shipment {shipment.public_id}",
         success=result.successful,
-        status_code=200,
+        status_code=status_code,
         message=result.message,
     )
 
@@ -485,9 +492,18 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         posted = request.POST if request.method == "POST" else None
         form = described.form(posted, shipment=shipment)
         if request.method == "POST" and form.is_valid():
-            result = described.run(shipment, form.cleaned_data)
-            _audit(request, shipment, operation, result)
             done = f"{described.title} of {shipment.public_id}: "
+            try:
+                with shipment_lab_web_places(shipment=shipment):
+                    result = described.run(shipment, form.cleaned_data)
+            except LabBusy as busy:  # nothing was done: the lab's share of the web is taken
+                result = ShipmentOperationResult(False, str(busy), shipment)
+                _audit(request, shipment, operation, result, status_code=503)
+                messages.error(request, done + f"not sent. {busy}")
+                return HttpResponseRedirect(
+                    reverse("admin:orders_order_change", args=[shipment.order_id])
+                )
+            _audit(request, shipment, operation, result)
             if result.successful:
                 messages.success(request, done + "done.")
             else:

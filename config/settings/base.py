@@ -343,6 +343,13 @@ LAB_CALLS_PER_LAB = env.int("LAB_CALLS_PER_LAB", default=2)
 if LAB_CALLS_PER_LAB < 1:
     raise ImproperlyConfigured("LAB_CALLS_PER_LAB must be 1 or more.")
 LAB_BUSY_RETRY_SECONDS = env.float("LAB_BUSY_RETRY_SECONDS", default=15.0)
+# The web tier's bulkhead per lab: at most LAB_WEB_CALLS_PER_LAB requests that call one real
+# lab (order actions, staff shipment operations) run at once over all web workers; beyond it
+# the answer is 503 ServiceUnavailable at once, with Retry-After LAB_BUSY_RETRY_SECONDS. Keep
+# it a small part of the web workers (WEB_CONCURRENCY), so a lab whose site hangs holds no more.
+LAB_WEB_CALLS_PER_LAB = env.int("LAB_WEB_CALLS_PER_LAB", default=1)
+if LAB_WEB_CALLS_PER_LAB < 1:
+    raise ImproperlyConfigured("LAB_WEB_CALLS_PER_LAB must be 1 or more.")
 # An order's task message goes to the queue of the step it names (orders/pipeline/routing.py).
 CELERY_TASK_ROUTES.append("orders.pipeline.routing.pipeline_task_route")
 # The sweepers are short and must run on time whatever the backlog (they rescue

@@ -18,6 +18,7 @@ from common.errors import ValidationFailed
 from common.ids import PREFIXES, parse_id
 from orders import inputs, shipments
 from orders.api import serializers as s
+from orders.lab_bulkhead import shipment_lab_web_places
 from orders.models import Shipment
 from orders.representation import shipment_representation
 from orders.selectors import shipment_get
@@ -62,9 +63,12 @@ class ExactJsonRenderer(JSONRenderer):
 
 
 def _operation_response(
-    operation: str, run: Callable[[], shipments.ShipmentOperationResult]
+    operation: str, shipment: Shipment, run: Callable[[], shipments.ShipmentOperationResult]
 ) -> Response:
-    outcome = run()
+    """Run the operation holding its lab's place in the web tier's bulkhead (``LabBusy``, a
+    503, when the lab's places are taken) and answer what it did."""
+    with shipment_lab_web_places(shipment=shipment):
+        outcome = run()
     shipment = outcome.shipment
     return Response(
         {
@@ -87,11 +91,13 @@ def _operation_schema(name: str, summary: str, request: Any = None) -> Any:
         f"shipments_{name}",
         f"{summary} (staff)",
         s.ShipmentOperationResponse,
-        description="Always 200 for a valid request: `success` says whether the lab made the "
+        description="200 for a valid request: `success` says whether the lab made the "
         "change, `message` why not (capability missing, not at a lab yet, shipped or "
-        "cancelled, refused by the lab).",
+        "cancelled, refused by the lab). While the shipment's lab is busy with other requests "
+        "(a slow site), `503 ServiceUnavailable` at once, nothing sent to the lab.",
         request=request,
         parameters=PATH_IDS,
+        lab_calls=True,
     )
 
 
@@ -131,7 +137,7 @@ def _bodyless_operation(
     """``cancel``, ``hold`` and ``unhold``: no body, or ``{}``."""
     shipment = _shipment(orderId, shipmentId)
     _no_body(request)
-    return _operation_response(operation, lambda: service(shipment=shipment))
+    return _operation_response(operation, shipment, lambda: service(shipment=shipment))
 
 
 class ShipmentViewSet(StaffApiViewSet):
@@ -228,6 +234,7 @@ class ShipmentViewSet(StaffApiViewSet):
         address = dict(_input(s.ShipmentAddressInput, request)["address"])
         return _operation_response(
             "updateAddress",
+            shipment,
             lambda: shipments.shipment_update_address(shipment=shipment, address=address),
         )
 
@@ -242,6 +249,7 @@ class ShipmentViewSet(StaffApiViewSet):
         method = _input(inputs.ShippingMethodInput, request)["shippingMethod"]
         return _operation_response(
             "updateShippingMethod",
+            shipment,
             lambda: shipments.shipment_update_shipping_method(
                 shipment=shipment, shipping_method=method
             ),

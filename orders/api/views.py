@@ -25,6 +25,7 @@ from common.joined import Row
 from orders import actions, inputs
 from orders.api import serializers as s
 from orders.creation import order_create, order_validate
+from orders.lab_bulkhead import order_lab_web_places
 from orders.models import Order, Stage
 from orders.parts import OrderParts
 from orders.representation import order_representation
@@ -316,18 +317,21 @@ SHIPPING_RESULTS = ("shipmentUpdateResults", "shippingUpdateResults")
 def _shipping_method_update(request: Request, orderId: str) -> Response:
     order = _order(request, orderId)
     data = validated_input(inputs.ShippingMethodInput, request)
-    result = actions.order_update_shipping_method(
-        order=order, shipping_method=data["shippingMethod"]
-    )
+    with order_lab_web_places(order=order):
+        result = actions.order_update_shipping_method(
+            order=order, shipping_method=data["shippingMethod"]
+        )
     return _action_response(request, order, result, SHIPPING_RESULTS)
 
 
 class OrderViewSet(ApiViewSet):
     # GET and POST /v4.0/orders, GET /v4.0/orders/{orderId}, and the order's actions: what is
-    # available (GET .../actions) and the changes (POST .../actions/{action}). Each change
-    # validates its body, calls its service in orders.actions and answers the order as it is
-    # after the change. No docstring: the schema would publish it as the operations'
-    # description. The route names are the views' names before viewsets (OPTIONS shows them).
+    # available (GET .../actions, from what is recorded) and the changes (POST
+    # .../actions/{action}). Each change validates its body, takes its labs' places in the web
+    # tier's bulkhead (orders.lab_bulkhead), calls its service in orders.actions and answers
+    # the order as it is after the change. No docstring: the schema would publish it as the
+    # operations' description. The route names are the views' names before viewsets (OPTIONS
+    # shows them).
     lookup_field = "orderId"
     lookup_value_converter = "str"
     route_options = {
@@ -495,14 +499,14 @@ class OrderViewSet(ApiViewSet):
         s.ActionsResponse,
         description=(
             "For each action, `Yes` or `No`: orders can be changed while they are on hold or in "
-            "progress, and each shipment until its lab starts production."
+            "progress, and each shipment until its lab starts production (as its lab last "
+            "reported; the action itself asks the lab again)."
         ),
     )
     @action(detail=True, methods=["get"], url_path="actions", name="Order Actions")
     def available_actions(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
-        actions.lab_state_refresh(order)
-        available = actions.actions_available(order)
+        available = actions.actions_available(order)  # what is recorded: no lab is asked
         return Response({"outcome": "Ok", **{name: _yes(flag) for name, flag in available.items()}})
 
     @_order_operation(
@@ -517,6 +521,7 @@ class OrderViewSet(ApiViewSet):
             "once a shipment is in production or shipped, `FailedToCancel`; an order already "
             "complete or cancelled, `ActionNotAvailable`. No body."
         ),
+        lab_calls=True,
     )
     @action(
         detail=True, methods=["post"], url_path="actions/cancel", name="Cancel", body_required=()
@@ -525,7 +530,9 @@ class OrderViewSet(ApiViewSet):
         order = _order(request, orderId)
         if isinstance(request.data, dict) and request.data:
             raise ValidationFailed({k: [("UnknownField", "Unknown field.")] for k in request.data})
-        return _action_response(request, order, actions.order_cancel(order=order))
+        with order_lab_web_places(order=order):
+            result = actions.order_cancel(order=order)
+        return _action_response(request, order, result)
 
     @_order_operation(
         "orders_update_shipping_method",
@@ -536,6 +543,7 @@ class OrderViewSet(ApiViewSet):
             "Every shipment that has not started production moves to the new method, priced "
             "again; the answer lists each shipment's result. " + s.CARD_COST_CHANGES
         ),
+        lab_calls=True,
     )
     @action(
         detail=True,
@@ -551,6 +559,7 @@ class OrderViewSet(ApiViewSet):
         "Alias of updateShippingMethod",
         s.ShippingUpdateResponse,
         request=inputs.ShippingMethodInput,
+        lab_calls=True,
     )
     @action(
         detail=True,
@@ -571,6 +580,7 @@ class OrderViewSet(ApiViewSet):
             "wrapped in another object. Each shipment that has not started production gets it; "
             "the answer lists each shipment's result. " + s.CARD_COST_CHANGES
         ),
+        lab_calls=True,
     )
     @action(
         detail=True, methods=["post"], url_path="actions/updateRecipient", name="Update Recipient"
@@ -578,7 +588,8 @@ class OrderViewSet(ApiViewSet):
     def update_recipient(self, request: Request, orderId: str) -> Response:
         order = _order(request, orderId)
         data = validated_input(inputs.RecipientUpdateInput, request)
-        result = actions.order_update_recipient(order=order, recipient=dict(data))
+        with order_lab_web_places(order=order):
+            result = actions.order_update_recipient(order=order, recipient=dict(data))
         return _action_response(request, order, result, ("shipmentUpdateResults",))
 
     @_order_operation(

@@ -445,7 +445,7 @@ def test_a_full_cancel_reports_every_shipment_then_the_stage(sandbox_api: APICli
     ]
 
 
-def test_production_started_at_the_lab_but_not_yet_polled_still_blocks_changes(
+def test_production_started_at_the_lab_but_not_yet_polled_blocks_the_action_which_records_it(
     sandbox_api: APIClient, settings: Any
 ) -> None:
     settings.LAB_SIMULATOR_SECONDS = 60
@@ -453,9 +453,13 @@ def test_production_started_at_the_lab_but_not_yet_polled_still_blocks_changes(
     # The simulator starts production half-way; the pipeline has not asked it since.
     Shipment.objects.filter(order=order).update(submitted_at=timezone.now() - timedelta(seconds=40))
 
-    assert availability(sandbox_api, order)["changeShippingMethod"] == "No"
+    # GET .../actions shows what is recorded (it asks no lab); the action asks the lab first,
+    # and what it heard is recorded, so GET .../actions shows it from then on.
+    assert availability(sandbox_api, order)["changeShippingMethod"] == "Yes"
+    assert Shipment.objects.get(order=order).in_production_at is None
     assert act(sandbox_api, order, "cancel").json()["outcome"] == "FailedToCancel"
     assert Shipment.objects.get(order=order).in_production_at is not None
+    assert availability(sandbox_api, order)["changeShippingMethod"] == "No"
 
 
 def test_a_new_method_after_submission_reprices_each_shipment_that_took_it(
