@@ -4,7 +4,6 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from staff.services import staff_user_save
 
@@ -17,7 +16,8 @@ PROBE = "/v4.0/fulfilmentLocations/zz1/capabilities"  # 404 once authenticated, 
 def administrator_and_staff(transactional_db: None) -> None:
     # Made before the browser starts (see test_pages.py).
     staff_user_save(username="root", password="correct-horse-battery", administrator=True)
-    User.objects.create_user("ops", "ops@example.com", "another-horse-battery", is_staff=True)
+    # An operator: a staff key can do what its user's role can (no role, nothing).
+    staff_user_save(username="ops", email="ops@example.com", password="another-horse-battery")
 
 
 def test_issue_a_staff_key_shown_once_then_revoke_it(

@@ -53,4 +53,5 @@ def test_an_order_completes_on_the_embedded_broker_with_only_the_sweeper_ringing
 
     assert [s["status"] for s in order["shipments"]] == ["Shipped"]
     assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.DONE
-    assert ".> transport:   filesystem://" in banner
+    # The filesystem broker of the embedded default (common.file_broker: kombu's, sturdier).
+    assert ".> transport:   common.file_broker:Transport://" in banner
