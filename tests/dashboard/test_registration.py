@@ -21,7 +21,10 @@ from tests.support.dashboard import failure_codes
 pytestmark = pytest.mark.django_db
 TOKEN_IN_LINK = re.compile(r"\S+/dashboard/verify\?token=(\S+)")
 BASE_URL = "https://print.example.com"
-FORGED = {"HTTP_HOST": "attacker.example", "HTTP_X_FORWARDED_HOST": "attacker.example:8443"}
+FORGED: dict[str, Any] = {
+    "HTTP_HOST": "attacker.example",
+    "HTTP_X_FORWARDED_HOST": "attacker.example:8443",
+}
 
 
 def signup(client: Client, **changes: str) -> tuple[int, str]:
