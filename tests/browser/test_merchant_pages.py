@@ -72,8 +72,9 @@ def photo_order(api: APIClient, httpserver: HTTPServer, **changes: Any) -> str:
 
 
 def test_reset_the_password_from_the_mail(
-    acme: CreatedMerchant, page: Any, live_server: Any, viewport: dict[str, int]
+    acme: CreatedMerchant, page: Any, live_server: Any, viewport: dict[str, int], settings: Any
 ) -> None:
+    settings.LIVE_BASE_URL = live_server.url  # mailed links are built on it, never the Host
     page.set_viewport_size(viewport)
     page.goto(f"{live_server.url}/dashboard/login")
     page.get_by_role("link", name="Forgot your password?").click()
