@@ -65,6 +65,13 @@ class _Held(threading.local):
 _held = _Held()
 
 
+def shared_connection(path: Path) -> sqlite3.Connection:
+    """This thread's connection to the shared file ``path`` (opened in autocommit mode, WAL,
+    with the counts' table): every process of the machine writes there under SQLite's write
+    lock, one statement at a time (``common.concurrency`` keeps its places there too)."""
+    return _connection(path)
+
+
 def _connection(path: Path) -> sqlite3.Connection:
     owner = (str(path), os.getpid())
     if _held.connection is None or _held.opened_for != owner:
