@@ -174,7 +174,7 @@ def test_review_and_job_agree_on_a_sheet_mixing_every_kind_of_row(
         "Unknown lab order 'shp_999'.",
         "Unknown lab order '\uff11\uff12\uff13'.",
         "Already resubmitted as shp_123.",
-        "Already shipped: the shipment has been shipped.",
+        "Already shipped: use KeepOriginal to reprint",
         "Order cancelled: a cancelled order is not resubmitted.",
     ]
     assert messages[10].startswith("No allowed lab (zz9) can make the shipment: ")

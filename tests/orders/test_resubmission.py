@@ -114,9 +114,10 @@ def test_a_second_call_answers_with_the_first_resubmission_and_sends_nothing_aga
 def test_a_shipped_or_unknown_shipment_is_not_resubmitted_and_nothing_is_written() -> None:
     shipped = ShipmentFactory.create(order=OrderFactory.create(complete=True), shipped=True)
 
-    assert shipment_resubmit(shipment_id=shipped.id) == Resubmission(
-        False, "Already shipped: the shipment has been shipped."
-    )
+    for option in (CancelOption.CANCEL_ORIGINAL, CancelOption.CANCEL_IF_POSSIBLE):
+        assert shipment_resubmit(shipment_id=shipped.id, cancel_option=option) == Resubmission(
+            False, "Already shipped: use KeepOriginal to reprint"
+        )
     assert shipment_resubmit(shipment_id=999) == Resubmission(False, "No shipment shp_999.")
     assert not ShipmentResubmission.objects.exists()
     assert Shipment.objects.count() == 1
