@@ -8,7 +8,7 @@ the order's stage Complete throughout. A lab order its lab failed, resubmitted e
 ends its order Complete with ``inProduction`` Complete."""
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from backoffice.models import BulkJob, JobStatus
 from labs.models import Lab
 from orders.models import Order, PipelineStep, Shipment
 from tests.support.orders import fetch, photo_order, pk, stage_is
+from tests.support.pipeline import order_failed
 from tests.support.servers import Receiver
 from tests.support.sheets import SheetsServer
 from tests.support.worker import (
@@ -104,6 +105,10 @@ def _submitted(staff_api: APIClient, **body: Any) -> dict[str, Any]:
     return dict(response.json())
 
 
+def _heard(receiver: Receiver, order_id: str, event_type: str) -> Callable[[], bool]:
+    return lambda: event_type in receiver.types(order_id)
+
+
 def _job_done(worker: Worker) -> None:
     wait_for(
         "the job to be done",
@@ -122,7 +127,7 @@ def test_a_shipped_lab_order_is_reprinted_at_the_services_cost_and_the_order_sta
 ) -> None:
     order_id = _ordered(sandbox_api, httpserver, "lost-parcel")
     before = wait_for("the order to complete", stage_is(sandbox_api, order_id, "Complete"), worker)
-    wait_for("its callbacks", lambda: STAGE_COMPLETE in receiver.types(order_id), worker)
+    wait_for("its callbacks", _heard(receiver, order_id, STAGE_COMPLETE), worker)
     [original] = before["shipments"]
     assert original["status"] == "Shipped" and original["fulfillmentLocation"]["labCode"] == "gb1"
     heard_before = receiver.types(order_id)
@@ -143,6 +148,9 @@ def test_a_shipped_lab_order_is_reprinted_at_the_services_cost_and_the_order_sta
         worker,
     )
     after = fetch(sandbox_api, order_id)
+
+    listed = sandbox_api.get(f"/v4.0/orders?orderIds={order_id}").json()["orders"]
+    assert listed == [after]  # the list reads the reprint's items as GET does
 
     shown_original, reprint = after["shipments"]
     assert shown_original == original  # shipped as it was, its items kept
@@ -184,13 +192,7 @@ def test_a_lab_failed_lab_order_resubmitted_either_way_completes_its_order(
     cancelled_id = _ordered(sandbox_api, httpserver, "failed-cancelled")
     failed = {}
     for order_id in (kept_id, cancelled_id):
-        wait_for(
-            "the lab's failure to be recorded",
-            lambda order_id=order_id: Order.objects.filter(
-                id=pk(order_id), pipeline_step=PipelineStep.FAILED
-            ).exists(),
-            worker,
-        )
+        wait_for("the lab's failure to be recorded", order_failed(order_id), worker)
         failed[order_id] = fetch(sandbox_api, order_id)
         assert failed[order_id]["status"]["details"]["inProduction"] == "Error"
         assert failed[order_id]["status"]["issues"][0]["errorCode"] == "order.shipments.LabError"
@@ -226,9 +228,7 @@ def test_a_lab_failed_lab_order_resubmitted_either_way_completes_its_order(
         assert done["status"]["details"]["shipping"] == "Complete"
         assert done["status"]["issues"] == []
         assert done["charges"] == failed[order_id]["charges"]
-        wait_for(
-            "the stage callback", lambda o=order_id: STAGE_COMPLETE in receiver.types(o), worker
-        )
+        wait_for("the stage callback", _heard(receiver, order_id, STAGE_COMPLETE), worker)
         heard = receiver.types(order_id)
         assert heard.count(STAGE_COMPLETE) == 1
         assert heard.count(f"{PREFIX}shipments.shipment#Cancelled") == 1
