@@ -212,7 +212,9 @@ class BulkJobAdmin(admin.ModelAdmin):
                 )
                 self._audit(request, "bulkResubmission.submit", job.source, f"job {job.id} queued")
                 return HttpResponseRedirect(reverse("admin:backoffice_job", args=[job.id]))
-            _, review = services.resubmission_review(source=source, lab=lab, shipping_method=method)
+            _, review = services.resubmission_review(
+                source=source, lab=lab, shipping_method=method, cancel_option=option
+            )
         except JobRunning as running:
             return self._running(request, running.job)
         except ValidationFailed as failed:

@@ -11,13 +11,14 @@ from backoffice.rows import RowOutcome, SheetRow
 from backoffice.selectors import rows_shipments
 from common.chunks import chunks
 from common.ids import PREFIXES, format_id
-from orders.models import Shipment
+from orders.models import CancelOption, Shipment
 from orders.resubmission import (
     ALREADY_SHIPPED,
     ORDER_CANCELLED,
     ResubmissionOffer,
     shipment_resubmission_offer,
     shipment_resubmit,
+    shipment_resubmittable,
     shipments_standing,
 )
 
@@ -41,11 +42,24 @@ class RowAssessment:
         return not self.reason
 
 
+def row_cancel_option(row_option: str, job_option: str) -> str:
+    """The cancel option a row is resubmitted with: the row's own (``Cancel Option``, any
+    letter case), else the job's."""
+    given = row_option.strip().lower()
+    return next((v for v in CancelOption.values if v.lower() == given), job_option)
+
+
 def rows_assess(
-    *, rows: Sequence[SheetRow], lab: str = "", shipping_method: str = ""
+    *,
+    rows: Sequence[SheetRow],
+    lab: str = "",
+    shipping_method: str = "",
+    cancel_option: str = CancelOption.CANCEL_ORIGINAL,
 ) -> list[RowAssessment]:
-    """Every data row's fate: the review shows it and the job is made of it. A resubmittable
-    row carries its plan (the very plan the job then makes first)."""
+    """Every data row's fate: the review shows it and the job is made of it (``cancel_option``:
+    the job's, each row's own first). A resubmittable row carries its plan (the very plan the
+    job then makes first); a shipped one is resubmittable, as a reprint, with ``KeepOriginal``
+    alone."""
     found = rows_shipments([row for row in rows if not row.skip_row])
     shipments = {s.id: s for s in found.values() if isinstance(s, Shipment)}
     ids = list(shipments)
@@ -78,7 +92,9 @@ def rows_assess(
             reason = f"Already resubmitted as {format_id(PREFIXES['shipment'], new_id)}."
         elif standing.order_cancelled:
             reason, status = ORDER_CANCELLED, RowStatus.FAILED
-        elif standing.shipped:
+        elif standing.shipped and not shipment_resubmittable(
+            shipment=shipment, cancel_option=row_cancel_option(row.cancel_option, cancel_option)
+        ):
             reason = ALREADY_SHIPPED
         elif shipment.id in queued_in:
             reason = f"Already queued for resubmission (job {queued_in[shipment.id]})."
@@ -98,12 +114,12 @@ def rows_assess(
 
 
 def row_resubmit(*, job: BulkJob, row: BulkJobRow) -> RowOutcome:
-    """Resubmit the row's shipment at the job's lab, else at the row's allowed labs (any
-    active lab when it names none), with the row's cancel option, else the job's."""
+    """Resubmit (or reprint) the row's shipment at the job's lab, else at the row's allowed
+    labs (any active lab when it names none), with the row's cancel option, else the job's."""
     done = shipment_resubmit(
         shipment_id=row.lab_order_id,
         labs=[job.lab] if job.lab else list(row.labs),
-        cancel_option=row.cancel_option or job.cancel_option,
+        cancel_option=row_cancel_option(row.cancel_option, job.cancel_option),
         shipping_method=job.shipping_method,
     )
     return RowOutcome(done.successful, done.message, done.new_shipment_id)

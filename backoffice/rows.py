@@ -35,7 +35,11 @@ RESUBMISSION_COLUMNS = (
         "reference, as the order page shows it.",
     ),
     (LABS, "Optional: the lab codes this row may go to, comma separated (when no lab is chosen)."),
-    (CANCEL_OPTION, "Optional: CancelOriginal, KeepOriginal or CancelIfPossible for this row."),
+    (
+        CANCEL_OPTION,
+        "Optional: CancelOriginal, KeepOriginal or CancelIfPossible for this row. A shipped "
+        "lab order (a lost or damaged parcel) is reprinted with KeepOriginal alone.",
+    ),
     (SKIP_ROW, "Optional: TRUE, yes or 1 leaves the row as it is."),
     (MESSAGE, "Written back: what was done with the row, or why nothing was."),
     (NEW_LAB_ORDER_ID, "Written back: the new shipment's number once resubmitted."),

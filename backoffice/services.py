@@ -57,11 +57,17 @@ def sheet_rows(source: Source) -> tuple[Table, list[SheetRow]]:
 
 
 def resubmission_review(
-    *, source: Source, lab: str = "", shipping_method: str = ""
+    *,
+    source: Source,
+    lab: str = "",
+    shipping_method: str = "",
+    cancel_option: str = CancelOption.CANCEL_ORIGINAL,
 ) -> tuple[Table, Review]:
     """What submit would do, changing nothing: the very assessment submit makes its job of."""
     table, rows = sheet_rows(source)
-    assessments = rows_assess(rows=rows, lab=lab, shipping_method=shipping_method)
+    assessments = rows_assess(
+        rows=rows, lab=lab, shipping_method=shipping_method, cancel_option=cancel_option
+    )
     named = [a for a in assessments if a.row.lab_order_text]
     ok = [a for a in assessments if a.queued]
     # Rows no allowed lab can make: the sheet or the lab chosen needs a look (isOk false).
@@ -91,7 +97,9 @@ def resubmission_submit(
     is a failure on ``spreadsheetId``, and no job. ``JobRunning`` when the worksheet's last job
     is not done yet."""
     sheet_job_check(source)
-    table, review = resubmission_review(source=source, lab=lab, shipping_method=shipping_method)
+    table, review = resubmission_review(
+        source=source, lab=lab, shipping_method=shipping_method, cancel_option=cancel_option
+    )
     if not review.resubmittable:
         sheet_job_check(source)  # its rows were queued by a submit that just made the job
         raise ValidationFailed.single(

@@ -9,7 +9,7 @@ from labs.catalogue import catalogue_snapshot
 from labs.connectors import LabOrder, LabOrderItem
 from orders.artwork.spine import SPINE_AREA
 from orders.models import Asset, OrderFile, OrderFileKind, OrderItem, Shipment
-from orders.parts import ShipmentParts
+from orders.parts import ShipmentParts, items_shipment_id
 from orders.representation import shipment_recipient
 from products.models import Product
 from products.validation import resolve_attributes
@@ -42,12 +42,13 @@ def lab_order(shipment: Shipment, parts: ShipmentParts | None = None) -> LabOrde
     when its lab kept another than the order's, whole), and the order's packing slip and
     branding files (the checked copies this service stored, as for print files).
 
-    Its items, their assets and the order's files are read here unless ``parts`` (from
-    ``orders.selectors.order_shipment_parts``) has them."""
+    Its items (a reprint's: those of the shipment it reprints), their assets and the order's
+    files are read here unless ``parts`` (from ``orders.selectors.order_shipment_parts``) has
+    them."""
     order = shipment.order
     base_url = order.environment.base_url
     if parts is None:
-        items = list(shipment.items.all())
+        items = list(OrderItem.objects.filter(shipment_id=items_shipment_id(shipment)))
         assets = {item.id: list(item.assets.all()) for item in items}
         files = list(order.files.all())
     else:

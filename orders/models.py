@@ -340,6 +340,16 @@ class Shipment(PublicIdModel):
         help_text="When its lab cancelled or failed the lab order on its side (see its issue); "
         "no longer followed.",
     )
+    reprint_of = models.ForeignKey(
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="reprints",
+        help_text="The shipped shipment whose items this one makes again (a reprint, at the "
+        "service's cost, orders.resubmission): its items are that one's, which stay on it. "
+        "Null: its items are its own.",
+    )
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:

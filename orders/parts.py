@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Model
 
+from common.joined import Row
 from labs.models import Lab
 from orders.models import (
     Asset,
@@ -15,6 +16,13 @@ from orders.models import (
     OrderItem,
     Shipment,
 )
+
+
+def items_shipment_id(shipment: Shipment | Row) -> int:
+    """The shipment whose items ``shipment`` (an instance or a ``Row``) makes: the shipment it
+    reprints (``Shipment.reprint_of``), else itself."""
+    return int(shipment.reprint_of_id or shipment.id)
+
 
 # The fields of each model that ``orders.representation`` reads (besides the key and
 # ``public_id``), and the foreign keys its parts are grouped by: what the list reads.
@@ -76,6 +84,7 @@ SHOWN_FIELDS: dict[type[Model], tuple[str, ...]] = {
         "dispatch_date",
         "lab_country_code",
         "lab_code",
+        "reprint_of",
     ),
     Charge: (
         "order",
@@ -129,7 +138,7 @@ class ShipmentParts:
     """An order's shipments that are not cancelled, with what their lab orders are made of."""
 
     shipments: list[Shipment] = field(default_factory=list)  # in created order
-    items: dict[int, list[OrderItem]] = field(default_factory=dict)  # by shipment id
+    items: dict[int, list[OrderItem]] = field(default_factory=dict)  # by shipment id (reprints too)
     assets: dict[int, list[Asset]] = field(default_factory=dict)  # by item id
     files: list[OrderFile] = field(default_factory=list)  # the order's own, by id
     labs: dict[str, Lab] = field(default_factory=dict)  # the shipments' labs, by code

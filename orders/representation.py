@@ -16,7 +16,7 @@ from common.files import file_url as signed_file_url
 from common.ids import PREFIXES, format_id
 from common.joined import Row, iso_timestamp
 from orders.models import Asset, Charge, ChargeItem, Order, OrderItem, Shipment, ShipmentStatus
-from orders.parts import OrderParts
+from orders.parts import OrderParts, items_shipment_id
 
 
 def money(amount: Decimal, currency: str) -> dict[str, str]:
@@ -73,7 +73,9 @@ def _item(item: OrderItem, assets: list[Asset], base_url: str) -> dict[str, Any]
 
 
 def _shipment(shipment: Shipment, items: list[OrderItem]) -> dict[str, Any]:
+    """``items``: the order's (a reprint shows the items of the shipment it reprints)."""
     tracked = bool(shipment.tracking_number or shipment.tracking_url)
+    made = items_shipment_id(shipment)
     return {
         "id": shipment.public_id,
         "status": shipment.status,
@@ -85,7 +87,7 @@ def _shipment(shipment: Shipment, items: list[OrderItem]) -> dict[str, Any]:
         "items": [
             {"itemId": item.public_id, "availability": item.availability}
             for item in items
-            if item.shipment_id == shipment.id
+            if item.shipment_id == made
         ],
         "fulfillmentLocation": {
             "countryCode": shipment.lab_country_code,
@@ -97,7 +99,9 @@ def _shipment(shipment: Shipment, items: list[OrderItem]) -> dict[str, Any]:
 
 def shipment_representation(shipment: Shipment) -> dict[str, Any]:
     """A shipment as an order's ``GET`` shows it."""
-    return _shipment(shipment, list(shipment.items.all()))
+    return _shipment(
+        shipment, list(OrderItem.objects.filter(shipment_id=items_shipment_id(shipment)))
+    )
 
 
 def _charge(charge: Charge, lines: list[ChargeItem]) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """Resubmitting a shipment: the order's side of a bulk resubmission, one call per shipment.
 
 A shipment (a lab order) is sent again as a new shipment of the same order (the same items,
-their print-ready files reused), to the cheapest of the allowed labs. Its steps, each safe to
-run again:
+their print-ready files reused), to the cheapest of the allowed labs. A shipped one (a parcel
+lost or damaged) is sent again only with ``KeepOriginal``, as a **reprint**: the new shipment
+makes the items of the shipped one (``Shipment.reprint_of``), which keeps them and stays
+shipped; a reprint sent again is a reprint of the same shipment. Its steps, each safe to run
+again:
 
 1. **plan** at the allowed labs: the cheapest plan that makes every item of the shipment at
    one lab (the engine of ``labs.allocation``);
@@ -15,10 +18,14 @@ run again:
 4. **submit** the new lab order to the recipient the original's lab holds, whole
    (``orders.representation.shipment_recipient``: a shipment whose lab refused a new
    recipient goes on to the old one); once accepted, under the order's row lock, the new
-   shipment is written with the items moved to it and the original's recipient, the
-   original's issues cleared, the shipment callback sent, and a Failed or Done order moved
-   back to Production by the state machine (``order_transition``) to follow its new lab order
-   to Shipped (a reprint of a Complete order included).
+   shipment is written with the items moved to it (a reprint's stay where they are) and the
+   original's recipient, the original's issues cleared, an original its lab cancelled or
+   failed closed (``Cancelled``: it is followed no more, and the order completes once its
+   other shipments have shipped), ``inProduction`` shown ``InProgress`` again where it was
+   ``Error`` for nothing but lab orders now resubmitted, the shipment callback sent, and a
+   Failed or Done order moved back to Production by the state machine (``order_transition``)
+   to follow its new lab order to Shipped. A Complete order's stage stays Complete (the state
+   machine sends no second stage callback), and the reprint's ``Shipped`` callback follows.
 
 A resubmission never charges the merchant again: the new lab's cost is the service's,
 recorded in ``ShipmentResubmission.plan`` (shown to staff) and never written as a charge of
@@ -36,8 +43,10 @@ Public functions:
 - ``shipment_resubmit(*, shipment_id, labs=(), cancel_option=CANCEL_ORIGINAL,
   shipping_method="") -> Resubmission``: resubmit one shipment at the cheapest of ``labs``
   (every active lab when empty), by ``shipping_method`` (the shipment's own when empty). Never
-  raises for a refusal: the answer says whether it was resubmitted, why not, and the new
-  shipment's id. Calling it again for the same shipment answers "Already resubmitted as ...".
+  raises for a refusal: the answer says whether it was resubmitted ("Resubmitted as ..." or
+  "Reprinted as ..."), why not (a shipped one with another option than ``KeepOriginal``:
+  ``ALREADY_SHIPPED``), and the new shipment's id. Calling it again for the same shipment
+  answers "Already resubmitted as ...".
 - ``shipments_standing(*, shipments) -> dict[int, ShipmentStanding]``: what stands in the way
   of resubmitting each of the shipments (loaded with their orders by the caller), for a review
   before any is resubmitted.
@@ -61,10 +70,11 @@ from labs.allocation import AllocationPlan, Infeasible, plan_basket
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from labs.connectors import LabConnector, LabOrder, LabResult
 from orders.events import shipment_changed
-from orders.issues import PRINT_READY_FAILED, SUBMISSION_FAILED
+from orders.issues import LAB_ERROR, PRINT_READY_FAILED, SUBMISSION_FAILED
 from orders.lab_orders import lab_order
 from orders.models import (
     CancelOption,
+    DetailState,
     Order,
     OrderIssue,
     OrderItem,
@@ -74,6 +84,7 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
+from orders.parts import items_shipment_id
 from orders.pipeline.state_machine import order_transition
 from orders.pipeline.steps.allocate import order_basket
 from orders.pipeline.steps.prepare import order_print_files_restore
@@ -87,7 +98,7 @@ from orders.shipments import (
 )
 
 RESUBMISSION_CANCEL = "cancel (resubmission)"
-ALREADY_SHIPPED = "Already shipped: the shipment has been shipped."
+ALREADY_SHIPPED = "Already shipped: use KeepOriginal to reprint"
 ORDER_CANCELLED = "Order cancelled: a cancelled order is not resubmitted."
 NO_ALLOWED_LAB = "No allowed lab"  # how the refusal of a shipment no allowed lab makes begins
 
@@ -141,6 +152,12 @@ def shipments_standing(*, shipments: Iterable[Shipment]) -> dict[int, ShipmentSt
     }
 
 
+def shipment_resubmittable(*, shipment: Shipment, cancel_option: str) -> bool:
+    """Whether the shipment's own state lets ``cancel_option`` resubmit it: a shipped one is
+    reprinted with ``KeepOriginal`` alone (nothing is left to cancel at its lab)."""
+    return shipment.status != ShipmentStatus.SHIPPED or cancel_option == CancelOption.KEEP_ORIGINAL
+
+
 def _candidates(labs: Sequence[str], catalogue: CatalogueSnapshot) -> list[str]:
     """``labs``, else every active lab."""
     return list(labs) or list(catalogue.lab_codes)
@@ -177,7 +194,7 @@ def shipment_resubmit(
             return Resubmission(
                 False, f"No shipment {format_id(PREFIXES['shipment'], shipment_id)}."
             )
-        if shipment.status == ShipmentStatus.SHIPPED:
+        if not shipment_resubmittable(shipment=shipment, cancel_option=cancel_option):
             return Resubmission(False, ALREADY_SHIPPED)
         if shipment.order.stage == Stage.CANCELLED:
             return Resubmission(False, ORDER_CANCELLED)
@@ -223,7 +240,9 @@ def _cheapest_plan(
     candidates = _candidates(labs, catalogue)
     order = shipment.order
     items = list(
-        OrderItem.objects.filter(shipment=shipment).prefetch_related("assets").order_by("position")
+        OrderItem.objects.filter(shipment_id=items_shipment_id(shipment))
+        .prefetch_related("assets")
+        .order_by("position")
     )
     if not items:
         return None, "The shipment has no items."
@@ -365,6 +384,8 @@ def _submit(record: ShipmentResubmission, notes: list[str], *, resumed: bool) ->
             return Resubmission(
                 True, f"Already resubmitted as {new_public_id}.", locked.new_shipment_id
             )
+        original = Shipment.objects.get(id=original.id)  # as it stands under the lock
+        reprint = _reprints(original)
         new = Shipment.objects.create(
             id=locked.new_shipment_id,
             order=order,
@@ -376,24 +397,63 @@ def _submit(record: ShipmentResubmission, notes: list[str], *, resumed: bool) ->
             lab_order_reference=result.reference,
             submitted_at=now,
             recipient=original.recipient,
+            reprint_of_id=items_shipment_id(original) if reprint else None,
         )
-        OrderItem.objects.filter(shipment=original).update(shipment=new)
+        if not reprint:
+            OrderItem.objects.filter(shipment=original).update(shipment=new)
         locked.submitted_at = now
         locked.save(update_fields=["submitted_at"])
         OrderIssue.objects.filter(
             Q(object_id=original.public_id) | Q(object_id=new_public_id), order=order
         ).delete()
+        closed = _lab_ended_close(original)
+        shown = _in_production_reopened(order) if original.lab_ended_at is not None else {}
         if order.pipeline_step in (PipelineStep.FAILED, PipelineStep.DONE):
             # The order has a lab order to follow again.
-            order_transition(order=order, step=PipelineStep.PRODUCTION, due_at=now)
+            order_transition(order=order, step=PipelineStep.PRODUCTION, due_at=now, **shown)
         else:
-            order.last_updated = now
-            order.save(update_fields=["last_updated"])
+            for name, value in {"last_updated": now, **shown}.items():
+                setattr(order, name, value)
+            order.save(update_fields=["last_updated", *shown])
+        if closed:
+            shipment_changed(order=order, shipment=original)
         shipment_changed(order=order, shipment=new)
+    done = "Reprinted" if reprint else "Resubmitted"
     message = " ".join(
-        [f"Resubmitted as {new_public_id} at {locked.lab_code}.", *notes, _cost_note(locked)]
+        [f"{done} as {new_public_id} at {locked.lab_code}.", *notes, _cost_note(locked)]
     )
     return Resubmission(True, message, locked.new_shipment_id)
+
+
+def _reprints(original: Shipment) -> bool:
+    """Whether the new shipment is a reprint: of a shipped shipment (which keeps its items),
+    or of a reprint (which has none of its own)."""
+    return original.status == ShipmentStatus.SHIPPED or original.reprint_of_id is not None
+
+
+def _lab_ended_close(original: Shipment) -> bool:
+    """Close an original its lab failed (still ``Processing``, no longer followed) once it is
+    resubmitted, whatever the cancel option: made ``Cancelled`` (the instance too), so that
+    the order no longer waits for it. True when it was closed here (a lab-cancelled or
+    cancelled original is closed already)."""
+    if original.lab_ended_at is None:
+        return False
+    closed = Shipment.objects.filter(id=original.id, status=ShipmentStatus.PROCESSING).update(
+        status=ShipmentStatus.CANCELLED
+    )
+    if closed:
+        original.status = ShipmentStatus.CANCELLED
+    return bool(closed)
+
+
+def _in_production_reopened(order: Order) -> dict[str, str]:
+    """``in_production`` InProgress again (the new lab order's progress) when it shows Error
+    and no lab order it stands for is left (its LabError and SubmissionFailed issues all gone
+    with the resubmissions): the fields to write, or none."""
+    if order.in_production != DetailState.ERROR:
+        return {}
+    failing = OrderIssue.objects.filter(order=order, error_code__in=[LAB_ERROR, SUBMISSION_FAILED])
+    return {} if failing.exists() else {"in_production": DetailState.IN_PROGRESS}
 
 
 def _lab_order_found(connector: LabConnector, payload: LabOrder) -> LabResult:

@@ -42,7 +42,7 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
-from orders.parts import SHOWN_FIELDS, OrderParts, ShipmentParts
+from orders.parts import SHOWN_FIELDS, OrderParts, ShipmentParts, items_shipment_id
 
 LIST_STATUS_STAGES = {
     "draft": Stage.ON_HOLD,
@@ -332,13 +332,14 @@ def order_shipment_parts(*, order: Order) -> ShipmentParts:
         if shipment.status != ShipmentStatus.CANCELLED:
             shipment.order = order
             parts.shipments.append(shipment)
-            parts.items[shipment.id] = []
     items: list[OrderItem] = []
     for item, asset in _ITEMS_ASSETS.instances(items_assets):
         _grouped(items, parts.assets, item, asset)
+    by_shipment: dict[int | None, list[OrderItem]] = {}
     for item in items:
-        if item.shipment_id in parts.items:
-            parts.items[item.shipment_id].append(item)
+        by_shipment.setdefault(item.shipment_id, []).append(item)
+    for shipment in parts.shipments:  # a reprint is made of the items of what it reprints
+        parts.items[shipment.id] = by_shipment.get(items_shipment_id(shipment), [])
     parts.files = [order_file for (order_file,) in _FILES.instances(files)]
     parts.labs = {lab.code: lab for (lab,) in _SHIPMENT_LABS.instances(labs)}
     return parts

@@ -203,9 +203,7 @@ class BulkResubmissionViewSet(MicroUiViewSet):
     @_micro_ui_action("review", "Review", "bulkResubmission.review", "post")
     def review(self, request: Request) -> Response:
         given = _resubmission_input(request)
-        _, review = services.resubmission_review(
-            source=given["source"], lab=given["lab"], shipping_method=given["shipping_method"]
-        )
+        _, review = services.resubmission_review(**given)
         return Response(
             {
                 "isOk": review.is_ok,

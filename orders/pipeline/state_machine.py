@@ -39,13 +39,16 @@ A move not in ``TRANSITIONS`` raises ``MoveRefused`` and writes nothing. These a
                 --every shipment accepted-------> Production
                 --a lab refused for now---------> Submit later
                 --refused for good--------------> Production (kept shipments) or Failed
-    Production  --every shipment shipped--------> Done           (stage Complete)
+    Production  --every shipment shipped--------> Done           (stage Complete; an order
+                                                   Complete already, following a reprint,
+                                                   stays so without a second stage callback)
                 --some shipped------------------> Production later (shipping InProgress)
                 --a lab cancelled or failed its
                   lab order, nothing else to
                   follow------------------------> Failed (LabCancelled / LabError issues;
                                                    stage stays; a resubmission follows again)
-    Failed, Done --a shipment resubmitted-------> Production     (``orders.resubmission``)
+    Failed, Done --a shipment resubmitted-------> Production     (``orders.resubmission``; a
+                  or reprinted                      Done order keeps its stage Complete)
     Failed      --staff retry, after correcting--> the step that failed: Download, Allocate,
                   (``orders.retry``)                Prepare or Submit, due now
     Download    --staff correct an asset's URL---> Download, due now (``orders.retry``)
@@ -421,7 +424,10 @@ def _produce(order: Order) -> None:
             tracked.all_shipped,
             tracked.next_check,
         )
-        if tracked.shipped_now:
+        # An order Complete already follows a reprint (``orders.resubmission``): its stage and
+        # its shipping stay as they are, and no second stage callback is sent.
+        completed = order.stage == Stage.COMPLETE
+        if tracked.shipped_now and not completed:
             # The Shipped events show the order as shipping (recorded after this move).
             _mark(order, shipping=DetailState.IN_PROGRESS)
         if tracked.failed_now:
@@ -439,7 +445,7 @@ def _produce(order: Order) -> None:
                 order=order,
                 step=PipelineStep.FAILED,
                 due_at=None,
-                **({"shipping": DetailState.IN_PROGRESS} if any_shipped else {}),
+                **({"shipping": DetailState.IN_PROGRESS} if any_shipped and not completed else {}),
             )
         elif all_shipped:
             # An order that lost a shipment at submission keeps showing inProduction: Error.
@@ -452,8 +458,9 @@ def _produce(order: Order) -> None:
                 shipping=DetailState.COMPLETE,
                 stage=Stage.COMPLETE,
             )
-            order_stage_changed(order=order, kept=kept)
-        elif any_shipped:
+            if not completed:
+                order_stage_changed(order=order, kept=kept)
+        elif any_shipped and not completed:
             order_move_on(
                 order=order,
                 step=PipelineStep.PRODUCTION,

@@ -174,7 +174,7 @@ def test_review_and_job_agree_on_a_sheet_mixing_every_kind_of_row(
         "Unknown lab order 'shp_999'.",
         "Unknown lab order '\uff11\uff12\uff13'.",
         "Already resubmitted as shp_123.",
-        "Already shipped: the shipment has been shipped.",
+        "Already shipped: use KeepOriginal to reprint",
         "Order cancelled: a cancelled order is not resubmitted.",
     ]
     assert messages[10].startswith("No allowed lab (zz9) can make the shipment: ")
@@ -467,3 +467,55 @@ def test_bad_bodies_are_validation_failed(staff_api: APIClient, sheets: SheetsSe
     assert unknown_lab.json()["data"]["failures"]["lab"][0]["code"] == "UnknownLab"
     assert bad_option.json()["data"]["failures"]["cancelOption"][0]["code"] == "Invalid"
     assert not BulkJob.objects.exists() and Order.objects.count() == 0
+
+
+def test_a_shipped_lab_order_is_reprinted_with_keep_original_and_refused_otherwise(
+    sandbox_api: APIClient,
+    staff_api: APIClient,
+    sheets: SheetsServer,
+    eager_tasks: None,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    kept, cancelled, if_possible, by_job = shipments_of(sandbox_api, 4)
+    shipped = [kept.id, cancelled.id, if_possible.id, by_job.id]
+    Shipment.objects.filter(id__in=shipped).update(status=ShipmentStatus.SHIPPED)
+    header = [*HEADER, "Cancel Option"]
+    sheets.put(
+        SHEET,
+        TAB,
+        [
+            header,
+            [kept.public_id, "", "", "", "", "", "keeporiginal"],
+            [cancelled.public_id, "", "", "", "", "", "CancelOriginal"],
+            [if_possible.public_id, "", "", "", "", "", "CancelIfPossible"],
+        ],
+    )
+
+    review = staff_api.post(f"{BASE}/review", body(lab="us1"), format="json").json()
+    answer = submit(staff_api, django_capture_on_commit_callbacks, lab="us1")
+
+    assert review["numberOfLabOrders"] == answer["queuedRowCount"] == 1
+    messages = sheets.column(SHEET, TAB, "Message")
+    record = ShipmentResubmission.objects.get()
+    assert record.original_id == kept.id
+    reprint = Shipment.objects.get(id=record.new_shipment_id)
+    assert messages[0].startswith(f"Reprinted as {reprint.public_id} at us1. Lab cost ")
+    assert messages[1:] == ["Already shipped: use KeepOriginal to reprint"] * 2
+    assert sheets.column(SHEET, TAB, "New Lab Order Id") == [str(reprint.id), "", ""]
+    assert (reprint.reprint_of_id, reprint.lab_code) == (kept.id, "us1")
+    assert set(Shipment.objects.filter(id__in=shipped).values_list("status", flat=True)) == {
+        ShipmentStatus.SHIPPED
+    }
+    assert Shipment.objects.count() == 5
+
+    # The request's cancel option stands for a row that gives none.
+    sheets.put(SHEET, TAB, [header, [by_job.public_id]])
+    refused = staff_api.post(f"{BASE}/review", body(lab="us1"), format="json").json()
+    taken = staff_api.post(
+        f"{BASE}/review", body(lab="us1", cancelOption="KeepOriginal"), format="json"
+    ).json()
+    assert (refused["isOk"], refused["numberOfLabOrders"]) == (False, 0)
+    assert (taken["isOk"], taken["numberOfLabOrders"]) == (True, 1)
+    submit(staff_api, django_capture_on_commit_callbacks, lab="us1", cancelOption="KeepOriginal")
+    assert sheets.column(SHEET, TAB, "Message")[0].startswith("Reprinted as shp_")
+    assert Shipment.objects.filter(reprint_of=by_job).count() == 1

@@ -216,9 +216,7 @@ def test_an_uploaded_file_is_reviewed_then_queued_and_given_back_with_its_result
     source = Source.upload("rows.csv", content)
 
     _, review = resubmission_review(source=source, lab="us1")
-    job = resubmission_submit(
-        user=StaffUserFactory.create(), source=source, lab="us1", cancel_option="KeepOriginal"
-    )
+    job = resubmission_submit(user=StaffUserFactory.create(), source=source, lab="us1")
 
     assert (review.is_ok, review.statement, review.sheet_row_count) == (
         True,

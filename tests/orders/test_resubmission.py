@@ -22,6 +22,7 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
+from orders.representation import order_representation
 from orders.resubmission import (
     RESUBMISSION_CANCEL,
     Resubmission,
@@ -32,6 +33,7 @@ from orders.resubmission import (
     shipments_standing,
 )
 from tests.orders.factories import PREPARED, OrderFactory, OrderItemFactory, ShipmentFactory
+from tests.support.orders import events_of
 from tests.support.pipeline import run_in_process
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
@@ -111,12 +113,13 @@ def test_a_second_call_answers_with_the_first_resubmission_and_sends_nothing_aga
     assert ShipmentResubmission.objects.get().lab_code == "us1"
 
 
-def test_a_shipped_or_unknown_shipment_is_not_resubmitted_and_nothing_is_written() -> None:
+def test_a_shipped_shipment_is_not_resubmitted_but_to_reprint_nor_an_unknown_one() -> None:
     shipped = ShipmentFactory.create(order=OrderFactory.create(complete=True), shipped=True)
 
-    assert shipment_resubmit(shipment_id=shipped.id) == Resubmission(
-        False, "Already shipped: the shipment has been shipped."
-    )
+    for option in (CancelOption.CANCEL_ORIGINAL, CancelOption.CANCEL_IF_POSSIBLE):
+        assert shipment_resubmit(shipment_id=shipped.id, cancel_option=option) == Resubmission(
+            False, "Already shipped: use KeepOriginal to reprint"
+        )
     assert shipment_resubmit(shipment_id=999) == Resubmission(False, "No shipment shp_999.")
     assert not ShipmentResubmission.objects.exists()
     assert Shipment.objects.count() == 1
@@ -337,3 +340,151 @@ def test_a_resumed_cancel_of_the_original_that_the_lab_made_is_a_cancel_done() -
     assert (stored.status, stored.lab_operation, stored.lab_operation_since) == (
         ShipmentStatus.CANCELLED, "", None,
     )  # fmt: skip
+
+
+def _event_types(order: Order) -> list[str]:
+    return [e["type"].removeprefix("com.service.order.") for e in events_of(order.public_id)]
+
+
+def test_a_shipped_shipment_is_reprinted_with_keep_original_and_keeps_its_items(
+    settings: Any,
+) -> None:
+    settings.LAB_SIMULATOR_SECONDS = 0.2
+    order = OrderFactory.create(complete=True)
+    lost = ShipmentFactory.create(order=order, shipped=True)
+    items = list(lost.items.values_list("id", flat=True))
+    charges = list(order.charges.values_list("id", "total_cost"))
+
+    done = shipment_resubmit(
+        shipment_id=lost.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+    )
+
+    assert done.successful, done.message
+    reprint = _new_shipment(done)
+    assert done.message.startswith(f"Reprinted as {reprint.public_id} at us1. Lab cost ")
+    assert done.message.endswith("(the service's); no charge to the merchant.")
+    assert (reprint.reprint_of_id, reprint.status, reprint.lab_code) == (
+        lost.id,
+        ShipmentStatus.PROCESSING,
+        "us1",
+    )
+    assert list(reprint.items.all()) == []  # the items stay with the shipment that shipped them
+    assert list(lost.items.values_list("id", flat=True)) == items
+    assert Shipment.objects.get(id=lost.id).status == ShipmentStatus.SHIPPED
+    assert [item.item_id for item in lab_order(reprint).items] == [f"ori_{i}" for i in items]
+    simulated = SimulatedLabOrder.objects.get(shipment_id=reprint.public_id)
+    assert simulated.lab_code == "us1"
+    shown = order_representation(Order.objects.get(id=order.id), base_url="http://testserver")
+    assert [s["id"] for s in shown["shipments"]] == [lost.public_id, reprint.public_id]
+    assert shown["shipments"][1]["items"] == shown["shipments"][0]["items"] != []
+    row = Order.objects.get(id=order.id)
+    assert (row.stage, row.pipeline_step) == (Stage.COMPLETE, PipelineStep.PRODUCTION)
+    assert (row.in_production, row.shipping) == (DetailState.COMPLETE, DetailState.COMPLETE)
+
+    finished = run_in_process(order.public_id)
+
+    reprint.refresh_from_db()
+    assert reprint.status == ShipmentStatus.SHIPPED
+    assert reprint.tracking_number and reprint.tracking_number != lost.tracking_number
+    assert (finished.stage, finished.pipeline_step, finished.due_at) == (
+        Stage.COMPLETE,
+        PipelineStep.DONE,
+        None,
+    )
+    assert (finished.in_production, finished.shipping) == (
+        DetailState.COMPLETE,
+        DetailState.COMPLETE,
+    )
+    # Its shipment callbacks, and no second stage callback: the order stayed Complete.
+    assert _event_types(order) == ["shipments.shipment#Processing", "shipments.shipment#Shipped"]
+    assert list(order.charges.values_list("id", "total_cost")) == charges
+
+
+def test_a_reprint_resubmitted_is_a_reprint_of_the_same_shipped_shipment() -> None:
+    order = OrderFactory.create(complete=True)
+    lost = ShipmentFactory.create(order=order, shipped=True)
+    first = _new_shipment(
+        shipment_resubmit(
+            shipment_id=lost.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+        )
+    )
+
+    done = shipment_resubmit(shipment_id=first.id, labs=["gb1"])
+
+    assert done.successful, done.message
+    again = _new_shipment(done)
+    assert done.message.startswith(f"Reprinted as {again.public_id} at gb1. Original cancelled.")
+    assert again.reprint_of_id == lost.id
+    assert Shipment.objects.get(id=first.id).status == ShipmentStatus.CANCELLED
+    assert list(lost.items.all()) != [] and list(again.items.all()) == []
+
+
+def _failed_at_its_lab(order: Order, *, lab_code: str = "gb1") -> Shipment:
+    """A shipment its lab reported failed, as the production step records it."""
+    shipment = ShipmentFactory.create(order=order, submitted=True, lab_code=lab_code)
+    Shipment.objects.filter(id=shipment.id).update(lab_ended_at=timezone.now())
+    OrderIssue.objects.create(
+        order=order,
+        object_id=shipment.public_id,
+        error_code="order.shipments.LabError",
+        description="Simulated production failure at lab gb1.",
+    )
+    shipment.refresh_from_db()
+    return shipment
+
+
+@pytest.mark.parametrize("option", [CancelOption.KEEP_ORIGINAL, CancelOption.CANCEL_ORIGINAL])
+def test_a_lab_failed_shipment_resubmitted_either_way_is_closed_and_its_order_completes(
+    settings: Any, option: str
+) -> None:
+    settings.LAB_SIMULATOR_SECONDS = 0.2
+    order = OrderFactory.create(
+        pipeline_step=PipelineStep.FAILED, in_production=DetailState.ERROR, **PREPARED
+    )
+    failed = _failed_at_its_lab(order)
+
+    done = shipment_resubmit(shipment_id=failed.id, labs=["us1"], cancel_option=option)
+
+    assert done.successful, done.message
+    assert done.message.startswith("Resubmitted as ")
+    new = _new_shipment(done)
+    assert new.reprint_of_id is None
+    assert Shipment.objects.get(id=failed.id).status == ShipmentStatus.CANCELLED
+    row = Order.objects.get(id=order.id)
+    assert (row.pipeline_step, row.stage) == (PipelineStep.PRODUCTION, Stage.IN_PROGRESS)
+    assert row.in_production == DetailState.IN_PROGRESS
+    assert not OrderIssue.objects.filter(order=order).exists()
+    assert _event_types(order) == ["shipments.shipment#Cancelled", "shipments.shipment#Processing"]
+
+    finished = run_in_process(order.public_id)
+
+    assert (finished.stage, finished.pipeline_step) == (Stage.COMPLETE, PipelineStep.DONE)
+    assert (finished.in_production, finished.shipping) == (
+        DetailState.COMPLETE,
+        DetailState.COMPLETE,
+    )
+    assert _event_types(order)[2:] == [
+        "shipments.shipment#Shipped",
+        "status.stage.changed#Complete",
+    ]
+
+
+def test_in_production_stays_error_while_another_lab_failed_shipment_waits() -> None:
+    order = OrderFactory.create(
+        pipeline_step=PipelineStep.FAILED, in_production=DetailState.ERROR, **PREPARED
+    )
+    one = _failed_at_its_lab(order)  # with the order's item
+    OrderItemFactory.create(order=order)
+    other = _failed_at_its_lab(order)  # with the second
+
+    first = shipment_resubmit(
+        shipment_id=one.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+    )
+
+    assert first.successful, first.message
+    assert Order.objects.get(id=order.id).in_production == DetailState.ERROR
+    second = shipment_resubmit(
+        shipment_id=other.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+    )
+    assert second.successful, second.message
+    assert Order.objects.get(id=order.id).in_production == DetailState.IN_PROGRESS
