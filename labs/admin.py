@@ -1,3 +1,11 @@
+"""Labs and what they make, ship and charge, in the admin.
+
+Administrators add and change labs, lab products (lab SKU, variant codes, stock, prices),
+shipping zones and rates and exchange rates; operators view them (``staff.roles``). Every write
+changes the catalogue version (``labs.versioning``), so running processes use it at once. The
+product of a lab product is chosen from a plain list: products stay superusers' to browse.
+"""
+
 from typing import Any
 
 from django import forms
@@ -5,15 +13,25 @@ from django.contrib import admin
 from django.db import models
 from django.http import HttpRequest
 
+from common.countries import is_country_code
 from common.http import url_refusal
+from labs.capabilities import CAPABILITIES, capabilities_listed
 from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
 from labs.services import lab_save
+
+# What each capability lets staff and merchants do to a lab order after its submission.
+CAPABILITY_LABELS = {
+    "cancel": "cancel: cancel the lab order",
+    "hold": "hold: hold the lab order",
+    "unhold": "unhold: release a held lab order",
+    "updateAddress": "updateAddress: change the recipient's address",
+    "updateShippingMethod": "updateShippingMethod: change the shipping method",
+}
 
 
 class LabProductInline(admin.TabularInline):
     model = LabProduct
     extra = 0
-    autocomplete_fields = ("product",)
 
 
 class ShippingRateInline(admin.TabularInline):
@@ -62,6 +80,54 @@ class LabForm(forms.ModelForm):
         return self.instance.siteflow_secret if self.instance.pk else ""
 
 
+class LabCapabilitiesForm(LabForm):
+    """The lab page with its capabilities as checkboxes over the known ones, saved as the
+    JSON list the lab holds (in the vocabulary's order)."""
+
+    capabilities = forms.MultipleChoiceField(
+        label="Capabilities",
+        required=False,
+        choices=[(name, CAPABILITY_LABELS.get(name, name)) for name in CAPABILITIES],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="What the lab's connector can do to a lab order after submission. A Site "
+        "Flow lab saved with none ticked gets every one Site Flow supports.",
+    )
+
+    def clean_capabilities(self) -> list[str]:
+        return capabilities_listed(self.cleaned_data.get("capabilities") or [])
+
+
+class ShippingZoneForm(forms.ModelForm):
+    """A zone's countries typed as codes (``DE, FR IT``), saved as the list of upper-case
+    ISO 3166-1 alpha-2 codes the zone holds; an unknown code is refused, as the API does."""
+
+    countries = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="ISO 3166-1 alpha-2 country codes separated by commas or spaces, e.g. "
+        "DE, FR, IT. A rest-of-world zone matches every country.",
+    )
+
+    class Meta:
+        model = ShippingZone
+        fields = ("code", "name", "countries", "rest_of_world")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if isinstance(self.initial.get("countries"), list):  # the zone's own, as typed
+            self.initial["countries"] = ", ".join(self.initial["countries"])
+
+    def clean_countries(self) -> list[str]:
+        typed = str(self.cleaned_data.get("countries") or "")
+        codes = list(dict.fromkeys(typed.replace(",", " ").upper().split()))
+        unknown = [code for code in codes if not (code.isascii() and is_country_code(code))]
+        if unknown:
+            raise forms.ValidationError(
+                f"Not ISO 3166-1 alpha-2 country codes: {', '.join(unknown)}."
+            )
+        return codes
+
+
 def _credentials_hidden(fields: Any) -> list[str]:
     """The fields with the Site Flow token in place of whether token and secret are saved,
     and without the secret."""
@@ -74,7 +140,7 @@ def _credentials_hidden(fields: Any) -> list[str]:
 
 @admin.register(Lab)
 class LabAdmin(admin.ModelAdmin):
-    form = LabForm
+    form = LabCapabilitiesForm
     fieldsets = (
         (None, {"fields": ("code", "name", "country_code", "currency", "is_active")}),
         (
@@ -145,7 +211,8 @@ class LabProductAdmin(admin.ModelAdmin):
     list_filter = ("in_stock", "lab", "product__category")
     list_editable = ("in_stock",)
     search_fields = ("product__sku", "lab_sku", "lab__code", "lab__name")
-    autocomplete_fields = ("product",)
+    fields = ("lab", "product", "lab_sku", "variant_codes", "unit_cost", "extra_page_cost",
+              "in_stock")  # fmt: skip
     list_select_related = ("lab", "product")
 
     def get_changelist_instance(self, request: HttpRequest) -> Any:
@@ -157,6 +224,7 @@ class LabProductAdmin(admin.ModelAdmin):
 
 @admin.register(ShippingZone)
 class ShippingZoneAdmin(admin.ModelAdmin):
+    form = ShippingZoneForm
     list_display = ("code", "name", "rest_of_world")
     search_fields = ("code", "name")
 

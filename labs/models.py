@@ -80,7 +80,11 @@ class Lab(models.Model):
     currency = models.CharField(max_length=3, validators=[validate_currency_code])
     connector = models.CharField(max_length=12, choices=Connector.choices)
     capabilities = models.JSONField(
-        default=list, blank=True, validators=[validate_capabilities], help_text=str(CAPABILITIES)
+        default=list,
+        blank=True,
+        validators=[validate_capabilities],
+        help_text="What the lab's connector can do to a lab order after submission, drawn "
+        f"from: {', '.join(CAPABILITIES)}.",
     )
     simulator_failure_share = _share_field()
     simulator_cancel_share = _share_field(

@@ -22,11 +22,14 @@ from django.utils.html import format_html
 from common.countries import validate_currency_code
 from common.http import url_refusal
 from labs.selectors import currencies_supported
+from merchants.forms import MerchantAddForm
+from merchants.keys import key_prefix
 from merchants.models import ApiKey, Environment, Merchant
 from merchants.services import (
     STAFF_ISSUED_KEY_NAME,
     api_key_create,
     api_key_revoke,
+    merchant_create,
     signing_secret_rotate,
 )
 from staff.services import audit_entry_record
@@ -103,6 +106,40 @@ class MerchantAdmin(admin.ModelAdmin):
     search_fields = ("name", "email")
     list_filter = ("billing_mode", "billing_currency")
     inlines = [EnvironmentInline]
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        if obj is None:
+            kwargs["form"] = MerchantAddForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_inlines(self, request: HttpRequest, obj: Any) -> Any:
+        return self.inlines if obj is not None else []  # environments come with the merchant
+
+    def save_model(self, request: HttpRequest, obj: Merchant, form: Any, change: bool) -> None:
+        """A new merchant through ``merchant_create``: its Sandbox and Live environments and a
+        key for each, issued by the service's staff, shown once and written to the audit log."""
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        created = merchant_create(
+            name=obj.name,
+            email=obj.email,
+            currency=obj.billing_currency,
+            billing_mode=obj.billing_mode,
+            owner=obj.user,
+            key_name=STAFF_ISSUED_KEY_NAME,
+        )
+        obj.pk, obj.created = created.merchant.pk, created.merchant.created
+        for environment in created.merchant.environments.all():
+            clear = created.sandbox_api_key if environment.is_sandbox else created.live_api_key
+            _audit(request, "environment.apiKey.issue", environment, f"Key {key_prefix(clear)}…")
+            self.message_user(
+                request,
+                f"New key for {environment}: {clear} (copy it now, it is not shown again)",
+                messages.WARNING,
+            )
 
 
 @admin.register(Environment)

@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -64,8 +65,12 @@ def merchant_create(
     pause_indefinite: bool = False,
     currency: str = "GBP",
     billing_mode: str = BillingMode.INVOICE,
+    key_name: str = "initial",
+    owner: User | None = None,
 ) -> CreatedMerchant:
-    """Create a merchant with its Sandbox and Live environments and one key for each."""
+    """Create a merchant (signed in to the dashboard by ``owner``, a user who is not staff,
+    when given) with its Sandbox and Live environments and one key for each, named
+    ``key_name``."""
     if pause_indefinite:
         pause_mode, minutes = PauseMode.INDEFINITE, 0
     elif pause_minutes:
@@ -73,7 +78,11 @@ def merchant_create(
     else:
         pause_mode, minutes = PauseMode.NONE, 0
     merchant = Merchant.objects.create(
-        name=name, email=email, billing_currency=currency.upper(), billing_mode=billing_mode
+        name=name,
+        email=email,
+        billing_currency=currency.upper(),
+        billing_mode=billing_mode,
+        user=owner,
     )
     keys: dict[str, str] = {}
     for kind, given in (
@@ -88,7 +97,7 @@ def merchant_create(
             pause_minutes=minutes,
             callback_signing_secret=generate_signing_secret(),
         )
-        _, keys[kind] = api_key_create(environment=environment, name="initial", key=given)
+        _, keys[kind] = api_key_create(environment=environment, name=key_name, key=given)
     return CreatedMerchant(merchant, keys[EnvironmentKind.SANDBOX], keys[EnvironmentKind.LIVE])
 
 

@@ -1,10 +1,12 @@
 """The two staff roles and the exact model permissions each group holds.
 
-Every staff user is an ``Operators`` member (who sees orders, merchants, labs, callbacks, bulk
-jobs and billing's Stripe events and invoices); ``Administrators`` hold all of that and may also
-change labs (Site Flow settings), merchants (billing, pause window) and staff keys, and run the
-Site Flow shipping tool. The groups are made by a migration (``staff/migrations/0002_roles``)
-and kept exactly so by ``staff_roles_sync`` each time ``create_staff`` runs.
+Every staff user is an ``Operators`` member (who sees orders, merchants, the labs' catalogue,
+callbacks, bulk jobs and billing's Stripe events and invoices); ``Administrators`` hold all of
+that and may also add and change labs, lab products (lab SKU, variant codes, stock, prices),
+shipping zones and rates, exchange rates and merchants, change merchants' environments and
+staff keys, and run the Site Flow shipping tool. The groups are made by migrations
+(``staff/migrations/0002_roles`` and the roles migrations after it) and kept exactly so by
+``staff_roles_sync`` each time ``create_staff`` runs.
 """
 
 from staff.models import ADMINISTRATORS_GROUP
@@ -27,6 +29,7 @@ OPERATOR_PERMISSIONS: tuple[str, ...] = (
     "labs.view_labproduct",
     "labs.view_shippingrate",
     "labs.view_shippingzone",
+    "labs.view_exchangerate",
     "webhooks.view_callbackevent",
     "webhooks.view_callbackattempt",
     "webhooks.view_gonecallbackurl",
@@ -40,7 +43,17 @@ OPERATOR_PERMISSIONS: tuple[str, ...] = (
 
 ADMINISTRATOR_PERMISSIONS: tuple[str, ...] = (
     *OPERATOR_PERMISSIONS,
+    "labs.add_lab",
     "labs.change_lab",
+    "labs.add_labproduct",
+    "labs.change_labproduct",
+    "labs.add_shippingzone",
+    "labs.change_shippingzone",
+    "labs.add_shippingrate",
+    "labs.change_shippingrate",
+    "labs.add_exchangerate",
+    "labs.change_exchangerate",
+    "merchants.add_merchant",
     "merchants.change_merchant",
     "merchants.change_environment",
     "staff.view_staffapikey",

@@ -562,7 +562,6 @@ def test_the_admin_keeps_the_secret_write_only(admin_client: Client) -> None:
         "currency": "GBP",
         "is_active": "on",
         "connector": "siteflow",
-        "capabilities": "[]",
         "simulator_failure_share": "0",
         "simulator_cancel_share": "0",
         "simulator_error_share": "0",

@@ -165,7 +165,6 @@ def test_only_an_administrator_changes_a_lab(operator: Client, administrator: Cl
         "currency": lab.currency,
         "is_active": "on",
         "connector": "simulator",
-        "capabilities": "[]",
         "simulator_failure_share": "0",
         "simulator_cancel_share": "0",
         "simulator_error_share": "0",
