@@ -11,7 +11,12 @@ from django.db import IntegrityError, transaction
 from billing.models import Invoice, StripeEvent
 from billing.stripe import CheckoutEvent
 from merchants.models import BillingMode, Merchant
-from orders.authorisation import Confirmation, order_payment_confirm, payment_session_note
+from orders.authorisation import (
+    Confirmation,
+    SessionSeen,
+    order_payment_confirm,
+    payment_session_note,
+)
 from orders.charges import charges_invoice_number_set, charges_uninvoiced
 from orders.models import Charge, PaymentSessionStatus
 
@@ -31,20 +36,21 @@ class EventTaken:
 
 def _event_apply(event: CheckoutEvent) -> Confirmation:
     """What the event does to the order of the Checkout Session it is about (only one this
-    service opened for that order: ``orders.authorisation``)."""
+    service opened for that order, recorded or, when its metadata says so, recorded now:
+    ``orders.authorisation``)."""
     session = event.session
     if session is None:
         return Confirmation("Ignored")
-    order, opened = session.order_reference, session.id
+    seen = SessionSeen(
+        reference=session.id,
+        order_reference=session.order_reference,
+        amount=session.amount,
+        currency=session.currency,
+        opened_here=session.opened_here,
+    )
     paying = event.type in (CHECKOUT_COMPLETED, ASYNC_PAYMENT_SUCCEEDED)
     if paying and session.payment_status == "paid" and session.payment_intent:
-        return order_payment_confirm(
-            order_reference=order,
-            session_reference=opened,
-            reference=session.payment_intent,
-            amount=session.amount,
-            currency=session.currency,
-        )
+        return order_payment_confirm(session=seen, reference=session.payment_intent)
     status = {
         (CHECKOUT_COMPLETED, "unpaid"): PaymentSessionStatus.PENDING,
         (ASYNC_PAYMENT_FAILED, session.payment_status): PaymentSessionStatus.FAILED,
@@ -53,7 +59,7 @@ def _event_apply(event: CheckoutEvent) -> Confirmation:
     if status is None:
         missing = "" if session.payment_intent else ", no payment_intent"
         return Confirmation("NotPaid", f"payment_status {session.payment_status}{missing}")
-    return payment_session_note(order_reference=order, session_reference=opened, status=status)
+    return payment_session_note(session=seen, status=status)
 
 
 @transaction.atomic

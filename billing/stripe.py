@@ -101,7 +101,10 @@ _AMOUNT_LIMIT = Decimal(10) ** 10
 
 @dataclass(frozen=True)
 class CheckoutSession:
-    """What an event says of a Checkout Session: ``payment_intent`` is empty until paid."""
+    """What an event says of a Checkout Session: ``payment_intent`` is empty until paid.
+    ``opened_here``: its metadata says this service created it (``metadata[order_id]``, which
+    ``StripePaymentProvider.authorise`` sends, and has sent since the first release, names the
+    order, and ``client_reference_id``, when there, names the same one)."""
 
     id: str
     order_reference: str  # client_reference_id (or metadata[order_id])
@@ -109,6 +112,7 @@ class CheckoutSession:
     payment_intent: str
     amount: Decimal
     currency: str  # upper case
+    opened_here: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,8 @@ def stripe_event_read(event: dict[str, Any]) -> CheckoutEvent:
     reference = _text(session, "client_reference_id", limit=500, optional=True) or _text(
         metadata, "order_id", limit=500, optional=True
     )
+    named = metadata.get("order_id")  # another system's metadata may hold anything here
+    opened_here = isinstance(named, str) and bool(named) and named == reference
     currency = _text(session, "currency", limit=3).upper()
     amount_total = session.get("amount_total")
     if len(currency) != 3 or not currency.isalpha():
@@ -166,6 +172,7 @@ def stripe_event_read(event: dict[str, Any]) -> CheckoutEvent:
             payment_intent=_text(session, "payment_intent", limit=100, optional=True),
             amount=amount,
             currency=currency,
+            opened_here=opened_here,
         ),
     )
 

@@ -3,7 +3,8 @@ after a raise paid for, submitted); refunds sent back through the provider, and 
 no longer wanted expired there.
 
 A payment is never lost. The provider's confirmation of a payment made on a payment page this
-service opened for the order (``PaymentSession``) is always recorded (``OrderPayment``), then:
+service opened for the order (``PaymentSession``; or, with no row, a page whose own data says it
+was opened here for one of its orders: recorded then) is always recorded (``OrderPayment``), then:
 up to what the order asks for, it is counted (an order asked for more, by a stale page, is
 asked only for the rest); what it pays beyond that, or all of it when the order asks for
 nothing (paid already, in another tab; cancelled; finished) or it is in another currency, is
@@ -19,6 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from common.errors import ValidationFailed
+from common.ids import PREFIXES, id_number
 from orders.charges import payment_unasked_refund_write, payments_covered
 from orders.models import (
     Order,
@@ -75,41 +77,89 @@ def _awaiting(order: Order) -> bool:
     )
 
 
-@transaction.atomic
 def order_payment_authorise(*, order: Order, return_url: str = "") -> PaymentResult:
-    """Ask ``PAYMENT_PROVIDER`` for what the order asks for. Authorised at once, the payment
-    is recorded (``order_payment_record``); a provider with a payment page of its own answers
-    ``redirect_url`` and confirms the payment later (``order_payment_confirm``): the page is
-    recorded as the order's ``PaymentSession`` for that amount.
+    """Ask ``PAYMENT_PROVIDER`` for what the order asks for. The provider is called outside
+    any transaction, holding no lock on the order (a slow provider keeps neither the pipeline
+    nor the provider's notifications waiting); its answer is then recorded under the order's
+    lock in a short transaction of its own:
+
+    - authorised at once, the payment is recorded (``order_payment_record``); when the order
+      no longer asks for that amount by then, it is taken as any payment is (counted toward
+      what it asks, or refunded: ``Confirmation``), and the result says so;
+    - a provider with a payment page of its own answers ``redirect_url`` and confirms the
+      payment later (``order_payment_confirm``): the page is recorded as the order's
+      ``PaymentSession`` for that amount, and when the order no longer asks for that amount
+      the session is due to be expired at once and the result carries no ``redirect_url``.
 
     Raises ``ValidationFailed`` when the order has nothing to pay or cannot be priced, and
     ``PaymentUnavailable`` when the provider cannot answer.
     """
-    locked = _lock(order.pk)
-    if locked is None or not _awaiting(locked):
+    current = Order.objects.select_related("environment__merchant").filter(pk=order.pk).first()
+    if current is None or not _awaiting(current):
         raise ValidationFailed.single(
             "order", "NotAwaitingPayment", "This order has no payment to authorise."
         )
-    amount, currency = order_payment_amount(order=locked)
+    amount, currency = order_payment_amount(order=current)
     if amount is None:
         raise ValidationFailed.single(
             "order", "NotPriced", "The order cannot be priced right now; try again later."
         )
     result = payment_provider().authorise(
-        order_reference=locked.public_id,
+        order_reference=current.public_id,
         amount=amount,
         currency=currency,
-        merchant_email=locked.environment.merchant.email,
+        merchant_email=current.environment.merchant.email,
         return_url=return_url,
     )
     if result.authorised:
-        order_payment_record(order=locked, reference=result.reference, amount=amount)
-    elif result.redirect_url and result.reference:
-        PaymentSession.objects.get_or_create(
-            reference=result.reference,
-            defaults={"order": locked, "amount": amount, "currency": currency},
-        )
+        return _authorised_record(order_id=current.pk, result=result, amount=amount)
+    if result.redirect_url and result.reference:
+        return _session_record(order_id=current.pk, result=result, amount=amount)
     return result
+
+
+def _asks(order: Order, amount: Decimal, currency: str) -> bool:
+    """Under the order's lock: it still asks for ``amount`` in ``currency``."""
+    return _awaiting(order) and order_payment_amount(order=order) == (amount, currency)
+
+
+@transaction.atomic
+def _authorised_record(*, order_id: int, result: PaymentResult, amount: Decimal) -> PaymentResult:
+    locked = _lock(order_id)
+    assert locked is not None  # orders are never deleted
+    if _asks(locked, amount, locked.currency):
+        order_payment_record(order=locked, reference=result.reference, amount=amount)
+        return result
+    taken = _payment_take(
+        order=locked, reference=result.reference, amount=amount, currency=locked.currency
+    )
+    return PaymentResult(
+        taken.outcome in ("Authorised", "Overpaid"),
+        reference=result.reference,
+        message=f"The order changed while it was being paid: {taken.message}",
+    )
+
+
+@transaction.atomic
+def _session_record(*, order_id: int, result: PaymentResult, amount: Decimal) -> PaymentResult:
+    locked = _lock(order_id)
+    assert locked is not None  # orders are never deleted
+    PaymentSession.objects.get_or_create(
+        reference=result.reference,
+        defaults={"order": locked, "amount": amount, "currency": locked.currency},
+    )
+    if _asks(locked, amount, locked.currency):
+        return result
+    # The page is recorded all the same: paid before its expiry reaches the provider, the
+    # payment is taken as any other (counted or refunded).
+    asked = order_payment_amount(order=locked)[0] if _awaiting(locked) else None
+    payment_sessions_expire_write(order=locked, keep_amount=asked)
+    return PaymentResult(
+        False,
+        reference=result.reference,
+        message="The order changed while its payment page was being opened; nothing was "
+        "paid. Please try again.",
+    )
 
 
 @dataclass(frozen=True)
@@ -125,87 +175,134 @@ class Confirmation:
     message: str = ""
 
 
-def _session(*, order_reference: str, session_reference: str) -> PaymentSession | None:
+@dataclass(frozen=True)
+class SessionSeen:
+    """A provider's payment session as its notification describes it: ``opened_here`` when
+    its own data says this service opened it (Stripe: ``billing.stripe.CheckoutSession``), and
+    for what ``amount``."""
+
+    reference: str
+    order_reference: str
+    amount: Decimal
+    currency: str
+    opened_here: bool = False
+
+
+def _session(seen: SessionSeen) -> PaymentSession | None:
     """The payment session the provider names, when this service opened it for the order the
-    notification names."""
+    notification names: recorded here (``PaymentSession``), or, when no row records it (a page
+    opened before sessions were recorded, or whose row was lost after the provider opened it),
+    one that says it was opened here for an order of this service, recorded now for that order
+    (``_session_adopt``)."""
     session = (
-        PaymentSession.objects.select_related("order").filter(reference=session_reference).first()
+        PaymentSession.objects.select_related("order").filter(reference=seen.reference).first()
     )
-    if session is None or session.order.public_id != order_reference:
+    if session is None and seen.opened_here:
+        session = _session_adopt(seen)
+    if session is None or session.order.public_id != seen.order_reference:
         logger.warning(
             "Payment session %s of order %r is not one this service opened for it.",
-            session_reference,
-            order_reference,
+            seen.reference,
+            seen.order_reference,
         )
         return None
     return session
 
 
-@transaction.atomic
-def order_payment_confirm(
-    *,
-    order_reference: str,
-    session_reference: str,
-    reference: str,
-    amount: Decimal,
-    currency: str,
-) -> Confirmation:
-    """A payment the provider confirms (Stripe's ``checkout.session.completed`` paid, or
-    ``checkout.session.async_payment_succeeded``) on the payment session
-    ``session_reference`` opened for the order ``order_reference``: recorded once (by its
-    ``reference``), and counted or refunded as the module says. A second confirmation of the
-    same payment is harmless; one for a session this service did not open for that order
-    changes nothing."""
-    session = _session(order_reference=order_reference, session_reference=session_reference)
-    if session is None:
-        return Confirmation(
-            "UnknownSession", f"No session {session_reference} of {order_reference}."
+def _session_adopt(seen: SessionSeen) -> PaymentSession | None:
+    """The session recorded for the order of this service it names, for the amount it asks;
+    None when it names none."""
+    number = id_number(PREFIXES["order"], seen.order_reference)
+    order = None if number is None else Order.objects.filter(pk=number).first()
+    if order is None or order.public_id != seen.order_reference:
+        return None
+    session, created = PaymentSession.objects.select_related("order").get_or_create(
+        reference=seen.reference,
+        defaults={"order": order, "amount": seen.amount, "currency": seen.currency.upper()},
+    )
+    if created:
+        logger.warning(
+            "Payment session %s of order %s had no record; recorded now for %s %s.",
+            seen.reference,
+            order.public_id,
+            seen.amount,
+            seen.currency,
         )
-    locked = _lock(session.order_id)
+    return session
+
+
+@transaction.atomic
+def order_payment_confirm(*, session: SessionSeen, reference: str) -> Confirmation:
+    """A payment the provider confirms (Stripe's ``checkout.session.completed`` paid, or
+    ``checkout.session.async_payment_succeeded``) of ``session.amount`` on the payment
+    session ``session`` opened for the order ``session.order_reference``: recorded once (by
+    its ``reference``), and counted or refunded as the module says. A second confirmation of
+    the same payment is harmless; one for a session this service did not open for that order
+    changes nothing (and is logged: the money is not this service's to record or refund)."""
+    found = _session(session)
+    if found is None:
+        logger.error(
+            "Payment %s of %s %s on session %s names no order of this service (%r): ignored.",
+            reference,
+            session.amount,
+            session.currency,
+            session.reference,
+            session.order_reference,
+        )
+        return Confirmation(
+            "UnknownSession", f"No session {session.reference} of {session.order_reference}."
+        )
+    locked = _lock(found.order_id)
     assert locked is not None  # the session's order, whose row cascades to it
-    PaymentSession.objects.filter(id=session.id).update(
+    PaymentSession.objects.filter(id=found.id).update(
         status=PaymentSessionStatus.PAID, expire_due_at=None
     )
     if OrderPayment.objects.filter(order=locked, reference=reference).exists():
         return Confirmation("AlreadyPaid", f"{reference} is recorded for {locked.public_id}.")
-    asked = _awaiting(locked) and currency.upper() == locked.currency.upper()
-    due = order_payment_amount(order=locked)[0] if asked else None
-    payment = _payment_store(order=locked, reference=reference, amount=amount, currency=currency)
+    return _payment_take(
+        order=locked, reference=reference, amount=session.amount, currency=session.currency
+    )
+
+
+def _payment_take(*, order: Order, reference: str, amount: Decimal, currency: str) -> Confirmation:
+    """Under the order's lock: a payment not recorded yet, stored and counted toward what the
+    order asks, or refunded (the module's rule)."""
+    asked = _awaiting(order) and currency.upper() == order.currency.upper()
+    due = order_payment_amount(order=order)[0] if asked else None
+    payment = _payment_store(order=order, reference=reference, amount=amount, currency=currency)
     if not asked:
-        payment_unasked_refund_write(order=locked, payment=payment, amount=amount)
-        message = f"{locked.public_id} asked for no payment in {currency}; {amount} refunded."
+        payment_unasked_refund_write(order=order, payment=payment, amount=amount)
+        message = f"{order.public_id} asked for no payment in {currency}; {amount} refunded."
         logger.warning("Payment %s refunded: %s", reference, message)
         return Confirmation("Refunded", message)
     if due is None or amount < due:  # counted; the rest asked for (once the order is priced)
         rest = None if due is None else due - amount
-        payment_issue_write(order=locked, amount=rest, currency=locked.currency)
-        payment_sessions_expire_write(order=locked, keep_amount=rest)
-        message = f"{locked.public_id} was asked for {due}; paid {amount}, {rest} asked for now."
+        payment_issue_write(order=order, amount=rest, currency=order.currency)
+        payment_sessions_expire_write(order=order, keep_amount=rest)
+        message = f"{order.public_id} was asked for {due}; paid {amount}, {rest} asked for now."
         return Confirmation("PartlyPaid", message)
-    order_payment_start(order=locked, reference=reference)
+    order_payment_start(order=order, reference=reference)
     excess = amount - max(due, Decimal(0))
     if excess > 0:
-        payment_unasked_refund_write(order=locked, payment=payment, amount=excess)
-        message = f"{locked.public_id} was asked for {due}; paid {amount}, {excess} refunded."
+        payment_unasked_refund_write(order=order, payment=payment, amount=excess)
+        message = f"{order.public_id} was asked for {due}; paid {amount}, {excess} refunded."
         logger.warning("Payment %s in excess: %s", reference, message)
         return Confirmation("Overpaid", message)
     return Confirmation("Authorised")
 
 
 @transaction.atomic
-def payment_session_note(
-    *, order_reference: str, session_reference: str, status: str
-) -> Confirmation:
+def payment_session_note(*, session: SessionSeen, status: str) -> Confirmation:
     """A payment session's state the provider reports without a payment: ``Pending`` (paid by
     a delayed method: the money is not there yet; the order keeps asking), ``Failed`` (that
     method failed: it keeps asking) or ``Expired``. Only for a session this service opened for
     the order named."""
-    session = _session(order_reference=order_reference, session_reference=session_reference)
-    if session is None:
+    found = _session(session)
+    if found is None:
         return Confirmation(
-            "UnknownSession", f"No session {session_reference} of {order_reference}."
+            "UnknownSession", f"No session {session.reference} of {session.order_reference}."
         )
-    PaymentSession.objects.filter(id=session.id).exclude(status=PaymentSessionStatus.PAID).update(
+    PaymentSession.objects.filter(id=found.id).exclude(status=PaymentSessionStatus.PAID).update(
         status=status, expire_due_at=None
     )
     return Confirmation(status)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from django.db import transaction
+from django.utils import timezone
 
 from labs.allocation import PlannedShipment
 from orders.charges import (
@@ -64,8 +65,10 @@ def order_payment_settle(*, order: Order, cost: Decimal | None) -> Decimal:
     issue with ``paymentDetails.amount`` the difference; nothing more goes to a lab until it is
     authorised) and is refunded the difference when it went down. An order whose first
     payment is awaited has its issue priced again. Payment pages opened for another amount
-    than the one asked now are expired at the provider. Returns what is still to authorise
-    (zero when nothing is, or the order cannot be priced)."""
+    than the one asked now are expired at the provider. Once its payments cover the cost (a
+    part-paid order whose cost fell), the order is authorised (``payment_authorised_at``),
+    as when a payment covers it (``orders.authorisation.order_payment_start``). Returns what is
+    still to authorise (zero when nothing is, or the order cannot be priced)."""
     issue = payment_issue(order)
     covered = payments_covered(order=order)
     if covered is None:
@@ -84,6 +87,9 @@ def order_payment_settle(*, order: Order, cost: Decimal | None) -> Decimal:
     if issue is not None:
         issue.delete()
     payment_sessions_expire_write(order=order)
+    if order.payment_authorised_at is None:  # part paid before: the payments cover it now
+        order.payment_authorised_at = timezone.now()
+        order.save(update_fields=["payment_authorised_at"])
     if difference < 0:
         payment_lowered_refund_write(order=order, amount=-difference)
     return Decimal(0)

@@ -3,38 +3,50 @@ Stripe compatible server of tests/support/stripe.py driven by the official libra
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F
 from django.test import Client
 from django.utils import timezone
 from pypdf import PdfReader
+from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
 from billing.models import StripeEvent
-from billing.stripe import minor_units, stripe_client
+from billing.stripe import StripePaymentProvider, minor_units, stripe_client
+from dashboard.selectors import ProgressStep, order_progress
+from labs.models import LabProduct
 from merchants.services import CreatedMerchant
+from orders.actions import order_update_shipping_method
 from orders.authorisation import (
     order_payment_amount,
     payment_refund_send,
     payment_session_expire_send,
 )
 from orders.models import (
+    DetailState,
     Order,
     OrderIssue,
     OrderPayment,
     PaymentRefund,
     PaymentSession,
     PaymentSessionStatus,
+    PipelineStep,
+    Shipment,
     Stage,
 )
+from orders.pipeline.state_machine import order_advance
 from orders.pipeline.steps.allocate import order_allocate, order_cost
 from tests.support.dashboard import signed_in_client
+from tests.support.images import jpeg_bytes
 from tests.support.orders import events_of, fetch, order_create_via_api, pk
+from tests.support.servers import serve
 from tests.support.stripe import StripeServer, stripe_signature
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
@@ -704,3 +716,216 @@ def test_a_part_paid_order_whose_cost_falls_to_what_was_paid_goes_on(
     assert shown["status"]["stage"] == "InProgress" and shown["status"]["issues"] == []
     assert [p.amount for p in OrderPayment.objects.filter(order=order)] == [standard]
     assert not PaymentRefund.objects.exists()
+
+
+# --- Sessions the service has no record of (opened before PaymentSession existed, or whose row
+# was lost after Stripe opened them) -------------------------------------------------------
+
+
+def _session_unrecorded(card: CreatedMerchant, order_id: str, amount: Decimal) -> str:
+    """A Checkout Session opened for the order as the service opens one, with no
+    PaymentSession row: as every session opened before migration 0021 (payable for 24 h)."""
+    result = StripePaymentProvider().authorise(
+        order_reference=order_id,
+        amount=amount,
+        currency="GBP",
+        merchant_email=card.merchant.email,
+        return_url=f"http://testserver/dashboard/orders/{order_id}",
+    )
+    assert result.reference and not PaymentSession.objects.filter(reference=result.reference)
+    return result.reference
+
+
+def test_a_paid_session_opened_here_with_no_record_pays_its_order(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    cost = _asked(live_api, order_id)
+    opened = _session_unrecorded(card, order_id, cost)
+    paid = stripe_server.session_paid(opened)
+
+    response = _deliver(stripe_server, paid)
+
+    assert response.json() == {"received": True, "outcome": "Authorised"}
+    shown = fetch(live_api, order_id)
+    assert shown["status"]["stage"] == "InProgress" and shown["status"]["issues"] == []
+    [payment] = OrderPayment.objects.filter(order=order)
+    assert (payment.amount, payment.reference) == (cost, paid["payment_intent"])
+    session = PaymentSession.objects.get(reference=opened)
+    assert (session.order_id, session.amount, session.currency, session.status) == (
+        order.id,
+        cost,
+        "GBP",
+        PaymentSessionStatus.PAID,
+    )
+    assert Order.objects.get(id=order.id).payment_authorised_at is not None
+    assert StripeEvent.objects.get().outcome == "Authorised"
+
+
+def test_a_paid_session_opened_here_with_no_record_for_a_cancelled_order_is_refunded(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    opened = _session_unrecorded(card, order_id, _asked(live_api, order_id))
+    assert live_api.post(f"/v4.0/orders/{order_id}/actions/cancel").json()["outcome"] == (
+        "Cancelled"
+    )
+    _expiries_send()
+    assert stripe_server.sessions[opened]["status"] == "open"  # unknown: nothing expired it
+
+    response = _deliver(stripe_server, stripe_server.session_paid(opened))
+
+    assert response.json()["outcome"] == "Refunded"
+    [payment] = OrderPayment.objects.filter(order=order)
+    [refund] = PaymentRefund.objects.filter(order=order)
+    assert (refund.payment, refund.amount) == (payment, payment.amount)
+    _send_due_refunds()
+    assert _net_paid_at_stripe(stripe_server) == 0
+    assert fetch(live_api, order_id)["status"]["stage"] == "Cancelled"
+
+
+def test_a_stale_session_with_no_record_counts_toward_what_the_order_asks(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    standard = _asked(live_api, order_id)
+    opened = _session_unrecorded(card, order_id, standard)
+    _method_changed(live_api, order_id, "Express")
+    express = _asked(live_api, order_id)
+
+    response = _deliver(stripe_server, stripe_server.session_paid(opened))
+
+    assert response.json()["outcome"] == "PartlyPaid"
+    assert [p.amount for p in OrderPayment.objects.filter(order=order)] == [standard]
+    assert _asked(live_api, order_id) == express - standard
+    assert not PaymentRefund.objects.exists()
+
+
+def test_a_paid_session_naming_no_order_of_ours_is_ignored_and_logged(
+    card: CreatedMerchant,
+    live_api: APIClient,
+    stripe_server: StripeServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    other_id, _ = awaiting_order(live_api)
+    cost = _asked(live_api, order_id)
+    missing = f"ord_{order.id + 10**6}"
+    sessions = [
+        _session_unrecorded(card, missing, cost),  # this service's form, no such order
+        _session_unrecorded(card, "order-17", cost),  # another system's reference
+    ]
+    # Its metadata names the order, but client_reference_id another: not as the service opens.
+    mixed = stripe_server.session_paid(_session_unrecorded(card, order_id, cost))
+    caplog.set_level("ERROR", logger="orders.authorisation")
+
+    answers = [_deliver(stripe_server, stripe_server.session_paid(s)) for s in sessions] + [
+        _deliver(stripe_server, {**mixed, "client_reference_id": other_id})
+    ]
+
+    assert [a.json()["outcome"] for a in answers] == ["UnknownSession"] * 3
+    assert not OrderPayment.objects.exists() and not PaymentRefund.objects.exists()
+    assert not PaymentSession.objects.exists()
+    assert fetch(live_api, order_id)["status"]["stage"] == "AwaitingPayment"
+    assert fetch(live_api, other_id)["status"]["stage"] == "AwaitingPayment"
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(logged) == 3
+    assert all("names no order of this service" in line for line in logged)
+    assert sessions[0] in logged[0] and repr(missing) in logged[0]
+
+
+def test_a_part_paid_order_whose_cost_falls_is_authorised_and_a_raise_at_allocation_is_asked(
+    card: CreatedMerchant,
+    live_api: APIClient,
+    stripe_server: StripeServer,
+    httpserver: HTTPServer,
+    settings: Any,
+) -> None:
+    settings.ALLOW_PRIVATE_URLS = True
+    url = serve(httpserver, "/photo.jpg", jpeg_bytes(), "image/jpeg")
+    order_id = order_create_via_api(
+        live_api, items=[{"sku": "GLOBAL-PHO-4X6", "copies": 1, "assets": [{"url": url}]}]
+    )
+    order = Order.objects.get(id=pk(order_id))
+    standard = _asked(live_api, order_id)
+    first = session_id(checkout(card, order_id))
+    _method_changed(live_api, order_id, "Express")
+    paid = stripe_server.session_paid(first, after_expiry=True)
+    assert _deliver(stripe_server, paid).json()["outcome"] == "PartlyPaid"
+
+    _method_changed(live_api, order_id, "Standard")  # what was paid covers it now
+
+    started = Order.objects.get(id=order.id)
+    assert started.stage == Stage.IN_PROGRESS
+    assert started.payment_authorised_at is not None
+    assert started.payment_reference == paid["payment_intent"]
+    assert ProgressStep("Payment", DetailState.COMPLETE, "Paid") in order_progress(started)
+    # The labs' prices rise before the order is allocated: the submit step asks for the rest.
+    LabProduct.objects.update(unit_cost=F("unit_cost") * 3)
+    for _ in range(20):  # the steps run in-process until the order waits
+        due = order_advance(order_id=order.id)
+        if due is None or due > timezone.now() + timedelta(seconds=5):
+            break
+        time.sleep(max(0.0, (due - timezone.now()).total_seconds()))
+    stopped = Order.objects.get(id=order.id)
+
+    assert (stopped.stage, stopped.pipeline_step) == (
+        Stage.AWAITING_PAYMENT,
+        PipelineStep.AWAITING_PAYMENT,
+    )
+    cost = order_cost(stopped)
+    assert cost is not None and cost > standard
+    assert _asked(live_api, order_id) == cost - standard
+    assert not Shipment.objects.filter(order=order, submitted_at__isnull=False).exists()
+
+
+# --- The pay page holds no lock on the order while Stripe opens the session ---------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_order_is_not_locked_while_stripe_opens_a_session_and_a_change_meanwhile_expires_it(
+    card: CreatedMerchant, live_api: APIClient, stripe_server: StripeServer
+) -> None:
+    order_id, order = awaiting_order(live_api)
+    standard = _asked(live_api, order_id)
+    lock_free: list[bool] = []
+
+    def meanwhile(session: dict[str, Any]) -> None:
+        """As a webhook or the pipeline would, while Stripe answers: the order's row locked
+        (at once, or not at all), and the merchant's change of method made."""
+        try:
+            try:
+                with transaction.atomic():
+                    Order.objects.select_for_update(nowait=True).get(id=order.id)
+            except DatabaseError:
+                lock_free.append(False)
+                return
+            lock_free.append(True)
+            changed = order_update_shipping_method(
+                order=Order.objects.get(id=order.id), shipping_method="Express"
+            )
+            assert changed.outcome == "Updated"
+        finally:
+            connection.close()
+
+    stripe_server.on_session_create = meanwhile
+
+    response = signed_in_client(card.merchant).post(f"/dashboard/pay/{order_id}")
+
+    assert lock_free == [True]
+    assert response.status_code == 400
+    assert "The order changed while its payment page was being opened" in (
+        response.content.decode()
+    )
+    [opened] = stripe_server.sessions
+    session = PaymentSession.objects.get(reference=opened)
+    assert (session.order_id, session.amount) == (order.id, standard)
+    assert session.expire_due_at is not None
+    _expiries_send()
+    assert stripe_server.sessions[opened]["status"] == "expired"
+    express = _asked(live_api, order_id)
+    assert express > standard
+    # Paid all the same (the race with the expiry): a session of the order, counted.
+    response = _deliver(stripe_server, stripe_server.session_paid(opened, after_expiry=True))
+    assert response.json()["outcome"] == "PartlyPaid"
+    assert _asked(live_api, order_id) == express - standard

@@ -30,7 +30,7 @@ from orders.payments import payment_issue_write
 from orders.pipeline.state_machine import order_advance, order_submit_now
 from orders.pipeline.steps.allocate import order_allocate, order_cost
 from orders.shipments import shipment_cancel
-from tests.support.dashboard import signed_in_client
+from tests.support.dashboard import MeanwhilePaymentProvider, signed_in_client
 from tests.support.orders import fetch, order_create_via_api, pk
 from tests.support.pipeline import make_due
 
@@ -249,3 +249,30 @@ def test_the_migration_takes_the_payment_issue_off_orders_cancelled_before_it(
     assert [i["errorCode"] for i in fetch(live_api, waiting)["status"]["issues"]] == [
         "RequiresPaymentAuthorisation"
     ]
+
+
+def test_a_payment_taken_while_the_order_was_cancelled_is_refunded_whole(
+    card: CreatedMerchant, live_api: APIClient, settings: Any
+) -> None:
+    # The provider is asked with no lock held on the order: a cancel may land meanwhile.
+    settings.PAYMENT_PROVIDER = "tests.support.dashboard.MeanwhilePaymentProvider"
+    order_id = order_create_via_api(live_api)
+    asked = order_cost(Order.objects.get(id=pk(order_id)))
+
+    def meanwhile(reference: str) -> None:
+        cancelled(live_api, reference)
+
+    MeanwhilePaymentProvider.meanwhile = meanwhile
+    try:
+        result = order_payment_authorise(order=Order.objects.get(id=pk(order_id)))
+    finally:
+        MeanwhilePaymentProvider.meanwhile = None
+
+    assert not result.authorised
+    assert result.reference == f"meanwhile-{order_id}"
+    assert "The order changed while it was being paid" in result.message
+    assert paid(order_id) == asked
+    assert refunds(order_id) == [asked]
+    order = fetch(live_api, order_id)
+    assert order["status"]["stage"] == "Cancelled" and order["status"]["issues"] == []
+    assert Order.objects.get(id=pk(order_id)).payment_authorised_at is None

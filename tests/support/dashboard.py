@@ -49,6 +49,26 @@ class DecliningPaymentProvider:
         return PaymentResult(False, message="Card declined.")
 
 
+class MeanwhilePaymentProvider:
+    """A ``PAYMENT_PROVIDER`` that authorises at once, as the test provider does, after calling
+    ``meanwhile`` with the order's reference: what happens while the provider takes the payment
+    (a test sets it, and clears it after)."""
+
+    meanwhile: Callable[[str], None] | None = None
+
+    def authorise(self, *, order_reference: str, **_: object) -> object:
+        from orders.payments import PaymentResult
+
+        if MeanwhilePaymentProvider.meanwhile is not None:
+            MeanwhilePaymentProvider.meanwhile(order_reference)
+        return PaymentResult(True, reference=f"meanwhile-{order_reference}")
+
+    def refund(self, *, key: str, **_: object) -> object:
+        from orders.payments import RefundResult
+
+        return RefundResult(True, reference=f"meanwhile-{key}")
+
+
 def off_the_browser_loop(work: Callable[[], T]) -> T:
     """Run ORM work from a browser test: in a thread of its own, whose connection is closed
     when it ends (inside Playwright's event loop Django would open one that outlives the test)."""

@@ -9,7 +9,8 @@ bodies (expiring a session that is not open is refused). Each session has a paym
 ``checkout.session.completed`` event to ``webhook_url`` and goes back to the session's
 ``success_url``, as Stripe Checkout does. Tests may also pay a session that was expired (the race
 of a payment made as the service expires it) and pay by a delayed method, settled later with
-``checkout.session.async_payment_succeeded`` or ``..._failed``. Events are signed as
+``checkout.session.async_payment_succeeded`` or ``..._failed``; ``on_session_create`` lets a
+test act while the service waits for a session to be created. Events are signed as
 Stripe signs them: ``Stripe-Signature: t=<unix time>,v1=<hex HMAC-SHA256(secret,
 "<t>.<payload>")>``.
 """
@@ -22,6 +23,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -88,6 +90,8 @@ class StripeServer:
     calls: list[Call] = field(default_factory=list)
     deliveries: list[tuple[str, int]] = field(default_factory=list)  # (event id, status)
     failures_left: int = 0  # the next API calls answered 500
+    # Called with each session created, before the answer leaves (what happens meanwhile).
+    on_session_create: Callable[[dict[str, Any]], None] | None = None
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: BaseWSGIServer | None = None
@@ -250,6 +254,8 @@ class StripeServer:
                 "livemode": False,
             }
             self.sessions[session_id] = session
+        if self.on_session_create is not None:
+            self.on_session_create(dict(session))
         return _json(200, session)
 
     def _session_get(self, session_id: str) -> Response:
