@@ -84,10 +84,13 @@ from orders.shipments import (
     shipment_update_address,
     shipment_update_shipping_method,
 )
-from orders.timeline import STAGE_NAMES, order_timeline
+from orders.timeline import ITEM_STATUS_NAMES, STAGE_NAMES, STEP_STATE_NAMES, order_timeline
 from staff.services import audit_entry_record
 from webhooks.models import CallbackEvent
 
+# The orders' pages leave out the admin's navigation sidebar, so that the list's columns and
+# the order page's tables fit a 1280 px window (the breadcrumbs lead back).
+FULL_WIDTH = {"is_nav_sidebar_enabled": False}
 OPERATE_SHIPMENT = "orders.operate_shipment"
 ACT_ON_ORDER = "orders.act_on_order"
 # The lab's own cancel or error (decisions.md, "Lab-side cancellation and failure"), and a
@@ -659,12 +662,22 @@ def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
             "stage_words": STAGE_NAMES.get(order.stage, order.stage),
             "state": pipeline_state(order),
             "actions": order_page_actions(order) if may_act else [],
-            "details": [(label, getattr(order, field)) for field, label in DETAILS],
+            "details": [
+                (label, STEP_STATE_NAMES.get(getattr(order, field), getattr(order, field)))
+                for field, label in DETAILS
+            ],
             "merchant": order.environment.merchant,
             "environment": order.environment,
         },
         "issues": list(order.issues.order_by("created", "id")),
-        "items": [(item, file_url(item.thumbnail, base_url)) for item in items],
+        "items": [
+            (
+                item,
+                file_url(item.thumbnail, base_url),
+                ITEM_STATUS_NAMES.get(item.status, item.status),
+            )
+            for item in items
+        ],
         "shipments": [
             (
                 shipment,
@@ -685,8 +698,10 @@ def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
 
 @admin.register(Order)
 class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
-    list_display = ("public_id", "environment", "merchant_reference", "stage", "pipeline_step",
-                    "due_at", "pipeline_state", "created")  # fmt: skip
+    # Few columns, each narrow, so the list fits a 1280 px window beside its filters: the step
+    # and when it is due are in "where it stands"; every field is on the order's page.
+    list_display = ("public_id", "environment", "merchant_reference", "stage_words",
+                    "pipeline_state", "created")  # fmt: skip
     list_filter = (NeedsAttention, "stage", "pipeline_step", "environment__kind",
                    "download_assets", "print_ready_assets_prepared", "in_production")  # fmt: skip
     list_select_related = ("environment__merchant",)
@@ -746,9 +761,13 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             return found | queryset.filter(id=number), True
         return found, duplicates
 
-    @admin.display(description="pipeline state")
+    @admin.display(description="where it stands")
     def pipeline_state(self, order: Order) -> str:
         return pipeline_state(order)
+
+    @admin.display(description="stage", ordering="stage")
+    def stage_words(self, order: Order) -> str:
+        return STAGE_NAMES.get(order.stage, order.stage)
 
     # --- the order page -----------------------------------------------------------------------
 
@@ -760,9 +779,15 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         order = self.get_object(request, object_id)
+        extra_context = {**(extra_context or {}), **FULL_WIDTH}
         if order is not None and self.has_view_permission(request, order):
-            extra_context = {**(extra_context or {}), **order_page(request, order)}
+            extra_context.update(order_page(request, order))
         return super().change_view(request, object_id, form_url, extra_context)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return super().changelist_view(request, {**(extra_context or {}), **FULL_WIDTH})
 
     def get_urls(self) -> list[URLPattern]:
         return [
@@ -822,6 +847,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             "admin/orders/order/shipment_operation.html",
             {
                 **self.admin_site.each_context(request),
+                **FULL_WIDTH,
                 "opts": self.model._meta,
                 "title": f"{described.title}: {shipment.public_id}",
                 "order": shipment.order,
@@ -871,6 +897,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             "admin/orders/order/order_action.html",
             {
                 **self.admin_site.each_context(request),
+                **FULL_WIDTH,
                 "opts": self.model._meta,
                 "title": f"{described.title}: {order.public_id}",
                 "order": order,
@@ -895,6 +922,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         change_url = reverse("admin:orders_order_change", args=[order.id])
         context: dict[str, Any] = {
             **self.admin_site.each_context(request),
+            **FULL_WIDTH,
             "opts": self.model._meta,
             "title": f"Run the failed step of {order.public_id} again",
             "order": order,
@@ -929,6 +957,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         change_url = reverse("admin:orders_order_change", args=[order.id])
         context: dict[str, Any] = {
             **self.admin_site.each_context(request),
+            **FULL_WIDTH,
             "opts": self.model._meta,
             "title": f"Retry {order.public_id} with a corrected image URL",
             "order": order,
