@@ -1071,7 +1071,7 @@ class ShipmentResubmissionAdmin(NoAddOrDelete, admin.ModelAdmin):
                     "submitted_at")  # fmt: skip
     list_filter = ("lab_code",)
     search_fields = ("original__id", "new_shipment_id")
-    fields = ("original", "new_shipment_id", "lab_code", "lab_country_code", "shipping_method",
+    fields = ("original", "new_shipment", "lab_code", "lab_country_code", "shipping_method",
               "carrier_name", "carrier_service", "lab_cost", "plan", "created",
               "submitted_at")  # fmt: skip
     readonly_fields = fields
@@ -1089,11 +1089,15 @@ class ShipmentResubmissionAdmin(NoAddOrDelete, admin.ModelAdmin):
             return queryset.none(), False
         return queryset.filter(Q(original_id=number) | Q(new_shipment_id=number)), False
 
-    @admin.display(description="lab cost (the service's)")
+    @admin.display(description="lab cost (what the lab charges the service)")
     def lab_cost(self, record: ShipmentResubmission) -> str:
-        if not record.plan:
+        if record.lab_cost is None:
             return "-"
-        return f"{record.plan['total']} {record.plan['currency']}"
+        return f"{record.lab_cost} {record.plan['currency']}"
+
+    @admin.display(description="new shipment")
+    def new_shipment(self, record: ShipmentResubmission) -> str:
+        return record.new_shipment_public_id
 
 
 _RETRY_TEMPLATE = "admin/orders/order/retry.html"
