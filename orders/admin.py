@@ -31,9 +31,20 @@ from django.utils.html import format_html, format_html_join
 
 from common.admin_mixins import NoAddOrDelete, PublicIdColumn
 from common.countries import is_country_code
-from common.errors import LabBusy
+from common.errors import LabBusy, ValidationFailed
 from common.ids import PREFIXES, id_number
 from common.shipping import ShippingMethod
+from orders import inputs
+from orders.actions import (
+    OPEN_STAGES,
+    ActionResult,
+    actions_available,
+    lab_state_refresh,
+    order_cancel,
+    order_update_recipient,
+    order_update_shipping_method,
+)
+from orders.editing import order_held_submit
 from orders.issues import ITEM_UNAVAILABLE, LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED
 from orders.lab_bulkhead import shipment_lab_web_places
 from orders.models import (
@@ -51,7 +62,12 @@ from orders.models import (
 )
 from orders.pipeline.claims import ACTIVE_STEPS
 from orders.pipeline.state_machine import order_run_now, order_submit_now
-from orders.representation import file_url, shipment_address, shipment_recipient
+from orders.representation import (
+    file_url,
+    order_recipient,
+    shipment_address,
+    shipment_recipient,
+)
 from orders.retry import (
     FailedStep,
     RetryRefused,
@@ -69,9 +85,13 @@ from orders.shipments import (
     shipment_update_address,
     shipment_update_shipping_method,
 )
+from orders.timeline import ITEM_STATUS_NAMES, STAGE_NAMES, STEP_STATE_NAMES, order_timeline
 from staff.services import audit_entry_record
 from webhooks.models import CallbackEvent
 
+# The orders' pages leave out the admin's navigation sidebar, so that the list's columns and
+# the order page's tables fit a 1280 px window (the breadcrumbs lead back).
+FULL_WIDTH = {"is_nav_sidebar_enabled": False}
 OPERATE_SHIPMENT = "orders.operate_shipment"
 ACT_ON_ORDER = "orders.act_on_order"
 # The lab's own cancel or error (decisions.md, "Lab-side cancellation and failure"), and a
@@ -315,6 +335,278 @@ def shipment_operations(shipment: Shipment) -> list[str]:
     return [name for name in OPERATIONS if name in offered]
 
 
+# --- order actions on the order page ------------------------------------------------------------
+
+
+class OrderConfirmForm(forms.Form):
+    """An order action that takes nothing: its page only asks to confirm."""
+
+    def __init__(self, *args: Any, order: Order, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+
+    def payload(self) -> dict[str, Any]:
+        return {}
+
+
+class OrderMethodForm(OrderConfirmForm):
+    shippingMethod = forms.ChoiceField(label="Shipping method", choices=ShippingMethod.choices)
+
+    def __init__(self, *args: Any, order: Order, **kwargs: Any) -> None:
+        super().__init__(*args, order=order, **kwargs)
+        self.fields["shippingMethod"].initial = order.shipping_method
+
+    def clean_shippingMethod(self) -> str:
+        return str(_api_checked(inputs.ShippingMethodInput, self.cleaned_data)["shippingMethod"])
+
+    def payload(self) -> dict[str, Any]:
+        return {"shipping_method": self.cleaned_data["shippingMethod"]}
+
+
+RECIPIENT_FORM_FIELDS = {
+    "name": (), "email": (), "phoneNumber": (), "line1": ("address",), "line2": ("address",),
+    "postalOrZipCode": ("address",), "townOrCity": ("address",),
+    "stateOrCounty": ("address",), "countryCode": ("address",),
+}  # fmt: skip
+
+
+class OrderRecipientForm(OrderConfirmForm):
+    """The order's new recipient: the fields of ``updateRecipient``'s body, checked by its
+    serializer (``orders.inputs.RecipientUpdateInput``), so the rules are the API's."""
+
+    name = forms.CharField(label="Name", max_length=200)
+    email = forms.CharField(label="Email", max_length=254, required=False)
+    phoneNumber = forms.CharField(label="Phone number", max_length=50, required=False)
+    line1 = forms.CharField(label="Address line 1", max_length=200)
+    line2 = forms.CharField(label="Address line 2", max_length=200, required=False)
+    postalOrZipCode = forms.CharField(label="Postal or ZIP code", max_length=40)
+    townOrCity = forms.CharField(label="Town or city", max_length=100)
+    stateOrCounty = forms.CharField(label="State or county", max_length=100, required=False)
+    countryCode = forms.CharField(label="Country code", max_length=2)
+
+    def __init__(self, *args: Any, order: Order, **kwargs: Any) -> None:
+        super().__init__(*args, order=order, **kwargs)
+        if not self.is_bound:
+            recipient = order_recipient(order)
+            self.initial = {**recipient, **recipient["address"]}
+            del self.initial["address"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        body: dict[str, Any] = {"address": {}}
+        for name, under in RECIPIENT_FORM_FIELDS.items():
+            (body["address"] if under else body)[name] = cleaned.get(name, "")
+        serializer = inputs.RecipientUpdateInput(data=body)
+        if not serializer.is_valid():
+            for name, errors in _flat_errors(serializer.errors).items():
+                self.add_error(name if name in self.fields else None, errors)
+            return cleaned
+        self.recipient = dict(serializer.validated_data)
+        return cleaned
+
+    def payload(self) -> dict[str, Any]:
+        return {"recipient": self.recipient}
+
+
+def _flat_errors(errors: Any) -> dict[str, list[str]]:
+    """A serializer's errors by leaf field name (``address.countryCode`` → ``countryCode``)."""
+    flat: dict[str, list[str]] = {}
+    for name, found in errors.items():
+        if isinstance(found, dict):
+            flat.update(_flat_errors(found))
+        else:
+            flat[name] = [str(error) for error in found]
+    return flat
+
+
+def _api_checked(serializer_class: Any, data: dict[str, Any]) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise forms.ValidationError(
+            [e for es in _flat_errors(serializer.errors).values() for e in es]
+        )
+    return dict(serializer.validated_data)
+
+
+@dataclass(frozen=True)
+class OrderAction:
+    """An action on the whole order, as the API and the dashboard do it: ``available`` is the
+    name ``orders.actions.actions_available`` gives it (None: submit now, held orders only)."""
+
+    title: str
+    available: str | None
+    form: type[OrderConfirmForm]
+    audit: str
+
+
+ORDER_ACTIONS: dict[str, OrderAction] = {
+    "submit": OrderAction("Submit now", None, OrderConfirmForm, "order.submitNow"),
+    "shipping-method": OrderAction(
+        "Change shipping method", "changeShippingMethod", OrderMethodForm,
+        "order.updateShippingMethod",
+    ),
+    "recipient": OrderAction(
+        "Change recipient", "changeRecipientDetails", OrderRecipientForm, "order.updateRecipient"
+    ),
+    "cancel": OrderAction("Cancel order", "cancel", OrderConfirmForm, "order.cancel"),
+}  # fmt: skip
+
+
+def order_held_submittable(order: Order, now: datetime | None = None) -> bool:
+    """What ``order_held_submit`` would submit: a held order not yet due."""
+    now = now or timezone.now()
+    return order.pipeline_step == PipelineStep.HELD and (order.due_at is None or order.due_at > now)
+
+
+def order_actions_offered(order: Order) -> list[str]:
+    """The order actions its state allows now (in ``ORDER_ACTIONS``' order): submit now for a
+    held order, and those ``GET .../actions`` answers Yes to (from the labs' last known
+    state; the confirmation page asks the labs again, as ``GET .../actions`` does)."""
+    available = actions_available(order)
+    return [
+        name
+        for name, action in ORDER_ACTIONS.items()
+        if (
+            order_held_submittable(order)
+            if action.available is None
+            else available[action.available]
+        )
+    ]
+
+
+def order_action_explanation(order: Order, name: str) -> str:
+    """What the action will do to this order, in words."""
+    at_labs = any(s.submitted_at is not None for s in order.shipments.all())
+    paid = order.payment_authorised_at is not None
+    if name == "submit":
+        return (
+            "The order leaves its hold now and starts: its images are downloaded, a lab is "
+            "chosen and it goes to production. It can no longer be edited as a held order."
+        )
+    if name == "cancel":
+        money = (
+            "what the merchant paid is refunded to the card"
+            if paid
+            else "its payment is no longer asked for"
+            if order.stage == Stage.AWAITING_PAYMENT
+            else "its charges are refunded (Refund charges)"
+        )
+        labs = (
+            " Each lab holding a lab order of it is asked to cancel it first; if one refuses, "
+            "the order goes on and only the cancelled shipments are refunded."
+            if at_labs
+            else ""
+        )
+        return f"Nothing more is made or shipped for it and {money}.{labs} This cannot be undone."
+    changed = "shipping method" if name == "shipping-method" else "recipient"
+    where = (
+        f"Each shipment not yet in production gets the new {changed} at its lab; a lab that "
+        "refuses keeps the old one, and the result of each shipment is shown."
+        if at_labs
+        else "No lab has the order yet: it is planned again with the new "
+        f"{changed}, its shipments and charges priced as a quote would price them."
+    )
+    card = (
+        " A card order that costs more asks the merchant for the difference before it goes "
+        "to a lab; one that costs less is refunded the difference."
+        if paid or order.stage == Stage.AWAITING_PAYMENT
+        else ""
+    )
+    return f"{where}{card} The merchant is called back as for the API's action."
+
+
+def _outcome_words(order: Order, action: OrderAction, outcome: str, result: ActionResult) -> str:
+    refused = "; ".join(
+        f"{r.shipment_id}: {r.description or r.error_code}"
+        for r in result.shipment_results
+        if not r.successful
+    )
+    said = {
+        "Cancelled": "cancelled",
+        "Updated": "done",
+        "PartiallyUpdated": "done for some shipments only",
+        "FailedToUpdate": "refused by the labs",
+        "FailedToCancel": "not cancelled (a lab could not cancel)",
+        "ActionNotAvailable": f"not available now (the order is {STAGE_NAMES[order.stage]})",
+    }.get(outcome, outcome)
+    return f"{action.title} of {order.public_id}: {said}." + (f" {refused}" if refused else "")
+
+
+def order_action_refusal(order: Order, name: str) -> str:
+    """Why the action is not offered for the order now, in words."""
+    title = ORDER_ACTIONS[name].title
+    if name == "submit":
+        return f"{title} is for a held order; {order.public_id} is {STAGE_NAMES[order.stage]}."
+    if order.stage not in OPEN_STAGES:
+        return f"{title} is not available: {order.public_id} is {STAGE_NAMES[order.stage]}."
+    return (
+        f"{title} is not available for {order.public_id} now: every shipment of it is in "
+        "production, shipped, or at a lab that cannot make this change."
+    )
+
+
+def _order_action_run(
+    request: HttpRequest, order: Order, name: str, form: OrderConfirmForm
+) -> tuple[bool, str]:
+    """Run the action through the API's service (``orders.actions``; submit now through the
+    dashboard's, ``orders.editing.order_held_submit``), audit it, and say how it went.
+    ``ValidationFailed`` (a method the labs do not offer there) goes to the caller."""
+    action = ORDER_ACTIONS[name]
+    payload = form.payload()
+    if name == "submit":
+        submitted = order_held_submit(order=order)
+        ok = submitted
+        words = (
+            f"Submitted {order.public_id}: it leaves the hold now and starts."
+            if submitted
+            else f"{action.title} of {order.public_id}: refused. The order is not on hold any "
+            "more, or is already due."
+        )
+        detail = "submitted" if submitted else "not held, or already due"
+    else:
+        if name == "cancel":
+            result = order_cancel(order=order)
+        elif name == "shipping-method":
+            result = order_update_shipping_method(order=order, **payload)
+        else:
+            result = order_update_recipient(order=order, **payload)
+        ok = result.outcome in ("Cancelled", "Updated")
+        words = _outcome_words(order, action, result.outcome, result)
+        detail = result.outcome + "".join(
+            f"; {r.shipment_id} {'ok' if r.successful else r.description or r.error_code}"
+            for r in result.shipment_results
+        )
+    _order_audit(request, order, action, ok, detail, payload)
+    return ok, words
+
+
+def _order_audit(
+    request: HttpRequest,
+    order: Order,
+    action: OrderAction,
+    success: bool,
+    detail: str,
+    payload: dict[str, Any],
+) -> None:
+    asked = ""
+    if "shipping_method" in payload:
+        asked = f"to {payload['shipping_method']}"
+    elif "recipient" in payload:
+        recipient = payload["recipient"]
+        asked = f"to {recipient['name']}, {recipient['address']['countryCode']}"
+    audit_entry_record(
+        user=request.user if isinstance(request.user, User) else None,
+        operation=action.audit,
+        method=request.method or "",
+        path=request.get_full_path(),
+        target=order.public_id,
+        success=success,
+        status_code=200,
+        message=detail + (f" ({asked})" if asked else ""),
+    )
+
+
 def image_url_correctable(order: Order) -> bool:
     """Whether the order may have an image URL to correct (from its row alone): downloading,
     or stopped by its download."""
@@ -323,6 +615,37 @@ def image_url_correctable(order: Order) -> bool:
     return order.pipeline_step == PipelineStep.DOWNLOAD or (
         order.pipeline_step == PipelineStep.FAILED and order.download_assets == DetailState.ERROR
     )
+
+
+ASSET_URL_TITLE = "Retry with a corrected image URL"
+# How the order page lists its actions: the one that carries the order on first, cancel last.
+ACTIONS_ORDER = ("retry", "submit", "asset-url", "shipping-method", "recipient", "cancel")
+
+
+@dataclass(frozen=True)
+class OfferedAction:
+    name: str
+    title: str
+    url: str
+
+
+def order_page_actions(order: Order) -> list[OfferedAction]:
+    """Every action the order's state allows, in words, each to its confirmation page: the
+    order actions, the image URL correction while it downloads, and the failed step's retry."""
+    offered = [
+        OfferedAction(
+            name, ORDER_ACTIONS[name].title,
+            reverse("admin:orders_order_action", args=[order.id, name]),
+        )
+        for name in order_actions_offered(order)
+    ]  # fmt: skip
+    if image_url_correctable(order):
+        url = reverse("admin:orders_order_asset_url", args=[order.id])
+        offered.append(OfferedAction("asset-url", ASSET_URL_TITLE, url))
+    if order.pipeline_step == PipelineStep.FAILED:
+        url = reverse("admin:orders_order_retry", args=[order.id])
+        offered.append(OfferedAction("retry", "Run the failed step again", url))
+    return sorted(offered, key=lambda action: ACTIONS_ORDER.index(action.name))
 
 
 def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
@@ -337,33 +660,43 @@ def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
             new_shipment_id__in=[s.id for s in shipments], submitted_at__isnull=False
         )
     }
-    events = CallbackEvent.objects.filter(subject=order.public_id).order_by("sequence", "id")
+    events = list(CallbackEvent.objects.filter(subject=order.public_id).order_by("sequence", "id"))
+    may_act = request.user.has_perm(ACT_ON_ORDER)
     return {
         "summary": {
             "stage": order.stage,
+            "stage_words": STAGE_NAMES.get(order.stage, order.stage),
             "state": pipeline_state(order),
-            "retry_url": reverse("admin:orders_order_retry", args=[order.id])
-            if order.pipeline_step == PipelineStep.FAILED and request.user.has_perm(ACT_ON_ORDER)
-            else "",
-            "asset_url_url": reverse("admin:orders_order_asset_url", args=[order.id])
-            if image_url_correctable(order) and request.user.has_perm(ACT_ON_ORDER)
-            else "",
-            "details": [(label, getattr(order, field)) for field, label in DETAILS],
+            "actions": order_page_actions(order) if may_act else [],
+            "details": [
+                (label, STEP_STATE_NAMES.get(getattr(order, field), getattr(order, field)))
+                for field, label in DETAILS
+            ],
             "merchant": order.environment.merchant,
             "environment": order.environment,
         },
         "issues": list(order.issues.order_by("created", "id")),
-        "items": [(item, file_url(item.thumbnail, base_url)) for item in items],
+        "items": [
+            (
+                item,
+                file_url(item.thumbnail, base_url),
+                ITEM_STATUS_NAMES.get(item.status, item.status),
+            )
+            for item in items
+        ],
         "shipments": [
             (
                 shipment,
-                shipment_operations(shipment) if may_operate else [],
+                [(name, OPERATIONS[name].title) for name in shipment_operations(shipment)]
+                if may_operate
+                else [],
                 resubmissions.get(shipment.id),
             )
             for shipment in shipments
         ],
         "charges": list(order.charges.order_by("created", "id")),
-        "events": list(events),
+        "events": events,
+        "timeline": order_timeline(order, events),
         "may_view_events": request.user.has_perm("webhooks.view_callbackevent"),
         "may_view_merchant": request.user.has_perm("merchants.view_merchant"),
     }
@@ -371,8 +704,10 @@ def order_page(request: HttpRequest, order: Order) -> dict[str, Any]:
 
 @admin.register(Order)
 class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
-    list_display = ("public_id", "environment", "merchant_reference", "stage", "pipeline_step",
-                    "due_at", "pipeline_state", "created")  # fmt: skip
+    # Few columns, each narrow, so the list fits a 1280 px window beside its filters: the step
+    # and when it is due are in "where it stands"; every field is on the order's page.
+    list_display = ("public_id", "environment", "merchant_reference", "stage_words",
+                    "pipeline_state", "created")  # fmt: skip
     list_filter = (NeedsAttention, "stage", "pipeline_step", "environment__kind",
                    "download_assets", "print_ready_assets_prepared", "in_production")  # fmt: skip
     list_select_related = ("environment__merchant",)
@@ -387,26 +722,22 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
     actions = ["submit_held_orders_now", "queue_due_step", "retry_failed_step",
                "retry_with_corrected_image_url"]  # fmt: skip
     inlines = [OrderItemInline, ShipmentInline, ChargeInline, OrderIssueInline]
+    # Every field of the row, all inside the page's one folded "Every field" section.
     fieldsets = (
-        ("Order", {"classes": ["collapse"],
-                   "fields": ("public_id", "environment", "merchant_reference", "idempotency_key",
-                              "shipping_method", "callback_url", "currency", "created",
-                              "last_updated")}),
-        ("Status", {"classes": ["collapse"],
-                    "fields": ("stage", "download_assets", "allocate_production_location",
+        ("Order", {"fields": ("public_id", "environment", "merchant_reference",
+                              "idempotency_key", "shipping_method", "callback_url", "currency",
+                              "created", "last_updated")}),
+        ("Status", {"fields": ("stage", "download_assets", "allocate_production_location",
                                "print_ready_assets_prepared", "in_production", "shipping")}),
-        ("Pipeline", {"classes": ["collapse"],
-                      "fields": ("pipeline_state", "pipeline_step", "due_at",
-                                 "claimed_until", "held_until", "submitted_at", "files_deleted_at",
+        ("Pipeline", {"fields": ("pipeline_state", "pipeline_step", "due_at", "claimed_until",
+                                 "held_until", "submitted_at", "files_deleted_at",
                                  "callback_sequence")}),
-        ("Recipient", {"classes": ["collapse"],
-                       "fields": ("recipient_name", "recipient_email", "recipient_phone",
+        ("Recipient", {"fields": ("recipient_name", "recipient_email", "recipient_phone",
                                   "address_line1", "address_line2", "address_postal_or_zip_code",
                                   "address_town_or_city", "address_state_or_county",
                                   "address_country_code")}),
-        ("Assets", {"classes": ["collapse"], "fields": ("assets_table",)}),
-        ("Other", {"classes": ["collapse"],
-                   "fields": ("metadata", "branding", "packing_slip_url", "tag")}),
+        ("Assets", {"fields": ("assets_table",)}),
+        ("Other", {"fields": ("metadata", "branding", "packing_slip_url", "tag")}),
     )  # fmt: skip
     readonly_fields = [str(name) for _, group in fieldsets for name in group["fields"]]
 
@@ -436,9 +767,13 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             return found | queryset.filter(id=number), True
         return found, duplicates
 
-    @admin.display(description="pipeline state")
+    @admin.display(description="where it stands")
     def pipeline_state(self, order: Order) -> str:
         return pipeline_state(order)
+
+    @admin.display(description="stage", ordering="stage")
+    def stage_words(self, order: Order) -> str:
+        return STAGE_NAMES.get(order.stage, order.stage)
 
     # --- the order page -----------------------------------------------------------------------
 
@@ -450,9 +785,15 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         order = self.get_object(request, object_id)
+        extra_context = {**(extra_context or {}), **FULL_WIDTH}
         if order is not None and self.has_view_permission(request, order):
-            extra_context = {**(extra_context or {}), **order_page(request, order)}
+            extra_context.update(order_page(request, order))
         return super().change_view(request, object_id, form_url, extra_context)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return super().changelist_view(request, {**(extra_context or {}), **FULL_WIDTH})
 
     def get_urls(self) -> list[URLPattern]:
         return [
@@ -465,6 +806,11 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
                 "<int:order_id>/asset-url/",
                 self.admin_site.admin_view(self.asset_url_view),
                 name="orders_order_asset_url",
+            ),
+            path(
+                "<int:order_id>/actions/<str:action>/",
+                self.admin_site.admin_view(self.order_action_view),
+                name="orders_order_action",
             ),
             path(
                 "<int:order_id>/shipments/<int:shipment_id>/<str:operation>/",
@@ -516,6 +862,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             "admin/orders/order/shipment_operation.html",
             {
                 **self.admin_site.each_context(request),
+                **FULL_WIDTH,
                 "opts": self.model._meta,
                 "title": f"{described.title}: {shipment.public_id}",
                 "order": shipment.order,
@@ -524,6 +871,60 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
                 "operation": operation,
                 "described": described,
                 "form": form,
+            },
+        )
+
+    def order_action_view(self, request: HttpRequest, order_id: int, action: str) -> HttpResponse:
+        """An order action: its confirmation page (GET: what it will do, after asking the labs
+        where their lab orders stand, as ``GET .../actions`` does; or the form with its
+        errors), then the API's service (POST), audited, and the order page with the
+        outcome in words."""
+        if not self.has_act_permission(request):
+            raise PermissionDenied("Your role does not allow acting on orders.")
+        if action not in ORDER_ACTIONS:
+            raise Http404(f"There is no order action '{action}'.")
+        order = get_object_or_404(
+            Order.objects.select_related("environment__merchant"), id=order_id
+        )
+        described = ORDER_ACTIONS[action]
+        change_url = reverse("admin:orders_order_change", args=[order.id])
+        if request.method == "POST":
+            form = described.form(request.POST, order=order)
+            if form.is_valid():
+                try:
+                    ok, words = _order_action_run(request, order, action, form)
+                except ValidationFailed as failed:
+                    _order_audit(request, order, described, False, str(failed), form.payload())
+                    for where, found in failed.failures.items():
+                        field = where.rsplit(".", 1)[-1]
+                        for _, description in found:
+                            form.add_error(field if field in form.fields else None, description)
+                else:
+                    self.message_user(request, words, messages.SUCCESS if ok else messages.ERROR)
+                    return HttpResponseRedirect(change_url)
+            order.refresh_from_db()
+        else:
+            lab_state_refresh(order)
+            form = described.form(order=order)
+        offered = action in order_actions_offered(order)
+        return TemplateResponse(
+            request,
+            "admin/orders/order/order_action.html",
+            {
+                **self.admin_site.each_context(request),
+                **FULL_WIDTH,
+                "opts": self.model._meta,
+                "title": f"{described.title}: {order.public_id}",
+                "order": order,
+                "stage_words": STAGE_NAMES.get(order.stage, order.stage),
+                "state": pipeline_state(order),
+                "recipient": order_recipient(order),
+                "shipments": list(order.shipments.order_by("id")),
+                "described": described,
+                "explanation": order_action_explanation(order, action) if offered else "",
+                "refused": "" if offered else order_action_refusal(order, action),
+                "form": form,
+                "change_url": change_url,
             },
         )
 
@@ -536,6 +937,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         change_url = reverse("admin:orders_order_change", args=[order.id])
         context: dict[str, Any] = {
             **self.admin_site.each_context(request),
+            **FULL_WIDTH,
             "opts": self.model._meta,
             "title": f"Run the failed step of {order.public_id} again",
             "order": order,
@@ -570,6 +972,7 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         change_url = reverse("admin:orders_order_change", args=[order.id])
         context: dict[str, Any] = {
             **self.admin_site.each_context(request),
+            **FULL_WIDTH,
             "opts": self.model._meta,
             "title": f"Retry {order.public_id} with a corrected image URL",
             "order": order,
@@ -683,7 +1086,7 @@ class ShipmentResubmissionAdmin(NoAddOrDelete, admin.ModelAdmin):
                     "submitted_at")  # fmt: skip
     list_filter = ("lab_code",)
     search_fields = ("original__id", "new_shipment_id")
-    fields = ("original", "new_shipment_id", "lab_code", "lab_country_code", "shipping_method",
+    fields = ("original", "new_shipment", "lab_code", "lab_country_code", "shipping_method",
               "carrier_name", "carrier_service", "lab_cost", "plan", "created",
               "submitted_at")  # fmt: skip
     readonly_fields = fields
@@ -701,11 +1104,15 @@ class ShipmentResubmissionAdmin(NoAddOrDelete, admin.ModelAdmin):
             return queryset.none(), False
         return queryset.filter(Q(original_id=number) | Q(new_shipment_id=number)), False
 
-    @admin.display(description="lab cost (the service's)")
+    @admin.display(description="lab cost (what the lab charges the service)")
     def lab_cost(self, record: ShipmentResubmission) -> str:
-        if not record.plan:
+        if record.lab_cost is None:
             return "-"
-        return f"{record.plan['total']} {record.plan['currency']}"
+        return f"{record.lab_cost} {record.plan['currency']}"
+
+    @admin.display(description="new shipment")
+    def new_shipment(self, record: ShipmentResubmission) -> str:
+        return record.new_shipment_public_id
 
 
 _RETRY_TEMPLATE = "admin/orders/order/retry.html"

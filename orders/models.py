@@ -5,10 +5,13 @@ Every public id is a type prefix and the row's primary key (``ord_<pk>``); keys 
 ``common.ids.new_id`` and grow with creation time, so "by id, descending" is "newest first".
 """
 
+from decimal import Decimal
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from common.ids import PREFIXES, format_id
 from common.models import PublicIdModel
 from common.shipping import ShippingMethod
 from merchants.models import Environment
@@ -598,4 +601,19 @@ class ShipmentResubmission(models.Model):
     )
 
     def __str__(self) -> str:
-        return f"shp_{self.original_id} → shp_{self.new_shipment_id}"
+        original = format_id(PREFIXES["shipment"], self.original_id)
+        return f"{original} → {self.new_shipment_public_id}"
+
+    @property
+    def lab_cost(self) -> Decimal | None:
+        """What the new lab charges the service (in ``plan["currency"]``): its prices for the
+        items and the shipping, without the tax a merchant's price would carry; None before a
+        plan is recorded."""
+        if not self.plan:
+            return None
+        items = sum((Decimal(cost) for cost, _tax in self.plan["items"].values()), Decimal(0))
+        return items + Decimal(self.plan["shipping"][0])
+
+    @property
+    def new_shipment_public_id(self) -> str:
+        return format_id(PREFIXES["shipment"], self.new_shipment_id)

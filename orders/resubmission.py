@@ -124,8 +124,8 @@ class ShipmentStanding:
 
 @dataclass(frozen=True)
 class ResubmissionOffer:
-    """Where a resubmission would go now: the cheapest allowed lab and what it costs (tax
-    included, in ``currency``), a cost the service bears."""
+    """Where a resubmission would go now: the cheapest allowed lab and what it charges the
+    service (its prices for the items and shipping, no tax, in ``currency``)."""
 
     lab_code: str
     currency: str
@@ -172,7 +172,7 @@ def shipment_resubmission_offer(
     if plan is None:
         return why
     (planned,) = plan.shipments
-    return ResubmissionOffer(planned.lab_code, plan.currency, plan.total_cost)
+    return ResubmissionOffer(planned.lab_code, plan.currency, plan.items_cost + plan.shipping_cost)
 
 
 def shipment_resubmit(
@@ -479,6 +479,6 @@ def _cost_note(record: ShipmentResubmission) -> str:
     if not record.plan:
         return "No charge to the merchant."
     return (
-        f"Lab cost {record.plan['total']} {record.plan['currency']} (the service's); "
+        f"Lab cost {record.lab_cost} {record.plan['currency']} (the service's); "
         "no charge to the merchant."
     )

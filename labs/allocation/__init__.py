@@ -53,6 +53,7 @@ from labs.allocation.engine import plan_at_lab as plan_at_lab
 from labs.allocation.engine import plan_basket as plan_basket
 from labs.allocation.types import FAILURE_CODES as FAILURE_CODES
 from labs.allocation.types import NO_CONFIGURED_LAB as NO_CONFIGURED_LAB
+from labs.allocation.types import NOT_MADE as NOT_MADE
 from labs.allocation.types import UNAVAILABLE_FOR_NOW as UNAVAILABLE_FOR_NOW
 from labs.allocation.types import AllocationPlan as AllocationPlan
 from labs.allocation.types import BasketItem as BasketItem

@@ -9,6 +9,7 @@ from common.shipping import shipping_method_parse
 from labs.allocation.optimiser import cheapest_assignment
 from labs.allocation.types import (
     NO_CONFIGURED_LAB,
+    NOT_MADE,
     AllocationPlan,
     BasketItem,
     Infeasible,
@@ -57,6 +58,8 @@ class _Snapshot:
     rates: dict[str, dict[str, ShippingRate]]
     units_per_base: Mapping[str, Decimal]
     tax_rule: TaxRule | None
+    # The labs the basket may go to (a resubmission's chosen labs), or None: every active lab.
+    lab_codes: tuple[str, ...] | None = None
 
 
 def _zone_specificity(catalogue: CatalogueSnapshot, country_code: str) -> dict[int, int]:
@@ -146,6 +149,7 @@ def _load(
         rates={lab: {m: r for m, (_, r) in by_method.items()} for lab, by_method in rates.items()},
         units_per_base=snapshot.units_per_base,
         tax_rule=snapshot.tax_rules.get(country_code),
+        lab_codes=None if lab_codes is None else tuple(sorted(lab_codes)),
     )
 
 
@@ -218,6 +222,10 @@ def _offer_failure(snapshot: _Snapshot, prepared: _PreparedItem, method: str) ->
             f"No lab is configured to make {sku} for Live orders: only the built-in simulator "
             "makes it, and the simulator makes Sandbox orders only.",
         )
+    if not prepared.offers:  # no lab it may go to makes it: not a question of delivery
+        labs = snapshot.lab_codes
+        where = f"by lab {', '.join(labs)}" if labs else "by any active lab"
+        return ItemFailure(NOT_MADE, f"{sku} is not made {where}.")
     reaching = [o for o in prepared.offers if snapshot.rates.get(o.lab.code)]
     if not reaching:
         return ItemFailure("NotShippedToCountry", f"{sku} cannot be delivered to {country}.")

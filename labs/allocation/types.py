@@ -52,9 +52,14 @@ FAILURE_CODES = (
     "TemporarilyUnavailable",
     "NoCommonShippingMethod",
     "NoConfiguredLab",
+    "NotMade",
 )
 # Only labs without a real connector (the simulator) make the item, and the basket is Live.
 NO_CONFIGURED_LAB = "NoConfiguredLab"
+# No lab the basket may go to makes the product at all ("cannot make"), as against
+# ``NotShippedToCountry`` and ``MethodNotOffered``: labs make it but do not deliver it there
+# ("cannot deliver").
+NOT_MADE = "NotMade"
 # Failures that time may mend (stock comes back, a lab is configured): an order is stored with
 # ``ItemUnavailable`` and waits at allocation; a quote answers the issue and no price.
 UNAVAILABLE_FOR_NOW = frozenset({"TemporarilyUnavailable", NO_CONFIGURED_LAB})

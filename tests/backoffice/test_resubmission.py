@@ -287,7 +287,7 @@ def test_a_resubmission_adds_no_charge_to_the_merchant(
         strict=True,
     ):
         assert message.endswith(
-            f"Lab cost {record.plan['total']} {record.plan['currency']} (the service's); "
+            f"Lab cost {record.lab_cost} {record.plan['currency']} (the service's); "
             "no charge to the merchant."
         )
 

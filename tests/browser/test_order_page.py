@@ -42,7 +42,7 @@ def test_an_operator_holds_and_releases_a_shipment_from_the_order_page(
     page.fill("#searchbar", "grace hopper")
     page.press("#searchbar", "Enter")
     page.click(f"text={shipment.order.public_id}")
-    assert page.inner_text("#stage") == "InProgress"
+    assert page.inner_text("#stage") == "In progress"
     row = page.locator(f"#shipment-{shipment.public_id}")
     assert shipment.lab_order_reference in row.inner_text()
 
@@ -98,7 +98,7 @@ def test_an_operator_retries_a_failed_download_from_the_order_page(
     admin_sign_in(page, base, "olga", PASSWORD)
 
     page.goto(f"{base}/admin/orders/order/{order.id}/change/")
-    assert "Download: Error" in page.inner_text("#summary")
+    assert "Download: Failed" in page.inner_text("#summary")
     page.click("#retry-link")
     page.fill(f"#id_asset_{asset_id}", corrected)
     page.click("#confirm")

@@ -201,7 +201,29 @@ def test_inactive_labs_are_never_allocated() -> None:
     ShippingRateFactory(lab=closed)
 
     assert failures(item("0", "A")) == {
-        "0": [ItemFailure("NotShippedToCountry", "A cannot be delivered to GB.")]
+        "0": [ItemFailure("NotMade", "A is not made by any active lab.")]
+    }
+
+
+def test_cannot_make_and_cannot_deliver_are_told_apart() -> None:
+    a, b = ProductFactory(sku="A"), ProductFactory(sku="B")
+    gb1, gb2 = LabFactory(code="gb1"), LabFactory(code="gb2")
+    LabProductFactory(lab=gb1, product=a)
+    LabProductFactory(lab=gb2, product=b)
+    ShippingRateFactory(lab=gb1)
+    ShippingRateFactory(lab=gb2)
+
+    with pytest.raises(Infeasible) as made_elsewhere:
+        plan_basket(
+            items=[item("0", "A")], country_code="GB", shipping_method="Standard",
+            currency="GBP", sandbox=True, lab_codes=["gb2"],
+        )  # fmt: skip
+
+    assert made_elsewhere.value.failures_by_item_key == {
+        "0": [ItemFailure("NotMade", "A is not made by lab gb2.")]
+    }
+    assert failures(item("0", "A"), country="JP") == {
+        "0": [ItemFailure("NotShippedToCountry", "A cannot be delivered to JP.")]
     }
 
 

@@ -4,6 +4,7 @@ operations through the staff services, each confirmed, audited and its result sh
 and the needs-attention filter."""
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -299,12 +300,13 @@ def test_a_resubmission_shows_the_lab_cost_the_service_bore(
     done = shipment_resubmit(shipment_id=shipment.id, labs=["gb2"])
     assert done.successful, done.message
     record = ShipmentResubmission.objects.get(original=shipment)
-    cost = f"{record.plan['total']} {record.plan['currency']}"
+    cost = f"{record.lab_cost} {record.plan['currency']}"
+    assert record.lab_cost is not None and record.lab_cost < Decimal(record.plan["total"])
 
     html = page_of(operator, shipment.order)
     listed = operator.get("/admin/orders/shipmentresubmission/").content.decode()
 
     row = html[html.index(f'id="shipment-shp_{record.new_shipment_id}"') :]
     row = row[: row.index("</tr>")]
-    assert f"of {shipment.public_id}; lab cost {cost} (the service's, not charged)" in row
+    assert f"of {shipment.public_id}; lab cost {cost} (what the lab charges the service" in row
     assert cost in listed and f"shp_{record.new_shipment_id}" in listed

@@ -3,19 +3,21 @@ made by the factories (the bulk tool's rows call it once each: tests/backoffice)
 
 from dataclasses import replace
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
 from labs.connectors import connector_for
-from labs.models import Lab, SimulatedLabOrder
+from labs.models import Lab, LabProduct, ShippingRate, SimulatedLabOrder
 from orders.lab_orders import lab_order
 from orders.models import (
     CancelOption,
     DetailState,
     Order,
     OrderIssue,
+    OrderItem,
     PipelineStep,
     Shipment,
     ShipmentResubmission,
@@ -231,11 +233,16 @@ def test_a_resubmission_adds_no_charge_and_records_the_lab_cost_for_the_service(
     assert done.successful, done.message
     assert list(original.order.charges.values_list("id", flat=True)) == charges_before
     record = ShipmentResubmission.objects.get(original=original)
-    assert (record.lab_code, record.plan["total"], record.plan["currency"]) == (
+    assert (record.lab_code, record.lab_cost, record.plan["currency"]) == (
         offer.lab_code,
-        str(offer.cost),
+        offer.cost,
         offer.currency,
     )
+    # What the lab charges the service: its prices, not the merchant's price with its tax.
+    taxes = Decimal(record.plan["shipping"][1]) + sum(
+        Decimal(tax) for _cost, tax in record.plan["items"].values()
+    )
+    assert taxes > 0 and offer.cost == Decimal(record.plan["total"]) - taxes
     assert done.message.endswith(
         f"Lab cost {offer.cost} {offer.currency} (the service's); no charge to the merchant."
     )
@@ -249,6 +256,27 @@ def test_an_order_that_is_cancelled_is_not_resubmitted_and_nothing_is_written() 
     assert done == Resubmission(False, "Order cancelled: a cancelled order is not resubmitted.")
     assert not ShipmentResubmission.objects.exists()
     assert Shipment.objects.filter(order=original.order).count() == 1
+
+
+def test_a_lab_that_does_not_make_the_product_is_told_apart_from_one_that_cannot_deliver() -> None:
+    original = _at_its_lab(producing=True)
+    sku = OrderItem.objects.filter(shipment=original).values_list("sku", flat=True).get()
+    makes = set(LabProduct.objects.filter(product__sku=sku).values_list("lab__code", flat=True))
+    other = Lab.objects.filter(is_active=True).exclude(code__in=makes).order_by("code").first()
+    assert other is not None
+
+    not_made = shipment_resubmission_offer(shipment=original, labs=[other.code])
+    ShippingRate.objects.filter(lab__code=original.lab_code).delete()
+    not_delivered = shipment_resubmission_offer(shipment=original, labs=[original.lab_code])
+
+    assert not_made == (
+        f"No allowed lab ({other.code}) can make the shipment: "
+        f"{sku} is not made by lab {other.code}."
+    )
+    assert not_delivered == (
+        f"No allowed lab ({original.lab_code}) can make the shipment: "
+        f"{sku} cannot be delivered to GB."
+    )
 
 
 def test_the_offer_is_the_plan_the_resubmission_makes_or_why_none() -> None:

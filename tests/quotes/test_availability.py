@@ -74,4 +74,4 @@ def test_a_quote_is_still_refused_for_what_no_stock_would_fix(sandbox_api: APICl
     assert response.status_code == 400
     assert response.json()["outcome"] == "ValidationFailed"
     assert list(response.json()["data"]["failures"]) == ["items[1].sku"]
-    assert response.json()["data"]["failures"]["items[1].sku"][0]["code"] == "NotShippedToCountry"
+    assert response.json()["data"]["failures"]["items[1].sku"][0]["code"] == "NotMade"
