@@ -4,12 +4,15 @@ through the records a timely answer uses (a cancel refunded and called back, a h
 new carrier and price). Answers that are not Site Flow's are errors, and a redirect at
 submission is tried again rather than failing the shipment for good."""
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
@@ -27,7 +30,8 @@ from orders.models import (
     ShipmentStatus,
     Stage,
 )
-from orders.pipeline.state_machine import order_advance
+from orders.pipeline.claims import order_claim
+from orders.pipeline.state_machine import STEPS, order_advance
 from orders.pipeline.steps.produce import order_shipments_track
 from orders.representation import order_recipient, shipment_recipient
 from orders.tasks import lab_answers_sweep_task
@@ -95,6 +99,15 @@ def run(queued: list[Callable[[], None]]) -> None:
 
 def event_types(order: Order) -> list[str]:
     return [e["type"].removeprefix(TYPE + ".") for e in events_of(order.public_id)]
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def issues(order: Order) -> list[tuple[str, str]]:
@@ -256,6 +269,74 @@ def test_the_production_check_leaves_a_cancel_awaiting_its_answer_to_be_recorded
     run(queued)
     assert Order.objects.get(id=order.id).stage == Stage.CANCELLED
     assert issues(order) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_merchants_cancel_made_while_the_production_check_asks_the_site_is_refunded(
+    site: SiteflowServer, settings: Any, live_api: APIClient
+) -> None:
+    """The production check loaded the shipment before the merchant's cancel recorded its
+    intent, and reads the site's ``cancelled`` (the merchant's cancel, made) before that
+    cancel's answer is recorded: the check leaves it to the cancel (the database says a cancel
+    of ours awaits its answer), which records it refunded, not as the lab's own.
+
+    Transactional (the check and the cancel run in threads with their own sessions)."""
+    settings.SITEFLOW_TIMEOUT_SECONDS = 10.0
+    shipment = at_the_site(live_api, site)
+    order = shipment.order
+    charged = sum(c.total_cost for c in Charge.objects.filter(order=order))
+    issues_before = issues(order)
+    Order.objects.filter(id=order.id).update(
+        pipeline_step=PipelineStep.PRODUCTION, due_at=timezone.now(), submitted_at=timezone.now()
+    )
+    claimed = order_claim(order_id=order.id, step=PipelineStep.PRODUCTION)
+    assert claimed is not None
+    site.pause("read")  # the check's question waits at the site
+    site.answer_delays["cancel"] = 2.0  # the site cancels; its answer comes 2 s later
+    failures: list[BaseException] = []
+    answered: list[dict[str, Any]] = []
+
+    def check() -> None:
+        try:
+            STEPS[PipelineStep.PRODUCTION](claimed)
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    def cancel() -> None:
+        try:
+            response = live_api.post(f"/v4.0/orders/{order.public_id}/actions/cancel")
+            answered.append(response.json())
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    checking = threading.Thread(target=check)
+    checking.start()
+    assert wait_until(lambda: site.waiting["read"] == 1)  # shipments loaded, site asked
+    cancelling = threading.Thread(target=cancel)
+    cancelling.start()
+    assert wait_until(lambda: site.in_flight["cancel"] == 1)  # made at the site, unanswered
+    assert Shipment.objects.get(id=shipment.id).lab_operation == "cancel"
+    site.resume("read")  # the check reads ``cancelled`` before the cancel's answer comes
+    checking.join(10)
+    cancelling.join(10)
+
+    assert failures == []
+    [body] = answered
+    assert body["outcome"] == "Cancelled"
+    assert body["order"]["status"]["stage"] == "Cancelled"
+    shipment.refresh_from_db()
+    order.refresh_from_db()
+    assert (shipment.status, shipment.lab_ended_at, shipment.lab_operation) == (
+        ShipmentStatus.CANCELLED, None, "",
+    )  # fmt: skip
+    assert (order.stage, order.pipeline_step) == (Stage.CANCELLED, PipelineStep.CANCELLED)
+    [refund] = Charge.objects.filter(order=order, charge_type=ChargeType.REFUND)
+    assert refund.total_cost == -charged
+    assert issues(order) == issues_before  # no LabCancelled
 
 
 def test_the_sweep_settles_an_intent_a_killed_process_left_with_what_the_lab_did(
