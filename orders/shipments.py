@@ -7,7 +7,8 @@ answer is recorded under the order's row lock, with the shipment callback. The s
 the order actions after submission (``orders.actions``).
 
 A lab that gives no answer in time (the web request's budget spent, a timeout, a connection
-lost after sending) may have made the change all the same. Its intent is then kept, marked
+lost after sending), or one that says nothing of the change (a 2xx without the lab order), may
+have made the change all the same. Its intent is then kept, marked
 unanswered (``shipment_lab_answer_await``: the caller is told it is pending), and a job on the
 ``labs`` queue asks the lab what it did (``shipment_lab_answer_reconcile``,
 ``LabConnector.operation_done``) and records that through the same records a timely answer
@@ -114,7 +115,7 @@ def shipment_lab_call_end(*, shipment: Shipment, token: datetime) -> None:
 def shipment_lab_answer_await(
     *, order: Order, shipment: Shipment, token: datetime, operation: str, merchant: bool
 ) -> str:
-    """The lab did not answer ``operation`` in time (inside the transaction that records the
+    """The lab did not confirm ``operation`` in time (inside the transaction that records the
     answers, under the order's lock): our intent is kept, marked unanswered, and the lab is
     asked what it did once this commits (``shipment_lab_answer_reconcile``). For a change the
     merchant asked, the order shows it pending (a ``LabAnswerPending`` issue on the shipment)
@@ -123,7 +124,7 @@ def shipment_lab_answer_await(
         lab_operation_unanswered_at=timezone.now()
     )
     told = (
-        f"Pending: lab {shipment.lab_code} did not answer the "
+        f"Pending: lab {shipment.lab_code} did not confirm the "
         f"{_OPERATION_WORDS.get(operation, operation)} in time. The lab is being asked whether "
         "it made it, and what it did is recorded then (a callback follows any change)."
     )

@@ -34,6 +34,7 @@ from orders.pipeline.claims import order_claim
 from orders.pipeline.state_machine import STEPS, order_advance
 from orders.pipeline.steps.produce import order_shipments_track
 from orders.representation import order_recipient, shipment_recipient
+from orders.shipments import shipment_lab_answer_reconcile
 from orders.tasks import lab_answers_sweep_task
 from tests.support.images import jpeg_bytes
 from tests.support.orders import events_of, order_at_labs
@@ -138,7 +139,7 @@ def test_a_cancel_the_site_makes_after_the_budget_is_pending_then_cancelled_and_
     [issue] = body["order"]["status"]["issues"]
     assert (issue["objectId"], issue["errorCode"]) == (shipment.public_id, LAB_ANSWER_PENDING)
     assert issue["description"].startswith(
-        "Pending: lab gb1 did not answer the cancel in time. The lab is being asked"
+        "Pending: lab gb1 did not confirm the cancel in time. The lab is being asked"
     )
     assert body["order"]["status"]["stage"] == "InProgress"
     assert site.order(shipment.public_id).status == "cancelled"
@@ -186,7 +187,7 @@ def test_a_hold_the_site_makes_after_the_budget_is_pending_then_held(
     )
 
     assert body["success"] is False
-    assert body["message"].startswith("Pending: lab gb1 did not answer the hold in time.")
+    assert body["message"].startswith("Pending: lab gb1 did not confirm the hold in time.")
     assert site.order(shipment.public_id).held is True
     assert Shipment.objects.get(id=shipment.id).is_held is False
     assert issues(shipment.order) == []  # staff's own operation: not the merchant's concern
@@ -223,7 +224,7 @@ def test_a_new_method_the_site_makes_after_the_budget_is_pending_then_recorded_w
     [result] = body["shipmentUpdateResults"]
     assert (result["shipmentId"], result["successful"]) == (shipment.public_id, False)
     assert result["description"].startswith(
-        "Pending: lab gb1 did not answer the new shipping method in time."
+        "Pending: lab gb1 did not confirm the new shipping method in time."
     )
     assert body["order"]["shippingMethod"] == "Standard"
     assert site.order(shipment.public_id).carrier == {"alias": "dhl-express"}
@@ -363,25 +364,41 @@ def test_the_sweep_settles_an_intent_a_killed_process_left_with_what_the_lab_did
 # --- answers that are not Site Flow's -------------------------------------------------------
 
 
-@pytest.mark.parametrize("answer", [b"", b'{"ok": true}', b'{"data": []}'])
-def test_a_200_that_is_not_the_lab_order_is_no_new_address_stored(
-    site: SiteflowServer, live_api: APIClient, staff_api: APIClient, answer: bytes
+def settled_after_the_window(shipment: Shipment, settings: Any) -> str:
+    """Settle the shipment's pending change as the job does once the call can no longer be
+    acted on (``SITEFLOW_TIMEOUT_SECONDS`` after the intent)."""
+    since = timezone.now() - timedelta(seconds=settings.SITEFLOW_TIMEOUT_SECONDS + 1)
+    Shipment.objects.filter(id=shipment.id).update(lab_operation_since=since)
+    return shipment_lab_answer_reconcile(shipment_id=shipment.id)
+
+
+NEW_ADDRESS = {"line1": "9 New Street", "postalOrZipCode": "EC1A 1BB", "countryCode": "GB",
+               "townOrCity": "London"}  # fmt: skip
+
+
+@pytest.mark.parametrize("answer", [b"", b'{"ok": true}', b'{"data": []}', b"<html>OK</html>"])
+def test_a_200_that_is_not_the_lab_order_is_pending_and_no_new_address_when_the_site_has_none(
+    site: SiteflowServer, settings: Any, live_api: APIClient, staff_api: APIClient, answer: bytes
 ) -> None:
+    """Something in front of the site answers 200 (the site never saw the change): not taken
+    as done, nor as refused; the site's order, asked afterwards, shows the old address."""
     shipment = at_the_site(live_api, site)
     site.stand_in("shipments", 200, answer, {"Content-Type": "application/json"})
     recipient_before = order_recipient(shipment.order)
 
     body = staff_api.post(
         f"/v4.0/orders/{shipment.order.public_id}/shipments/{shipment.public_id}/updateAddress",
-        {"address": {"line1": "9 New Street", "postalOrZipCode": "EC1A 1BB",
-                     "countryCode": "GB", "townOrCity": "London"}},
+        {"address": NEW_ADDRESS},
         format="json",
-    ).json()  # fmt: skip
+    ).json()
 
     assert body["success"] is False
-    assert body["message"].startswith("Site Flow answered HTTP 200 ")
-    assert body["message"].endswith("not taken as done.") or "without a body" in body["message"]
+    assert body["message"].startswith("Pending: lab gb1 did not confirm the new address in time.")
     assert site.stood_in["shipments"] == 1
+    assert Shipment.objects.get(id=shipment.id).lab_operation == "updateAddress"
+
+    assert settled_after_the_window(shipment, settings) == "not made"
+
     stored = Shipment.objects.select_related("order").get(id=shipment.id)
     assert stored.recipient is None
     assert order_recipient(stored.order) == recipient_before
@@ -389,12 +406,13 @@ def test_a_200_that_is_not_the_lab_order_is_no_new_address_stored(
 
 
 @pytest.mark.parametrize("operation", ["hold", "unhold"])
-def test_a_200_that_is_not_the_lab_order_is_no_hold_or_release(
-    site: SiteflowServer, live_api: APIClient, staff_api: APIClient, operation: str
+def test_a_200_that_is_not_the_lab_order_is_pending_and_no_hold_or_release_the_site_lacks(
+    site: SiteflowServer, settings: Any, live_api: APIClient, staff_api: APIClient, operation: str
 ) -> None:
     shipment = at_the_site(live_api, site)
     if operation == "unhold":
         Shipment.objects.filter(id=shipment.id).update(held_since=timezone.now())
+        site.order(shipment.public_id).held = True
     site.stand_in(operation, 200, b'{"message": "OK"}', {"Content-Type": "application/json"})
 
     body = staff_api.post(
@@ -402,12 +420,49 @@ def test_a_200_that_is_not_the_lab_order_is_no_hold_or_release(
     ).json()
 
     assert body["success"] is False
-    assert body["message"].startswith("Site Flow answered HTTP 200 with an answer that is not")
+    assert body["message"].startswith("Pending: lab gb1 did not confirm the ")
+    assert settled_after_the_window(shipment, settings) == "not made"
     assert Shipment.objects.get(id=shipment.id).is_held is (operation == "unhold")
 
 
-def test_a_merchants_new_recipient_answered_by_an_empty_200_changes_nothing(
-    site: SiteflowServer, live_api: APIClient
+@pytest.mark.parametrize(
+    ("operation", "status", "answer"),
+    [("hold", 200, b"{}"), ("hold", 204, b""), ("unhold", 200, b'{"message": "OK"}')],
+)
+def test_a_hold_or_release_the_site_makes_but_answers_without_the_lab_order_is_recorded(
+    site: SiteflowServer,
+    live_api: APIClient,
+    staff_api: APIClient,
+    django_capture_on_commit_callbacks: Any,
+    operation: str,
+    status: int,
+    answer: bytes,
+) -> None:
+    """The site makes the change but its 2xx says nothing of the lab order: pending, and the
+    job records what the site holds."""
+    shipment = at_the_site(live_api, site)
+    if operation == "unhold":
+        Shipment.objects.filter(id=shipment.id).update(held_since=timezone.now())
+        site.order(shipment.public_id).held = True
+    site.answer_instead(operation, status, answer, {"Content-Type": "application/json"})
+
+    body, queued = answered_late(
+        django_capture_on_commit_callbacks,
+        lambda: staff_api.post(
+            f"/v4.0/orders/{shipment.order.public_id}/shipments/{shipment.public_id}/{operation}"
+        ),
+    )
+
+    assert body["success"] is False
+    assert body["message"].startswith("Pending: lab gb1 did not confirm the ")
+    assert site.order(shipment.public_id).held is (operation == "hold")
+    run(queued)
+    stored = Shipment.objects.get(id=shipment.id)
+    assert (stored.is_held, stored.lab_operation) == (operation == "hold", "")
+
+
+def test_a_merchants_new_recipient_answered_by_an_empty_200_is_pending_then_changes_nothing(
+    site: SiteflowServer, settings: Any, live_api: APIClient
 ) -> None:
     shipment = at_the_site(live_api, site)
     site.stand_in("shipments", 200)
@@ -420,9 +475,53 @@ def test_a_merchants_new_recipient_answered_by_an_empty_200_changes_nothing(
     ).json()
 
     assert body["outcome"] == "FailedToUpdate"
-    assert body["shipmentUpdateResults"][0]["successful"] is False
+    [result] = body["shipmentUpdateResults"]
+    assert result["successful"] is False
+    assert result["description"].startswith("Pending: lab gb1 did not confirm the new address")
+    assert (shipment.public_id, LAB_ANSWER_PENDING) in issues(shipment.order)
+
+    assert settled_after_the_window(shipment, settings) == "not made"
+
     assert order_recipient(Order.objects.get(id=shipment.order_id)) == recipient_before
+    assert Shipment.objects.get(id=shipment.id).recipient is None
     assert site.order(shipment.public_id).ship_to["address1"] == "1 Analytical Row"
+    assert LAB_ANSWER_PENDING not in {code for _, code in issues(shipment.order)}
+
+
+@pytest.mark.parametrize(("status", "answer"), [(200, b"{}"), (204, b""), (200, b"OK")])
+def test_a_merchants_new_recipient_the_site_makes_but_answers_without_the_order_is_recorded(
+    site: SiteflowServer,
+    live_api: APIClient,
+    django_capture_on_commit_callbacks: Any,
+    status: int,
+    answer: bytes,
+) -> None:
+    """The site holds the new recipient though its answer does not say so: the order is not
+    left with the old one; the job reads the site's order and records the new one."""
+    shipment = at_the_site(live_api, site)
+    site.answer_instead("shipments", status, answer)
+    recipient_before = order_recipient(shipment.order)
+    new = {**recipient_before, "name": "Grace Hopper",
+           "address": {**recipient_before["address"], "line1": "9 New Street"}}  # fmt: skip
+
+    body, queued = answered_late(
+        django_capture_on_commit_callbacks,
+        lambda: live_api.post(
+            f"/v4.0/orders/{shipment.order.public_id}/actions/updateRecipient", new, format="json"
+        ),
+    )
+
+    assert body["outcome"] == "FailedToUpdate"
+    [result] = body["shipmentUpdateResults"]
+    assert result["description"].startswith("Pending: lab gb1 did not confirm the new address")
+    assert site.order(shipment.public_id).ship_to["address1"] == "9 New Street"
+
+    run(queued)
+
+    assert order_recipient(Order.objects.get(id=shipment.order_id)) == new
+    stored = Shipment.objects.get(id=shipment.id)
+    assert (stored.recipient, stored.lab_operation) == (None, "")
+    assert LAB_ANSWER_PENDING not in {code for _, code in issues(shipment.order)}
 
 
 # --- a redirect at submission ---------------------------------------------------------------
