@@ -13,13 +13,15 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 from pytest_httpserver import HTTPServer
 from rest_framework.test import APIClient
 
 from labs.connectors.siteflow import ship_to
 from labs.models import Lab
-from orders.issues import LAB_ANSWER_PENDING
+from orders.issues import LAB_ANSWER_PENDING, LAB_ANSWER_UNKNOWN
 from orders.models import (
     Charge,
     ChargeType,
@@ -34,7 +36,7 @@ from orders.pipeline.claims import order_claim
 from orders.pipeline.state_machine import STEPS, order_advance
 from orders.pipeline.steps.produce import order_shipments_track
 from orders.representation import order_recipient, shipment_recipient
-from orders.shipments import shipment_lab_answer_reconcile
+from orders.shipments import BUSY_MESSAGE, LAB_ANSWER_WAIT, shipment_lab_answer_reconcile
 from orders.tasks import lab_answers_sweep_task
 from tests.support.images import jpeg_bytes
 from tests.support.orders import events_of, order_at_labs
@@ -358,6 +360,80 @@ def test_the_sweep_settles_an_intent_a_killed_process_left_with_what_the_lab_did
     assert (shipment.lab_operation, shipment.lab_operation_since, shipment.is_held) == (
         "", None, False,
     )  # fmt: skip
+    assert lab_answers_sweep_task() == 0
+
+
+def test_a_change_the_lab_can_never_say_about_is_given_up_for_staff_and_frees_the_shipment(
+    site: SiteflowServer, live_api: APIClient, staff_api: APIClient, admin_client: Client
+) -> None:
+    """The site lost the lab order (it answers 404): the merchant's pending cancel cannot be
+    settled, and the shipment takes no other change meanwhile; after ``LAB_ANSWER_WAIT`` the
+    intent is dropped, the merchant's pending issue gives way to one staff see, and the
+    shipment takes changes again. Nothing is recorded as cancelled or refunded."""
+    shipment = at_the_site(live_api, site)
+    order = shipment.order
+    issues_before = issues(order)
+    site.stand_in("cancel", 200, b"{}")
+    hold_url = f"/v4.0/orders/{order.public_id}/shipments/{shipment.public_id}/hold"
+
+    body = live_api.post(f"/v4.0/orders/{order.public_id}/actions/cancel").json()
+    assert body["outcome"] == "FailedToCancel"
+    del site.orders[shipment.public_id]  # the site answers 404 for it from now on
+
+    assert shipment_lab_answer_reconcile(shipment_id=shipment.id) == "unknown"
+    assert staff_api.post(hold_url).json()["message"] == BUSY_MESSAGE
+    assert (shipment.public_id, LAB_ANSWER_PENDING) in issues(order)
+
+    since = timezone.now() - LAB_ANSWER_WAIT - timedelta(minutes=1)
+    Shipment.objects.filter(id=shipment.id).update(lab_operation_since=since)
+    assert shipment_lab_answer_reconcile(shipment_id=shipment.id) == "given up"
+
+    stored = Shipment.objects.get(id=shipment.id)
+    assert (stored.lab_operation, stored.lab_operation_since, stored.status) == (
+        "", None, ShipmentStatus.PROCESSING,
+    )  # fmt: skip
+    assert issues(order) == [*issues_before, (shipment.public_id, LAB_ANSWER_UNKNOWN)]
+    assert OrderIssue.objects.get(order=order, error_code=LAB_ANSWER_UNKNOWN).description == (
+        f"Lab gb1 never said whether it made the cancel the merchant asked at "
+        f"{since.isoformat(timespec='seconds')} (lab order {stored.lab_order_reference}); it is "
+        "no longer awaited, and staff check the lab order at its lab."
+    )
+    assert Order.objects.get(id=order.id).stage == Stage.IN_PROGRESS
+    assert not Charge.objects.filter(order=order, charge_type=ChargeType.REFUND).exists()
+    shown = live_api.get(f"/v4.0/orders/{order.public_id}").json()["order"]
+    assert [i["errorCode"] for i in shown["status"]["issues"]][-1] == LAB_ANSWER_UNKNOWN
+    listed = admin_client.get(reverse("admin:orders_order_changelist"), {"attention": "lab"})
+    assert list(listed.context["cl"].result_list) == [order]
+    # The shipment takes changes again: the hold reaches the site (which has no such order).
+    assert staff_api.post(hold_url).json()["message"] == (
+        f"Order {stored.lab_order_reference} not found"
+    )
+
+
+def test_the_sweep_queues_a_change_still_unsettled_once_until_its_message_is_presumed_lost(
+    site: SiteflowServer, settings: Any, live_api: APIClient
+) -> None:
+    """The lab cannot say (404): the job leaves the change pending; the sweep does not queue it
+    at every round, only again once a claim period has passed (its message presumed lost)."""
+    shipment = at_the_site(live_api, site)
+    Shipment.objects.filter(id=shipment.id).update(
+        lab_operation="hold",
+        lab_operation_since=timezone.now() - timedelta(seconds=10),
+        lab_operation_unanswered_at=timezone.now(),
+        lab_operation_change={"by": "staff"},
+    )
+    del site.orders[shipment.public_id]
+    asked = len(site.received)
+
+    assert lab_answers_sweep_task() == 1  # queued: the job runs, the lab cannot say
+    assert lab_answers_sweep_task() == 0
+    assert lab_answers_sweep_task() == 0
+    assert len(site.received) == asked + 1  # one GET of the order
+    assert Shipment.objects.get(id=shipment.id).lab_operation == "hold"
+
+    lost = timezone.now() - timedelta(seconds=settings.PIPELINE_CLAIM_SECONDS + 1)
+    Shipment.objects.filter(id=shipment.id).update(swept_at=lost)
+    assert lab_answers_sweep_task() == 1
     assert lab_answers_sweep_task() == 0
 
 

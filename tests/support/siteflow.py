@@ -13,9 +13,9 @@ answers of submissions and operations for a while after the site has done them
 answer), or hold a kind of request before the site reads it (``pause`` until ``resume``: a test
 interleaves another caller's work there). ``stand_in`` answers a kind of request with what
 something in front of the site would (a 200 with an empty or unrelated body, a 302) without the
-site seeing it; ``answer_instead`` lets the site do the work and then answers with such a body. An order shows
-whether it is on hold (``held``). ``place`` puts an order at the site as if it had been
-submitted. ``submissions`` counts the submissions of each ``sourceOrderId``.
+site seeing it; ``answer_instead`` lets the site do the work and then answers with such a body.
+An order shows whether it is on hold (``held``). ``place`` puts an order at the site as if it
+had been submitted. ``submissions`` counts the submissions of each ``sourceOrderId``.
 """
 
 import collections
