@@ -1,10 +1,10 @@
 """What the periodic sweepers queue: due rows, each once per reason.
 
-The rows carry a ``swept_at`` time (when the sweeper last queued them), a due-time field and a
-``claimed_until``. Without the ``swept_at`` test every sweep would queue again the rows whose
-message is still waiting behind a backlog. Each row is queued at most once per reason (a new
-due time, an expired claim) and once per ``PIPELINE_CLAIM_SECONDS`` after that: a lost message
-delays a row, it never strands it.
+The rows carry a ``swept_at`` time (when the sweeper last queued them), a due-time field and,
+when a worker claims them, a ``claimed_until``. Without the ``swept_at`` test every sweep would
+queue again the rows whose message is still waiting behind a backlog. Each row is queued at
+most once per reason (a new due time, an expired claim) and once per ``PIPELINE_CLAIM_SECONDS``
+after that: a lost message delays a row, it never strands it.
 """
 
 from datetime import timedelta
@@ -15,31 +15,43 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 
-def unswept_since_due(due_field: str) -> Q:
-    """Rows not queued since they became due (or since their claim was taken), and rows queued
-    longer than a claim period ago that are still waiting (their message is presumed lost)."""
+def unswept_since_due(due_field: str, *, claim_field: str | None = "claimed_until") -> Q:
+    """Rows not queued since they became due (or since their claim was taken: ``claim_field``,
+    None for rows no worker claims), and rows queued longer than a claim period ago that are
+    still waiting (their message is presumed lost)."""
     presumed_lost = timezone.now() - timedelta(seconds=float(settings.PIPELINE_CLAIM_SECONDS))
-    return (
-        Q(swept_at__isnull=True)
-        | Q(swept_at__lt=F(due_field))
-        | Q(swept_at__lt=F("claimed_until"))
-        | Q(swept_at__lt=presumed_lost)
-    )
+    unswept = Q(swept_at__isnull=True) | Q(swept_at__lt=F(due_field))
+    if claim_field is not None:
+        unswept |= Q(swept_at__lt=F(claim_field))
+    return unswept | Q(swept_at__lt=presumed_lost)
 
 
-def sweep_batch_mark(queryset: QuerySet[Any], *, due_field: str, batch: int) -> list[int]:
+def sweep_batch_mark(
+    queryset: QuerySet[Any],
+    *,
+    due_field: str,
+    batch: int,
+    claim_field: str | None = "claimed_until",
+) -> list[int]:
     """The ids of up to ``batch`` due rows to queue, earliest first, marked as swept."""
-    rows = sweep_batch_mark_values(queryset, due_field=due_field, batch=batch, fields=("id",))
+    rows = sweep_batch_mark_values(
+        queryset, due_field=due_field, batch=batch, fields=("id",), claim_field=claim_field
+    )
     return [row_id for (row_id,) in rows]
 
 
 def sweep_batch_mark_values(
-    queryset: QuerySet[Any], *, due_field: str, batch: int, fields: tuple[str, ...]
+    queryset: QuerySet[Any],
+    *,
+    due_field: str,
+    batch: int,
+    fields: tuple[str, ...],
+    claim_field: str | None = "claimed_until",
 ) -> list[tuple[Any, ...]]:
     """``fields`` (``id`` first) of up to ``batch`` due rows to queue, earliest first, marked
     as swept: what a task message needs besides the id (the queue may depend on it)."""
     rows = list(
-        queryset.filter(unswept_since_due(due_field))
+        queryset.filter(unswept_since_due(due_field, claim_field=claim_field))
         .order_by(due_field)
         .values_list(*fields)[:batch]
     )

@@ -45,7 +45,13 @@ from orders.actions import (
     order_update_shipping_method,
 )
 from orders.editing import order_held_submit
-from orders.issues import ITEM_UNAVAILABLE, LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED
+from orders.issues import (
+    ITEM_UNAVAILABLE,
+    LAB_ANSWER_UNKNOWN,
+    LAB_CANCELLED,
+    LAB_ERROR,
+    SUBMISSION_FAILED,
+)
 from orders.lab_bulkhead import shipment_lab_web_places
 from orders.models import (
     Asset,
@@ -94,9 +100,10 @@ from webhooks.models import CallbackEvent
 FULL_WIDTH = {"is_nav_sidebar_enabled": False}
 OPERATE_SHIPMENT = "orders.operate_shipment"
 ACT_ON_ORDER = "orders.act_on_order"
-# The lab's own cancel or error (decisions.md, "Lab-side cancellation and failure"), and a
-# submission the lab refused: what an operator looks at first.
-LAB_SIDE_ISSUES = (LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED)
+# The lab's own cancel or error (decisions.md, "Lab-side cancellation and failure"), a
+# submission the lab refused, and a change its lab never answered: what an operator looks at
+# first.
+LAB_SIDE_ISSUES = (LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED, LAB_ANSWER_UNKNOWN)
 DETAILS = (
     ("download_assets", "Download"),
     ("allocate_production_location", "Allocation"),

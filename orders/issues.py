@@ -20,6 +20,10 @@ LAB_ERROR = "order.shipments.LabError"
 # A change the merchant asked of a lab order whose lab did not answer in time: the lab is being
 # asked what it did (``objectId`` is the shipment's id); gone once that is recorded.
 LAB_ANSWER_PENDING = "order.shipments.LabAnswerPending"
+# A change (the merchant's or staff's) whose lab never said whether it made it, however long it
+# was asked (``orders.shipments.LAB_ANSWER_WAIT``): no longer awaited, for staff to check at
+# the lab (``objectId`` is the shipment's id).
+LAB_ANSWER_UNKNOWN = "order.shipments.LabAnswerUnknown"
 # A Live order of a card-billed merchant waits until its cost is authorised.
 REQUIRES_PAYMENT_AUTHORISATION = "RequiresPaymentAuthorisation"
 

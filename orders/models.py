@@ -333,6 +333,12 @@ class Shipment(PublicIdModel):
         help_text="When the lab's answer to the change did not come in time: the lab is "
         "asked what it did, and that is recorded (orders.shipments).",
     )
+    swept_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the lab answers' sweep last queued the settling of its change "
+        "(common.sweeping: each change queued once, and again only if its message is lost).",
+    )
     simulated = models.BooleanField(
         default=False,
         help_text="Made by the built-in lab simulator: no parcel leaves any lab.",

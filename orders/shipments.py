@@ -7,7 +7,8 @@ answer is recorded under the order's row lock, with the shipment callback. The s
 the order actions after submission (``orders.actions``).
 
 A lab that gives no answer in time (the web request's budget spent, a timeout, a connection
-lost after sending) may have made the change all the same. Its intent is then kept, marked
+lost after sending), or one that says nothing of the change (a 2xx without the lab order), may
+have made the change all the same. Its intent is then kept, marked
 unanswered (``shipment_lab_answer_await``: the caller is told it is pending), and a job on the
 ``labs`` queue asks the lab what it did (``shipment_lab_answer_reconcile``,
 ``LabConnector.operation_done``) and records that through the same records a timely answer
@@ -27,6 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from common.sweeping import sweep_batch_mark
 from common.tasks import task_enqueue_on_commit
 from labs.allocation import Infeasible, PlannedShipment, UnknownCurrency, plan_at_lab
 from labs.capabilities import capabilities_listed
@@ -34,7 +36,7 @@ from labs.connectors import LabConnector, LabOrder, LabResult, connector_for
 from labs.connectors.siteflow import SiteflowConnector, carrier_alias_resolve
 from orders.charges import refund_write, shipping_adjustment_write
 from orders.events import order_stage_changed, shipment_changed
-from orders.issues import LAB_ANSWER_PENDING
+from orders.issues import LAB_ANSWER_PENDING, LAB_ANSWER_UNKNOWN
 from orders.lab_orders import lab_order
 from orders.models import Order, OrderIssue, PipelineStep, Shipment, ShipmentStatus, Stage
 from orders.payment_balance import (
@@ -50,6 +52,10 @@ from orders.representation import order_recipient, shipment_address, shipment_re
 
 # An intent older than this is left over from a process that died during its lab call.
 LAB_OPERATION_STALE = timedelta(minutes=5)
+# A change whose lab cannot say what it did for this long after it was sent (a site that answers
+# 404 for a deleted order, or is down) is no longer awaited: the shipment takes changes again,
+# and staff are asked to check it at the lab (``LAB_ANSWER_UNKNOWN``).
+LAB_ANSWER_WAIT = timedelta(hours=6)
 BUSY_MESSAGE = "Another change to this shipment is in progress at its lab; try again in a moment."
 # The operations whose unanswered intents are settled by asking the lab (a resubmission's
 # cancel and a submission are resumed by their own jobs).
@@ -114,7 +120,7 @@ def shipment_lab_call_end(*, shipment: Shipment, token: datetime) -> None:
 def shipment_lab_answer_await(
     *, order: Order, shipment: Shipment, token: datetime, operation: str, merchant: bool
 ) -> str:
-    """The lab did not answer ``operation`` in time (inside the transaction that records the
+    """The lab did not confirm ``operation`` in time (inside the transaction that records the
     answers, under the order's lock): our intent is kept, marked unanswered, and the lab is
     asked what it did once this commits (``shipment_lab_answer_reconcile``). For a change the
     merchant asked, the order shows it pending (a ``LabAnswerPending`` issue on the shipment)
@@ -123,7 +129,7 @@ def shipment_lab_answer_await(
         lab_operation_unanswered_at=timezone.now()
     )
     told = (
-        f"Pending: lab {shipment.lab_code} did not answer the "
+        f"Pending: lab {shipment.lab_code} did not confirm the "
         f"{_OPERATION_WORDS.get(operation, operation)} in time. The lab is being asked whether "
         "it made it, and what it did is recorded then (a callback follows any change)."
     )
@@ -577,8 +583,10 @@ def shipment_lab_answer_reconcile(*, shipment_id: int) -> str:
     (``LabConnector.operation_done``) and record that, once, under the order's lock, with the
     callbacks a timely answer sends; the intent ends and the order's pending issue goes. Says
     what it found: ``made``, ``not made``, ``unknown`` (the lab cannot say now, or the call may
-    still be acted on: asked again by the sweep), ``none`` (nothing to settle: an intent still
-    awaiting its own answer, or none)."""
+    still be acted on: asked again by the sweep), ``given up`` (the lab could not say for
+    ``LAB_ANSWER_WAIT``: the intent ends, so the shipment is not locked for ever, with a
+    ``LabAnswerUnknown`` issue for staff in place of the pending one), ``none`` (nothing to
+    settle: an intent still awaiting its own answer, or none)."""
     shipment = Shipment.objects.select_related("order__environment").filter(id=shipment_id).first()
     if shipment is None or shipment.lab_operation not in LAB_OPERATIONS_RECONCILED:
         return "none"
@@ -608,6 +616,8 @@ def shipment_lab_answer_reconcile(*, shipment_id: int) -> str:
             else None
         )
     settled = token + timedelta(seconds=connector.answer_window_seconds())
+    if made is None and timezone.now() - token >= LAB_ANSWER_WAIT:
+        return _lab_answer_give_up(shipment, token=token, operation=operation, change=change)
     if made is None or (not made and timezone.now() < settled):
         return "unknown"
     with transaction.atomic():
@@ -627,14 +637,51 @@ def shipment_lab_answer_reconcile(*, shipment_id: int) -> str:
     return "made" if made else "not made"
 
 
+def _lab_answer_give_up(
+    shipment: Shipment, *, token: datetime, operation: str, change: Change
+) -> str:
+    """The lab could not say what it did with ``operation`` for ``LAB_ANSWER_WAIT``: under the
+    order's lock, the intent ends (the shipment takes changes again) and the order's pending
+    issue is replaced by a ``LabAnswerUnknown`` one, which staff see (the admin's "needs
+    attention"); nothing is recorded as made."""
+    with transaction.atomic():
+        order = Order.objects.select_for_update().get(id=shipment.order_id)
+        locked = Shipment.objects.select_related("order__environment").get(id=shipment.id)
+        if locked.lab_operation_since != token:
+            return "none"  # settled meanwhile
+        shipment_lab_call_end(shipment=locked, token=token)
+        OrderIssue.objects.filter(
+            order=order, object_id=locked.public_id, error_code=LAB_ANSWER_PENDING
+        ).delete()
+        by = "the merchant" if change.get("by") == "merchant" else "staff"
+        OrderIssue.objects.update_or_create(
+            order=order,
+            object_id=locked.public_id,
+            error_code=LAB_ANSWER_UNKNOWN,
+            defaults={
+                "description": f"Lab {locked.lab_code} never said whether it made the "
+                f"{_OPERATION_WORDS.get(operation, operation)} {by} asked at "
+                f"{token.isoformat(timespec='seconds')} (lab order "
+                f"{locked.lab_order_reference or '-'}); it is no longer awaited, and staff "
+                "check the lab order at its lab."
+            },
+        )
+        order.last_updated = timezone.now()
+        order.save(update_fields=["last_updated"])
+    return "given up"
+
+
 def shipments_lab_answers_due(*, batch: int) -> list[int]:
-    """The shipments whose change awaits its lab's answer: unanswered in time, or left by a
-    process that died during the call (its intent older than ``LAB_OPERATION_STALE``)."""
+    """The shipments whose change awaits its lab's answer (unanswered in time, or left by a
+    process that died during the call: its intent older than ``LAB_OPERATION_STALE``) and
+    that the sweep has not queued since, marked as queued (``common.sweeping``: each change is
+    queued once, and again only once its message is presumed lost)."""
     stale = timezone.now() - LAB_OPERATION_STALE
-    return list(
+    awaiting = (
         Shipment.objects.exclude(lab_operation="")
         .filter(lab_operation__in=LAB_OPERATIONS_RECONCILED)
         .filter(Q(lab_operation_unanswered_at__isnull=False) | Q(lab_operation_since__lt=stale))
-        .order_by("lab_operation_since")
-        .values_list("id", flat=True)[:batch]
+    )
+    return sweep_batch_mark(
+        awaiting, due_field="lab_operation_since", batch=batch, claim_field=None
     )

@@ -45,8 +45,9 @@ class LabResult:
     """A lab's answer. An unsuccessful submission is tried again (up to ``LAB_SUBMIT_ATTEMPTS``)
     only when ``retryable``: the lab was unreachable or failed (a 5xx), not when it refused.
     ``unanswered``: an operation was sent but no answer came in time (a timeout, a connection
-    lost after sending), so the lab may have done it; the caller asks it later
-    (``LabConnector.operation_done``) rather than take it as refused."""
+    lost after sending), or an answer that does not say (a 2xx without the lab order), so the
+    lab may have done it; the caller asks it later (``LabConnector.operation_done``) rather
+    than take it as refused."""
 
     successful: bool
     reference: str = ""

@@ -324,11 +324,16 @@ class SiteflowConnector(LabConnector):
         *,
         shows: Callable[[Mapping[str, Any]], bool],
         what: str,
+        confirmed: Callable[[], bool] | None = None,
     ) -> LabResult:
         """An operation on a submitted lab order: never raises, a failure is a message. Only
         a 2xx whose answer is the lab order (its ``_id``) as the operation leaves it (``shows``)
         is the operation done; a redirect is not followed; no answer (a timeout, a connection
-        lost after sending) is ``unanswered``: the site may have done it."""
+        lost after sending) is ``unanswered``: the site may have done it. So is a 2xx whose
+        answer is not the lab order (no body, a 204, a body that is not JSON or names no
+        ``_id`` of it): the site took the request and may well have made the change, so it is
+        neither done nor refused, and what the site then holds settles it
+        (``operation_done``), unless ``confirmed`` (asked at once) says it is done."""
         if not self.supports(capability):
             return self._unsupported(capability)
         if not order.reference:
@@ -350,7 +355,11 @@ class SiteflowConnector(LabConnector):
             if found is not None and shows(found):
                 return LabResult(True, reference=order.reference)
             message = answer.unexpected_message(f"{order.reference} {what}")
-            return LabResult(False, reference=order.reference, message=message)
+            if found is not None:  # the lab order as it stands, without the change
+                return LabResult(False, reference=order.reference, message=message)
+            if confirmed is not None and confirmed():
+                return LabResult(True, reference=order.reference)
+            return LabResult(False, reference=order.reference, message=message, unanswered=True)
         return LabResult(False, reference=order.reference, message=answer.error_message())
 
     # --- the interface ------------------------------------------------------------------
@@ -530,7 +539,9 @@ class SiteflowConnector(LabConnector):
     def cancel(self, order: LabOrder) -> LabResult:
         """Cancel the lab order; one the site refuses because it is cancelled already (a
         cancel of ours that reached the site before a worker died, or the site's own) is a
-        cancel done: the site is asked where the order stands before a refusal is believed."""
+        cancel done: the site is asked where the order stands before a refusal is believed,
+        and when it answers a 2xx that is not the lab order (for the callers that do not
+        settle an unanswered cancel later: a withdrawal, a resubmission's)."""
         result = self._operation(
             "cancel",
             order,
@@ -538,6 +549,7 @@ class SiteflowConnector(LabConnector):
             None,
             shows=lambda found: found.get("status") == LAB_CANCELLED,
             what="cancelled",
+            confirmed=lambda: self._cancelled(order),
         )
         if result.successful or result.unanswered or not self.supports("cancel"):
             return result

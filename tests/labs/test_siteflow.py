@@ -1114,6 +1114,38 @@ def test_a_cancel_the_site_already_made_is_a_cancel_done(
     )
 
 
+def test_a_2xx_without_the_lab_order_is_unanswered_and_a_cancel_is_checked_at_once(
+    site: SiteflowServer, print_url: str
+) -> None:
+    """A 2xx that is not the lab order is neither done nor refused (the site may have made it);
+    a cancel asks the site straight away, so a made one is done."""
+    lab = connector(site)
+    order = lab_order(file=print_url, reference=lab.submit(lab_order(file=print_url)).reference)
+    site.answer_instead("hold", 204)
+    site.stand_in("unhold", 200, b'{"ok": true}')
+
+    held = lab.hold(order)
+    not_released = lab.unhold(order)
+    site.answer_instead("cancel", 200, b"{}")
+    cancelled = lab.cancel(order)
+
+    assert held == LabResult(
+        False,
+        reference="sf000001",
+        message="Site Flow answered HTTP 204 without a body: not taken as sf000001 on hold.",
+        unanswered=True,
+    )
+    assert not_released == LabResult(
+        False,
+        reference="sf000001",
+        message="Site Flow answered HTTP 200 with an answer that is not the lab order "
+        "sf000001 released: not taken as done.",
+        unanswered=True,
+    )
+    assert site.order("shp_1234").held is True
+    assert cancelled == LabResult(True, reference="sf000001")
+
+
 # --- the site's own cancel and error (decisions.md, "Lab-side cancellation and failure") -------
 
 

@@ -10,10 +10,12 @@ the next submissions fail with a 5xx after the order was stored (``fail_next_sub
 make the site hang (``hang``: every request waits unanswered until ``release``), and hold the
 answers of submissions and operations for a while after the site has done them
 (``answer_delays``: a worker killed meanwhile, or a caller whose time ran out, never hears the
-answer). ``stand_in`` answers a kind of request with what something in front of the site would
-(a 200 with an empty or unrelated body, a 302) without the site seeing it. An order shows
-whether it is on hold (``held``). ``place`` puts an order at the site as if it had been
-submitted. ``submissions`` counts the submissions of each ``sourceOrderId``.
+answer), or hold a kind of request before the site reads it (``pause`` until ``resume``: a test
+interleaves another caller's work there). ``stand_in`` answers a kind of request with what
+something in front of the site would (a 200 with an empty or unrelated body, a 302) without the
+site seeing it; ``answer_instead`` lets the site do the work and then answers with such a body.
+An order shows whether it is on hold (``held``). ``place`` puts an order at the site as if it
+had been submitted. ``submissions`` counts the submissions of each ``sourceOrderId``.
 """
 
 import collections
@@ -101,6 +103,12 @@ class SiteflowServer:
         # Kinds of request answered by something in front of the site (``stand_in``).
         self.stand_ins: dict[str, tuple[int, bytes, dict[str, str]]] = {}
         self.stood_in: collections.Counter[str] = collections.Counter()
+        # Kinds of request the site does, answered with another body (``answer_instead``).
+        self.instead: dict[str, tuple[int, bytes, dict[str, str]]] = {}
+        # Kinds of request held before the site reads them (``pause``), and how many wait.
+        self._paused: dict[str, threading.Event] = {}
+        self._holding: dict[str, threading.Event] = {}  # taken by the request that waits
+        self.waiting: collections.Counter[str] = collections.Counter()
         self.submissions: collections.Counter[str] = collections.Counter()  # by sourceOrderId
         self.lookups = 0  # searches by sourceOrderId
         self.in_flight: collections.Counter[str] = collections.Counter()  # answers held now
@@ -118,6 +126,8 @@ class SiteflowServer:
 
     def stop(self) -> None:
         self.release()
+        for kind in {*self._paused, *self._holding}:
+            self.resume(kind)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -152,6 +162,27 @@ class SiteflowServer:
         ``status`` with ``body`` (and ``headers``) by something in front of the site: the site
         never sees them, so nothing is done."""
         self.stand_ins[kind] = (status, body, dict(headers or {}))
+
+    def answer_instead(
+        self, kind: str, status: int, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> None:
+        """From now on the site does requests of ``kind`` (the change is made) but they are
+        answered ``status`` with ``body`` (and ``headers``) rather than with the order: a site
+        that answers 204, or a proxy in front of it that drops or replaces the body."""
+        self.instead[kind] = (status, body, dict(headers or {}))
+
+    def pause(self, kind: str) -> None:
+        """The next request of ``kind`` waits before the site reads it (``waiting`` counts it)
+        until ``resume``; the others meanwhile are answered as usual. ``stop`` resumes it
+        too."""
+        self._paused[kind] = threading.Event()
+
+    def resume(self, kind: str) -> None:
+        with self._lock:
+            waiting = [self._paused.pop(kind, None), self._holding.pop(kind, None)]
+        for paused in waiting:
+            if paused is not None:
+                paused.set()
 
     def place(self, source_order_id: str, *, ship_to: dict[str, Any], carrier_alias: str) -> str:
         """An order at the site for ``source_order_id`` (a shipment's id), as a submission
@@ -242,6 +273,15 @@ class SiteflowServer:
             time.sleep(self.delay_seconds)
         request = Request(environ)
         kind = _kind(request)
+        with self._lock:
+            paused = self._paused.pop(kind, None)
+            if paused is not None:
+                self._holding[kind] = paused
+                self.waiting[kind] += 1
+        if paused is not None:
+            paused.wait()
+            with self._lock:
+                self.waiting[kind] -= 1
         if kind in self.stand_ins:
             status, body, headers = self.stand_ins[kind]
             with self._lock:
@@ -258,6 +298,9 @@ class SiteflowServer:
             finally:
                 with self._lock:
                     self.in_flight[kind] -= 1
+        if kind in self.instead and 200 <= response.status_code < 300:
+            status, body, headers = self.instead[kind]
+            response = Response(body, status=status, headers=headers)
         return response(environ, start_response)
 
     def _signed(self, request: Request) -> bool:
@@ -361,10 +404,13 @@ class SiteflowServer:
 
 
 def _kind(request: Request) -> str:
-    """What a request does, for ``answer_delays`` and ``stand_in``: "submit", "cancel",
-    "hold", "unhold", "shipments", or ""."""
+    """What a request does, for ``answer_delays``, ``stand_in``, ``answer_instead`` and
+    ``pause``: "submit", "cancel", "hold", "unhold", "shipments", "read" (``GET`` of one order),
+    or ""."""
     if request.method == "POST" and request.path.endswith("/order"):
         return "submit"
+    if request.method == "GET" and "/order/" in request.path:
+        return "read"
     if request.method == "PUT":
         for kind in ("cancel", "hold", "unhold"):
             if request.path.endswith(f"/{kind}"):

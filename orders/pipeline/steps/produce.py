@@ -260,8 +260,13 @@ def order_shipments_track(*, order: Order) -> Tracked:
         if progress.ended:
             order_locked()
             tracked.all_shipped = False
+            recorded = _lab_end_record(order, shipment, progress, now=now)
+            if recorded is None:  # a cancel of ours began since the shipment was read
+                busy = now + lab_busy_retry()
+                tracked.next_check = min(tracked.next_check or busy, busy)
+                continue
             tracked.stranded = True
-            if _lab_end_record(order, shipment, progress, now=now):
+            if recorded:
                 cancelled = progress.ended == LAB_CANCELLED
                 (tracked.cancelled_now if cancelled else tracked.failed_now).append(shipment)
             continue
@@ -300,20 +305,30 @@ def _lab_cancelled_with_items(order: Order) -> bool:
 
 def _lab_end_record(
     order: Order, shipment: Shipment, progress: LabProgress, *, now: datetime
-) -> bool:
+) -> bool | None:
     """Record that the lab ended the lab order on its side, once: a cancel makes the shipment
     ``Cancelled`` with a ``LabCancelled`` issue, a failure leaves it ``Processing`` with a
     ``LabError`` issue; either is no longer followed. False when it was recorded already (or
-    the shipment is no longer processing). The instance shows what was written."""
+    the shipment is no longer processing). The instance shows what was written.
+
+    A cancel the lab reports is not its own while a cancel of ours awaits its answer: that is
+    read from the row as it is now (under the order's lock, the condition of the write), not
+    from the instance, which was read before the labs were asked, when the merchant's cancel
+    may not have begun. Then nothing is written and the answer is None: the cancel, or the
+    job that settles its late answer, records it refunded."""
     cancelled = progress.ended == LAB_CANCELLED
     written: dict[str, object] = {"lab_ended_at": now}
     if cancelled:
         written["status"] = ShipmentStatus.CANCELLED
-    changed = Shipment.objects.filter(
+    processing = Shipment.objects.filter(
         id=shipment.id, status=ShipmentStatus.PROCESSING, lab_ended_at__isnull=True
-    ).update(**written)
+    )
+    ours = processing.filter(lab_operation="cancel")
+    changed = (processing.exclude(lab_operation="cancel") if cancelled else processing).update(
+        **written
+    )
     if not changed:
-        return False
+        return None if cancelled and ours.exists() else False
     for name, value in written.items():
         setattr(shipment, name, value)
     if cancelled:
