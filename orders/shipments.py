@@ -38,7 +38,16 @@ from orders.charges import refund_write, shipping_adjustment_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.issues import LAB_ANSWER_PENDING, LAB_ANSWER_UNKNOWN
 from orders.lab_orders import lab_order
-from orders.models import Order, OrderIssue, PipelineStep, Shipment, ShipmentStatus, Stage
+from orders.models import (
+    Order,
+    OrderIssue,
+    OrderItem,
+    PipelineStep,
+    Shipment,
+    ShipmentStatus,
+    Stage,
+)
+from orders.parts import items_shipment_id
 from orders.payment_balance import (
     order_cancelled_settle,
     order_payment_settle,
@@ -452,7 +461,12 @@ def shipment_method_plan(*, shipment: Shipment, shipping_method: str) -> Planned
     engine gives them now; or why its lab cannot deliver it so."""
     order = shipment.order
     country = shipment_address(shipment)["countryCode"]
-    items = list(shipment.items.prefetch_related("assets").order_by("position"))
+    # A reprint makes the items of the shipment it reprints (which keeps them).
+    items = list(
+        OrderItem.objects.filter(shipment_id=items_shipment_id(shipment))
+        .prefetch_related("assets")
+        .order_by("position")
+    )
     if not items:
         return "The shipment has no items."
     try:

@@ -34,6 +34,7 @@ from orders.resubmission import (
     shipment_resubmit,
     shipments_standing,
 )
+from orders.shipments import shipment_method_plan
 from tests.orders.factories import PREPARED, OrderFactory, OrderItemFactory, ShipmentFactory
 from tests.support.orders import events_of
 from tests.support.pipeline import run_in_process
@@ -426,6 +427,22 @@ def test_a_shipped_shipment_is_reprinted_with_keep_original_and_keeps_its_items(
     # Its shipment callbacks, and no second stage callback: the order stayed Complete.
     assert _event_types(order) == ["shipments.shipment#Processing", "shipments.shipment#Shipped"]
     assert list(order.charges.values_list("id", "total_cost")) == charges
+
+
+def test_a_reprint_is_priced_for_another_shipping_method_by_the_items_it_reprints() -> None:
+    order = OrderFactory.create(complete=True)
+    lost = ShipmentFactory.create(order=order, shipped=True)
+    done = shipment_resubmit(
+        shipment_id=lost.id, labs=["us1"], cancel_option=CancelOption.KEEP_ORIGINAL
+    )
+    reprint = _new_shipment(done)
+
+    plan = shipment_method_plan(shipment=reprint, shipping_method="Express")
+
+    # Staff's updateShippingMethod plans with the items the reprint makes (they stay on the
+    # shipment that shipped), not "The shipment has no items."
+    assert not isinstance(plan, str), plan
+    assert plan.lab_code == "us1" and plan.shipping_method == "Express"
 
 
 def test_a_reprint_resubmitted_is_a_reprint_of_the_same_shipped_shipment() -> None:
