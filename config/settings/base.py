@@ -53,6 +53,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # A body the view never read is read before the answer goes (api/bodies.py: else gunicorn's
+    # close resets the connection and nginx may answer 503 instead of the answer).
+    "api.bodies.UnreadBodyDrainMiddleware",
     # Counts and times every request by route (Prometheus, GET /metrics).
     "api.metrics.RequestMetricsMiddleware",
     "api.trace.TraceParentMiddleware",
