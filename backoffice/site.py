@@ -1,4 +1,6 @@
-"""The admin site of the service: titled for it, and its refusals an HTML page of the admin.
+"""The admin site of the service: titled for it, its first page the service at a glance
+(``backoffice.overview``, for staff who may view orders), and its refusals an HTML page of the
+admin.
 
 ``ServiceAdminConfig`` (in ``INSTALLED_APPS`` in place of ``django.contrib.admin``) makes
 ``ServiceAdminSite`` the default site, so every app's ``admin.register`` lands here. Each admin
@@ -15,6 +17,7 @@ from django.contrib.admin.apps import AdminConfig
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
 SERVICE_NAME = "Print Fulfilment back-office"
 
@@ -22,6 +25,17 @@ SERVICE_NAME = "Print Fulfilment back-office"
 class ServiceAdminSite(AdminSite):
     site_header = SERVICE_NAME
     site_title = SERVICE_NAME
+    index_template = "admin/overview_index.html"
+
+    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        # This module is loaded with the app registry (ServiceAdminConfig): models only now.
+        from backoffice.overview import VIEW_ORDERS, overview_read
+
+        context = dict(extra_context or {})
+        if request.user.has_perm(VIEW_ORDERS):
+            now = timezone.now()
+            context.update(overview=overview_read(now=now), overview_at=now)
+        return super().index(request, context)
 
     def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Any:
         def refusing(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:

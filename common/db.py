@@ -16,6 +16,9 @@ joined by semicolons. Django counts and logs them as one query either way.
 ``row_insert_or_count``: a row inserted once per key, a later insert of the same key counted
 on it instead, whatever the concurrency.
 
+``durations_percentiles``: percentiles of the time between two timestamps of the rows of a
+queryset, by group (PostgreSQL's ``percentile_cont``; read and computed alike elsewhere).
+
 ``database_reachable``: whether the database answers a statement now.
 
 ``tables_tidied``: dead row versions cleared and statistics refreshed (benchmarks).
@@ -37,7 +40,7 @@ from contextlib import ExitStack, nullcontext
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
-from django.db.models import Field, JSONField, Model
+from django.db.models import Aggregate, Count, F, Field, FloatField, JSONField, Model, QuerySet
 
 Statement = tuple[str, Sequence[Any]]
 M = TypeVar("M", bound=Model)
@@ -409,3 +412,56 @@ def tables_tidied() -> None:
     state a benchmark measures after loading its data."""
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE" if _postgresql() else "ANALYZE")
+
+
+class _PercentileSeconds(Aggregate):
+    """PostgreSQL's continuous percentile of an interval, in seconds."""
+
+    function = "percentile_cont"
+    template = (
+        "EXTRACT(EPOCH FROM %(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s))"
+    )
+    output_field = FloatField()
+
+    def __init__(self, expression: Any, *, fraction: float) -> None:
+        super().__init__(expression, fraction=f"{float(fraction):.6f}")
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The continuous percentile of sorted ``values`` (not empty), as ``percentile_cont``: the
+    value at ``fraction * (n - 1)``, interpolated between its neighbours."""
+    at = fraction * (len(values) - 1)
+    below = int(at)
+    above = min(below + 1, len(values) - 1)
+    return values[below] + (values[above] - values[below]) * (at - below)
+
+
+def durations_percentiles(
+    rows: QuerySet[Any], *, group: str, start: str, end: str, fractions: Sequence[float]
+) -> dict[Any, tuple[int, list[float]]]:
+    """For each value of the field ``group`` among ``rows``: how many rows, and the
+    ``fractions``' percentiles (continuous, as ``percentile_cont``) of ``end - start`` in
+    seconds. On PostgreSQL one aggregate query; elsewhere the durations are read and the
+    percentiles computed here, alike."""
+    if _postgresql():
+        spans = F(end) - F(start)
+        named = {f"p{index}": fraction for index, fraction in enumerate(fractions)}
+        grouped = (
+            rows.order_by()
+            .values(group)
+            .annotate(
+                rows=Count("pk"),
+                **{name: _PercentileSeconds(spans, fraction=f) for name, f in named.items()},
+            )
+        )
+        return {
+            found[group]: (found["rows"], [float(found[name]) for name in named])
+            for found in grouped
+        }
+    durations: dict[Any, list[float]] = {}
+    for key, started, ended in rows.order_by().values_list(group, start, end):
+        durations.setdefault(key, []).append((ended - started).total_seconds())
+    return {
+        key: (len(spans_of), [percentile(sorted(spans_of), f) for f in fractions])
+        for key, spans_of in durations.items()
+    }

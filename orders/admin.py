@@ -21,7 +21,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -45,13 +45,7 @@ from orders.actions import (
     order_update_shipping_method,
 )
 from orders.editing import order_held_submit
-from orders.issues import (
-    ITEM_UNAVAILABLE,
-    LAB_ANSWER_UNKNOWN,
-    LAB_CANCELLED,
-    LAB_ERROR,
-    SUBMISSION_FAILED,
-)
+from orders.figures import attention_conditions
 from orders.lab_bulkhead import shipment_lab_web_places
 from orders.models import (
     Asset,
@@ -103,7 +97,6 @@ ACT_ON_ORDER = "orders.act_on_order"
 # The lab's own cancel or error (decisions.md, "Lab-side cancellation and failure"), a
 # submission the lab refused, and a change its lab never answered: what an operator looks at
 # first.
-LAB_SIDE_ISSUES = (LAB_CANCELLED, LAB_ERROR, SUBMISSION_FAILED, LAB_ANSWER_UNKNOWN)
 DETAILS = (
     ("download_assets", "Download"),
     ("allocate_production_location", "Allocation"),
@@ -204,20 +197,8 @@ class NeedsAttention(admin.SimpleListFilter):
         return self.CHOICES
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Order]) -> QuerySet[Order]:
-        issues = OrderIssue.objects.filter(order=OuterRef("pk"))
-        unavailable = Exists(issues.filter(error_code=ITEM_UNAVAILABLE))
-        conditions = {
-            "issues": Q(Exists(issues)),
-            "error": Q(*(Q(**{field: DetailState.ERROR}) for field, _ in DETAILS), _connector="OR"),
-            "lab": Q(Exists(issues.filter(error_code__in=LAB_SIDE_ISSUES))),
-            "allocation": Q(pipeline_step=PipelineStep.ALLOCATE)
-            & (Q(due_at__gt=timezone.now()) | Q(unavailable)),
-        }
+        conditions = attention_conditions(timezone.now())  # the overview counts the same
         chosen = self.value()
-        if chosen == "any":
-            return queryset.filter(Q(*conditions.values(), _connector="OR")).exclude(
-                stage=Stage.CANCELLED
-            )
         if chosen in conditions:
             return queryset.filter(conditions[chosen])
         return queryset
