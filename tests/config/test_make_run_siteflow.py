@@ -1,8 +1,8 @@
 """``SITEFLOW_STANDIN=1 make run``: the Site Flow stand-in beside the service, the demo Site Flow
 lab sf1 pointed at it, a Live order of the demo merchant made there and shipped, and the Site
 Flow bulk shipping update (the admin's tool, a file uploaded) changing its carrier at the
-stand-in first. One ``make run`` in a copy of the checkout for the module, on the embedded
-default, on free ports."""
+stand-in first, while staff held it there. One ``make run`` in a copy of the checkout for the
+module, on the embedded default, on free ports."""
 
 import re
 import subprocess
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "rev-parse"], cwd=BASE_DIR, capture_output=True).returncode != 0,
     reason="not a git checkout",
 )
-# Long enough for the shipping update to reach the stand-in before the order ships.
-SHIP_SECONDS = 60
+# From submission to shipped at the stand-in (time on hold not counted).
+SHIP_SECONDS = 45
 ADMIN_PASSWORD = "a-long-enough-admin-passphrase"
 
 
@@ -67,11 +67,14 @@ def standin_orders(port: int) -> list[dict[str, Any]]:
     return listed
 
 
-def admin_session(stack: LocalStack) -> requests.Session:
-    """An administrator signed in to the admin, as ``create_staff`` makes one."""
-    stack.manage(
+def admin_session(stack: LocalStack) -> tuple[requests.Session, str]:
+    """An administrator signed in to the admin, as ``create_staff`` makes one, and the staff
+    key it printed."""
+    made = stack.manage(
         "create_staff", "--username", "ops-admin", "--password", ADMIN_PASSWORD, "--administrator"
     )
+    key = re.search(r"^STAFF_API_KEY=(\S+)$", made, flags=re.MULTILINE)
+    assert key is not None, made
     session = requests.Session()
     login = f"{stack.url}/admin/login/"
     form = session.get(login, timeout=30)
@@ -89,7 +92,7 @@ def admin_session(stack: LocalStack) -> requests.Session:
         timeout=30,
     )
     assert signed_in.status_code == 200 and "ops-admin" in signed_in.text, signed_in.text[-2000:]
-    return session
+    return session, key.group(1)
 
 
 def test_a_live_order_goes_to_the_stand_in_and_ships_with_the_carrier_the_shipping_tool_set(
@@ -100,6 +103,7 @@ def test_a_live_order_goes_to_the_stand_in_and_ships_with_the_carrier_the_shippi
     demo = demo_values(stack)
     assert demo["SITEFLOW_STANDIN_URL"] == standin_url
     live = {"X-API-Key": demo["LIVE_API_KEY"]}
+    session, staff_key = admin_session(stack)
 
     # A Live order of the demo merchant: a photo print to London, at the demo Site Flow lab.
     created = requests.post(
@@ -129,7 +133,8 @@ def test_a_live_order_goes_to_the_stand_in_and_ships_with_the_carrier_the_shippi
         timeout=30,
     )
     assert created.status_code == 200, created.text
-    order_url = f"{stack.url}/v4.0/orders/{created.json()['order']['id']}"
+    order_id = created.json()["order"]["id"]
+    order_url = f"{stack.url}/v4.0/orders/{order_id}"
 
     def shipment() -> dict[str, Any]:
         shown = requests.get(order_url, headers=live, timeout=30).json()["order"]
@@ -146,9 +151,13 @@ def test_a_live_order_goes_to_the_stand_in_and_ships_with_the_carrier_the_shippi
     order_file = stack.checkout / "var" / "siteflow-standin" / "orders.json"
     assert "PHOTO-8X10-GLOSS" in order_file.read_text()  # the lab's code for the variant
 
-    # The Site Flow shipping update in the admin: a file naming the lab order, reviewed, then
-    # submitted; its job changes the carrier at the stand-in.
-    session = admin_session(stack)
+    # Staff hold it at the stand-in (so it waits for the shipping update however slow this
+    # machine is), then the Site Flow shipping update in the admin: a file naming the lab
+    # order, reviewed, then submitted; its job changes the carrier at the stand-in.
+    operations = f"{order_url}/shipments/{shipment()['id']}"
+    held = requests.post(f"{operations}/hold", headers={"X-API-Key": staff_key}, timeout=60)
+    assert held.status_code == 200 and held.json()["success"] is True, held.text
+    assert at_standin()[0]["held"] is True
     tool = f"{stack.url}/admin/backoffice/bulkjob/shipping/"
     form = session.get(tool, timeout=30)
     assert form.status_code == 200
@@ -175,20 +184,26 @@ def test_a_live_order_goes_to_the_stand_in_and_ships_with_the_carrier_the_shippi
     assert "1 of 1 lab orders will get carrier dhl-express (Express)." in review.text
     job = posted(confirm="1")
     assert job.status_code == 200 and "/progress/" in job.url, job.text[-2000:]
-    assert wait_for(
-        lambda: (
-            "Carrier changed to dhl-express (Express)." in session.get(job.url, timeout=30).text
-        ),
-        120,
-        "the job's row done",
-    )
+    pages: list[str] = []
+
+    def row_done() -> bool:
+        pages.append(session.get(job.url, timeout=30).text)
+        return "Carrier changed to dhl-express (Express)." in pages[-1]
+
+    try:
+        wait_for(row_done, 240, "the job's row done")
+    except AssertionError:
+        rows = re.findall(r"(?s)<table.*?</table>", pages[-1])
+        raise AssertionError((rows or pages)[-1][-3000:], stack.log()[-6000:]) from None
     assert at_standin()[0]["carrierAlias"] == "dhl-express"
     assert shipment()["carrier"] == {"name": "DHL", "service": "Express"}
+    released = requests.post(f"{operations}/unhold", headers={"X-API-Key": staff_key}, timeout=60)
+    assert released.status_code == 200 and released.json()["success"] is True, released.text
 
     # The stand-in ships it with that carrier; the service's polling sees it.
     shipped = wait_for(
         lambda: (found := shipment())["status"] == "Shipped" and found,
-        SHIP_SECONDS + 120,
+        SHIP_SECONDS + 180,
         "the shipment shipped",
     )
     (at_site,) = at_standin()
