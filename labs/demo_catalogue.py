@@ -187,6 +187,9 @@ class LabSpec:
     #  min days, max days)
     rates: tuple[tuple[str, str, str, str, str, int, int], ...] = ()
     out_of_stock: tuple[str, ...] = ()
+    # SKU -> (the lab's product code, the lab's codes per variant): what a Site Flow lab
+    # calls the product (labs.variant_codes); the simulator labs have none.
+    product_codes: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
 
 
 PRINTS = (Category.FINE_ART, Category.PHOTO, Category.POSTER, Category.CANVAS)
@@ -301,6 +304,37 @@ LABS: tuple[LabSpec, ...] = (
                 ("US", "Express", "32.99", "Purolator", "Express U.S.", 2, 3),
             )),
 )  # fmt: skip
+
+# The demo Site Flow lab: a lab at make run's Site Flow stand-in (labs/siteflow_standin.py),
+# made by `setup_demo` only when the stand-in runs (SITEFLOW_STANDIN=1), and made inactive
+# when it does not; load_catalogue leaves it alone. It makes the photo prints a little cheaper
+# than gb1, so a Live order of one to the UK goes to it (and, by the same price, a Sandbox one,
+# which the simulator makes as it makes every Sandbox order).
+SITEFLOW_DEMO_LAB = LabSpec(
+    "sf1", "Site Flow demo lab (local stand-in)", "GB", "GBP", (Category.PHOTO,), Decimal("0.90"),
+    rates=(
+        ("GB", "Budget", "2.95", "Royal Mail", "Tracked 48", 2, 4),
+        ("GB", "Standard", "3.95", "Royal Mail", "Tracked 48", 2, 3),
+        ("GB", "StandardPlus", "4.95", "Royal Mail", "Tracked 24", 1, 2),
+        ("GB", "Express", "7.95", "DPD", "Next Day", 1, 1),
+        ("EU", "Standard", "8.50", "Royal Mail", "International Tracked", 4, 7),
+    ),
+    product_codes={
+        spec.sku: (
+            f"PHOTO-{spec.sku.rsplit('-', 1)[1]}",
+            {f"finish={finish}": f"PHOTO-{spec.sku.rsplit('-', 1)[1]}-{finish.upper()}"
+             for finish in ("gloss", "matte")},
+        )
+        for spec in PRODUCTS if spec.category == Category.PHOTO
+    },
+)  # fmt: skip
+# The site's carrier alias for each of the demo Site Flow lab's shipping methods.
+SITEFLOW_DEMO_CARRIER_ALIASES = {
+    "Budget": "royalmail-48",
+    "Standard": "royalmail-48",
+    "StandardPlus": "royalmail-24",
+    "Express": "dpd-next-day",
+}
 
 EU = "AT BE BG HR CY CZ DK EE FI FR DE GR HU IE IT LV LT LU MT NL PL PT RO SK SI ES SE".split()  # noqa: SIM905
 

@@ -79,6 +79,63 @@ def _demo_unit_cost(
     )
 
 
+def _demo_lab_load(
+    lab_spec: demo.LabSpec,
+    products: dict[str, tuple[demo.ProductSpec, Product]],
+    zones: dict[str, ShippingZone],
+    units_per_gbp: dict[str, Decimal],
+    **fields: Any,
+) -> int:
+    """One demo lab (with ``fields`` of its own) brought to the demo's values: the products of
+    its categories among ``products`` at the demo's costs (with the lab's codes where the demo
+    gives them), its shipping rates exactly; the number of its rates."""
+    lab, _ = Lab.objects.update_or_create(
+        code=lab_spec.code,
+        defaults={
+            **_copied(lab_spec, "name", "country_code", "currency", "capabilities"),
+            "is_active": True,
+            **fields,
+        },
+    )
+    made = []
+    for spec, product in products.values():
+        if spec.category not in lab_spec.categories:
+            continue
+        unit_cost, page_cost = _demo_unit_cost(spec, lab_spec, units_per_gbp[lab.currency])
+        codes = lab_spec.product_codes.get(spec.sku)
+        LabProduct.objects.update_or_create(
+            lab=lab,
+            product=product,
+            defaults={
+                "unit_cost": unit_cost,
+                "extra_page_cost": page_cost,
+                "in_stock": spec.sku not in lab_spec.out_of_stock,
+                **({"lab_sku": codes[0], "variant_codes": dict(codes[1])} if codes else {}),
+            },
+        )
+        made.append(product.pk)
+    lab.products.filter(product__sku__in=products).exclude(product__in=made).delete()
+    kept = []
+    for destination, method, price, carrier, service, low, high in lab_spec.rates:
+        zone = zones.get(destination)
+        shipping_rate, _ = ShippingRate.objects.update_or_create(
+            lab=lab,
+            method=method,
+            country_code="" if zone else destination,
+            zone=zone,
+            defaults={
+                "price": Decimal(price),
+                "carrier_name": carrier,
+                "carrier_service": service,
+                "min_days": low,
+                "max_days": high,
+            },
+        )
+        kept.append(shipping_rate.pk)
+    lab.shipping_rates.exclude(pk__in=kept).delete()
+    return len(kept)
+
+
 @transaction.atomic
 def demo_catalogue_load() -> dict[str, int]:
     """Create or update the demo catalogue (``labs.demo_catalogue``); safe to re-run.
@@ -107,49 +164,9 @@ def demo_catalogue_load() -> dict[str, int]:
 
     rate_count = 0
     for lab_spec in demo.LABS:
-        lab, _ = Lab.objects.update_or_create(
-            code=lab_spec.code,
-            defaults={
-                **_copied(lab_spec, "name", "country_code", "currency", "capabilities"),
-                "connector": "simulator",
-                "is_active": True,
-            },
+        rate_count += _demo_lab_load(
+            lab_spec, products, zones, units_per_gbp, connector=Connector.SIMULATOR
         )
-        made = []
-        for spec, product in products.values():
-            if spec.category not in lab_spec.categories:
-                continue
-            unit_cost, page_cost = _demo_unit_cost(spec, lab_spec, units_per_gbp[lab.currency])
-            LabProduct.objects.update_or_create(
-                lab=lab,
-                product=product,
-                defaults={
-                    "unit_cost": unit_cost,
-                    "extra_page_cost": page_cost,
-                    "in_stock": spec.sku not in lab_spec.out_of_stock,
-                },
-            )
-            made.append(product.pk)
-        lab.products.filter(product__sku__in=products).exclude(product__in=made).delete()
-        kept = []
-        for destination, method, price, carrier, service, low, high in lab_spec.rates:
-            zone = zones.get(destination)
-            shipping_rate, _ = ShippingRate.objects.update_or_create(
-                lab=lab,
-                method=method,
-                country_code="" if zone else destination,
-                zone=zone,
-                defaults={
-                    "price": Decimal(price),
-                    "carrier_name": carrier,
-                    "carrier_service": service,
-                    "min_days": low,
-                    "max_days": high,
-                },
-            )
-            kept.append(shipping_rate.pk)
-        lab.shipping_rates.exclude(pk__in=kept).delete()
-        rate_count += len(kept)
     return {
         "products": len(products),
         "labs": len(demo.LABS),
@@ -157,6 +174,45 @@ def demo_catalogue_load() -> dict[str, int]:
         "exchange_rates": len(demo.EXCHANGE_RATES),
         "tax_rules": len(demo.TAX_RULES),
     }
+
+
+@transaction.atomic
+def siteflow_demo_lab_configure(*, base_url: str, token: str, secret: str, destination: str) -> Lab:
+    """The demo Site Flow lab (``demo.SITEFLOW_DEMO_LAB``, ``sf1``) made or brought back to
+    the demo's values and pointed at a Site Flow site (``make run``'s stand-in): active,
+    connector ``siteflow`` with these settings and the demo's carrier aliases, the demo's photo
+    prints with the lab's product and variant codes, its shipping rates. The demo catalogue
+    must be loaded (``demo_catalogue_load``)."""
+    spec = demo.SITEFLOW_DEMO_LAB
+    zones = {zone.code: zone for zone in ShippingZone.objects.filter(code__in=demo.ZONES)}
+    units_per_gbp = {ExchangeRate.BASE_CURRENCY: Decimal(1), **demo.EXCHANGE_RATES}
+    products = {
+        product.sku: (next(s for s in demo.PRODUCTS if s.sku == product.sku), product)
+        for product in Product.objects.filter(sku__in=spec.product_codes)
+    }
+    _demo_lab_load(
+        spec,
+        products,
+        zones,
+        units_per_gbp,
+        connector=Connector.SITEFLOW,
+        siteflow_base_url=base_url,
+        siteflow_token=token,
+        siteflow_secret=secret,
+        siteflow_destination=destination,
+        siteflow_carrier_aliases=dict(demo.SITEFLOW_DEMO_CARRIER_ALIASES),
+    )
+    lab = Lab.objects.get(code=spec.code)
+    lab.full_clean()
+    return lab
+
+
+def siteflow_demo_lab_deactivate() -> bool:
+    """The demo Site Flow lab made inactive (no new work is allocated to it) where it is
+    active; whether it was."""
+    return bool(
+        Lab.objects.filter(code=demo.SITEFLOW_DEMO_LAB.code, is_active=True).update(is_active=False)
+    )
 
 
 def lab_save(*, lab: Lab) -> Lab:

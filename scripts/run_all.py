@@ -13,6 +13,11 @@ others keep serving, each at most ``RESTARTS_PER_MINUTE`` times in a minute; one
 often than that, or web exiting, stops them all (this exits with its code). Each start and exit
 is one line with the process's pid. Ctrl-C (or SIGTERM) stops them all. Once the web server
 answers, one line says where it serves and where the quickstart's values are.
+
+With ``SITEFLOW_STANDIN`` on (``SITEFLOW_STANDIN=1 make run``) it also runs the Site Flow
+stand-in (``labs/siteflow_standin.py``, a development tool) on ``SITEFLOW_STANDIN_PORT`` (by
+default the port after ``PORT``), keeping its orders under ``$VAR_DIR/siteflow-standin``, where
+``setup_demo`` pointed the demo Site Flow lab ``sf1``; it is restarted as the workers are.
 """
 
 import contextlib
@@ -28,6 +33,8 @@ PYTHON_BIN = os.path.dirname(sys.executable)
 RESTARTS_PER_MINUTE = 5
 # Web is not restarted: its exit (a port taken, a broken setting) is for the person to see.
 NOT_RESTARTED = ("web",)
+# What turns a boolean setting on (as django-environ reads it in config/settings/local.py).
+TRUE_WORDS = ("true", "on", "ok", "y", "yes", "1")
 
 
 def _command(name: str) -> list[str]:
@@ -88,11 +95,21 @@ def main() -> int:
         )
         labs = os.environ.get("LABS_CONCURRENCY", "4")
         processes["labs"] = _worker("labs", "labs", "--pool", "threads", "--concurrency", labs)
+    var_dir = os.environ.get("VAR_DIR", "var")
+    if os.environ.get("SITEFLOW_STANDIN", "").strip().lower() in TRUE_WORDS:
+        standin_port = os.environ.get("SITEFLOW_STANDIN_PORT") or str(int(port) + 1)
+        processes = {
+            "siteflow-standin": [
+                sys.executable, "-m", "labs.siteflow_standin", "--port", standin_port,
+                "--folder", os.path.join(var_dir, "siteflow-standin"),
+            ],
+            **processes,
+        }  # fmt: skip
     names = ", ".join(processes)
     print(f"Starting {names} on http://127.0.0.1:{port}; Ctrl-C stops all.", flush=True)
     running = {name: _started(name, command) for name, command in processes.items()}
     exits: dict[str, deque[float]] = {name: deque() for name in processes}
-    demo_file = os.path.join(os.environ.get("VAR_DIR", "var"), "demo.env")
+    demo_file = os.path.join(var_dir, "demo.env")
     ready = False
 
     stopping = False

@@ -26,3 +26,12 @@ if not env.str("EMAIL_URL", default=""):
 
 # Live orders may be made by the lab simulator here (development only; see base.py).
 SIMULATOR_PRODUCES_LIVE = env.bool("SIMULATOR_PRODUCES_LIVE", default=True)
+
+# `SITEFLOW_STANDIN=1 make run` also runs a Site Flow compatible stand-in on
+# SITEFLOW_STANDIN_PORT (labs/siteflow_standin.py, started by scripts/run_all.py) and
+# `setup_demo` points the demo Site Flow lab sf1 at it; without it sf1 is made inactive.
+SITEFLOW_STANDIN = env.bool("SITEFLOW_STANDIN", default=False)
+SITEFLOW_STANDIN_PORT = env.int("SITEFLOW_STANDIN_PORT", default=PORT + 1)
+# Site Flow lab orders are checked on soon after submission, and at least every 30 s.
+SITEFLOW_POLL_BASE_SECONDS = env.float("SITEFLOW_POLL_BASE_SECONDS", default=5.0)
+SITEFLOW_POLL_MAX_SECONDS = env.float("SITEFLOW_POLL_MAX_SECONDS", default=30.0)

@@ -125,6 +125,9 @@ def test_make_run_prints_the_demo_keys_and_photo_and_serves_the_photo(stack: Loc
     assert demo["DEMO_IMAGE_URL"] == f"{stack.url}/demo/photo.jpg"
     for name in ("API", "SANDBOX_API_KEY", "LIVE_API_KEY", "DEMO_IMAGE_URL"):
         assert f"\n{name}={demo[name]}\n" in stack.log()
+    # The Site Flow stand-in runs only when asked (tests/config/test_make_run_siteflow.py).
+    assert "siteflow-standin" not in stack.log()
+    assert "SITEFLOW_STANDIN_URL" not in demo
 
     photo = requests.get(demo["DEMO_IMAGE_URL"], timeout=30)
     assert photo.status_code == 200

@@ -101,11 +101,11 @@ class LocalStack:
 
 
 @contextlib.contextmanager
-def make_run(checkout: Path, *, seconds: float = 300) -> Iterator[LocalStack]:
-    """``PORT=<a free port> make run`` in ``checkout`` until the block ends (then SIGTERM to
-    its process group, as Ctrl-C would send SIGINT)."""
+def make_run(checkout: Path, *, seconds: float = 300, **more: str) -> Iterator[LocalStack]:
+    """``PORT=<a free port> make run`` in ``checkout``, with ``more`` in its environment, until
+    the block ends (then SIGTERM to its process group, as Ctrl-C would send SIGINT)."""
     port = free_port()
-    environment = shared_environment(checkout, PORT=str(port))
+    environment = shared_environment(checkout, PORT=str(port), **more)
     with _serving(["make", "run"], checkout, environment, port, seconds) as stack:
         yield stack
 

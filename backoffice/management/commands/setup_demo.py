@@ -6,6 +6,12 @@ holds only their digests. Each run also writes there the base URL it serves on, 
 photo's URL and the Sandbox signing secret (read from the database, so a rotation shows), so
 ``. var/demo.env`` in another shell sets everything the README's quickstart uses: the keys, the
 secret that verifies the demo's callbacks and the dashboard sign-in.
+
+With ``SITEFLOW_STANDIN`` on (local settings) it points the demo Site Flow lab ``sf1`` at the
+Site Flow stand-in ``make run`` then starts (``labs/siteflow_standin.py``, on
+``SITEFLOW_STANDIN_PORT``, with the credentials kept in ``var/siteflow-standin``) and adds
+``SITEFLOW_STANDIN_URL`` to ``var/demo.env``; otherwise it makes ``sf1`` inactive where a
+former run made it, so no work goes to a stand-in that is not running.
 """
 
 import os
@@ -19,6 +25,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand
 
+from labs.services import siteflow_demo_lab_configure, siteflow_demo_lab_deactivate
+from labs.siteflow_standin import standin_credentials
 from merchants.models import Environment, EnvironmentKind, Merchant
 from merchants.services import merchant_create
 
@@ -48,6 +56,25 @@ def dashboard_sign_in(merchant: Merchant, kept_password: str | None) -> str:
         merchant.user = user
         merchant.save(update_fields=["user"])
     return password
+
+
+def siteflow_standin_lab() -> str:
+    """The demo Site Flow lab at the stand-in when ``make run`` runs one (its base URL), else
+    made inactive where it exists ("")."""
+    # Local settings only (config/settings/local.py): a deployment never runs the stand-in.
+    if not getattr(settings, "SITEFLOW_STANDIN", False):
+        siteflow_demo_lab_deactivate()
+        return ""
+    credentials = standin_credentials(settings.VAR_DIR / "siteflow-standin")
+    port = int(getattr(settings, "SITEFLOW_STANDIN_PORT", 8001))
+    base_url = f"http://127.0.0.1:{port}/api"
+    siteflow_demo_lab_configure(
+        base_url=base_url,
+        token=credentials.token,
+        secret=credentials.secret,
+        destination=credentials.destination,
+    )
+    return base_url
 
 
 def _assignments(path: Path) -> dict[str, str]:
@@ -85,6 +112,9 @@ class Command(BaseCommand):
         values["DASHBOARD_URL"] = f"{settings.SANDBOX_BASE_URL}/dashboard/login"
         values["DASHBOARD_EMAIL"] = DEMO_EMAIL
         values["DASHBOARD_PASSWORD"] = dashboard_sign_in(merchant, keys.get("DASHBOARD_PASSWORD"))
+        standin_url = siteflow_standin_lab()
+        if standin_url:
+            values["SITEFLOW_STANDIN_URL"] = standin_url
         demo_file.write_text(
             "# make run's demo merchant and the URLs it serves: `. var/demo.env` in a shell.\n"
             + "".join(f"export {name}={value}\n" for name, value in values.items())
@@ -101,3 +131,8 @@ class Command(BaseCommand):
             )
         for name, value in values.items():
             self.stdout.write(f"{name}={value}")
+        if standin_url:
+            self.stdout.write(
+                f"Site Flow demo lab sf1 sends its Live orders to the stand-in at {standin_url} "
+                '(the README\'s "Site Flow on a laptop").'
+            )
