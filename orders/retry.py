@@ -14,7 +14,8 @@ A lab order its lab cancelled or failed on its side is not retried here: staff r
 (the bulk resubmission tool), which follows the order again.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
@@ -109,17 +110,8 @@ def order_failed_step_retry(
     Raises ``RetryRefused`` when the order has no failed step to run again or a URL is given
     for an asset that did not fail."""
     urls = dict(asset_urls or {})
-    try:
+    with _refusal_audited(user=user, operation=AUDIT_OPERATION, order=order):
         failed = _retry(order_id=order.id, asset_urls=urls)
-    except RetryRefused as refused:
-        audit_entry_record(
-            user=user,
-            operation=AUDIT_OPERATION,
-            success=False,
-            target=order.public_id,
-            message=str(refused),
-        )
-        raise
     corrected = ", ".join(f"{a.public_id} → {urls[a.id]}" for a in failed.assets if a.id in urls)
     audit_entry_record(
         user=user,
@@ -130,6 +122,19 @@ def order_failed_step_retry(
         + (f"; corrected URLs: {corrected}" if corrected else ""),
     )
     return failed
+
+
+@contextmanager
+def _refusal_audited(*, user: User | None, operation: str, order: Order) -> Iterator[None]:
+    """A ``RetryRefused`` raised in the block is written to the audit log, then raised on."""
+    try:
+        yield
+    except RetryRefused as refused:
+        audit_entry_record(
+            user=user, operation=operation, success=False, target=order.public_id,
+            message=str(refused),
+        )  # fmt: skip
+        raise
 
 
 @transaction.atomic
@@ -212,17 +217,8 @@ def order_asset_urls_correct(
     Audited either way; ``RetryRefused`` when the order has no such asset, no URL is given or
     a URL is given for another asset. Returns the assets corrected."""
     urls = dict(asset_urls)
-    try:
+    with _refusal_audited(user=user, operation=CORRECT_AUDIT_OPERATION, order=order):
         corrected = _correct(order_id=order.id, asset_urls=urls)
-    except RetryRefused as refused:
-        audit_entry_record(
-            user=user,
-            operation=CORRECT_AUDIT_OPERATION,
-            success=False,
-            target=order.public_id,
-            message=str(refused),
-        )
-        raise
     audit_entry_record(
         user=user,
         operation=CORRECT_AUDIT_OPERATION,

@@ -635,20 +635,31 @@ def shipment_lab_answer_reconcile(*, shipment_id: int) -> str:
     if made is None or (not made and timezone.now() < settled):
         return "unknown"
     with transaction.atomic():
-        order = Order.objects.select_for_update().get(id=shipment.order_id)
-        locked = Shipment.objects.select_related("order__environment").get(id=shipment.id)
-        if locked.lab_operation_since != token:
+        ended = _pending_intent_end(shipment, token=token)
+        if ended is None:
             return "none"  # settled meanwhile
-        shipment_lab_call_end(shipment=locked, token=token)
-        OrderIssue.objects.filter(
-            order=order, object_id=locked.public_id, error_code=LAB_ANSWER_PENDING
-        ).delete()
+        order, locked = ended
         if made and locked.status == ShipmentStatus.PROCESSING:
             stage_changed = _late_record(order, locked, operation, change)
             shipment_changed(order=order, shipment=locked)
             if stage_changed:
                 order_stage_changed(order=order)
     return "made" if made else "not made"
+
+
+def _pending_intent_end(shipment: Shipment, *, token: datetime) -> tuple[Order, Shipment] | None:
+    """In the caller's transaction, under the order's row lock: the shipment's intent
+    ``token`` ends and the order's ``LabAnswerPending`` issue for it goes; the locked order and
+    shipment, or None when the intent was settled meanwhile (nothing changed)."""
+    order = Order.objects.select_for_update().get(id=shipment.order_id)
+    locked = Shipment.objects.select_related("order__environment").get(id=shipment.id)
+    if locked.lab_operation_since != token:
+        return None
+    shipment_lab_call_end(shipment=locked, token=token)
+    OrderIssue.objects.filter(
+        order=order, object_id=locked.public_id, error_code=LAB_ANSWER_PENDING
+    ).delete()
+    return order, locked
 
 
 def _lab_answer_give_up(
@@ -659,14 +670,10 @@ def _lab_answer_give_up(
     issue is replaced by a ``LabAnswerUnknown`` one, which staff see (the admin's "needs
     attention"); nothing is recorded as made."""
     with transaction.atomic():
-        order = Order.objects.select_for_update().get(id=shipment.order_id)
-        locked = Shipment.objects.select_related("order__environment").get(id=shipment.id)
-        if locked.lab_operation_since != token:
+        ended = _pending_intent_end(shipment, token=token)
+        if ended is None:
             return "none"  # settled meanwhile
-        shipment_lab_call_end(shipment=locked, token=token)
-        OrderIssue.objects.filter(
-            order=order, object_id=locked.public_id, error_code=LAB_ANSWER_PENDING
-        ).delete()
+        order, locked = ended
         by = "the merchant" if change.get("by") == "merchant" else "staff"
         OrderIssue.objects.update_or_create(
             order=order,
