@@ -848,19 +848,28 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         return TemplateResponse(
             request,
             "admin/orders/order/shipment_operation.html",
-            {
-                **self.admin_site.each_context(request),
-                **FULL_WIDTH,
-                "opts": self.model._meta,
-                "title": f"{described.title}: {shipment.public_id}",
-                "order": shipment.order,
-                "shipment": shipment,
-                "recipient": shipment_recipient(shipment),
-                "operation": operation,
-                "described": described,
-                "form": form,
-            },
+            self.page_context(
+                request,
+                f"{described.title}: {shipment.public_id}",
+                order=shipment.order,
+                shipment=shipment,
+                recipient=shipment_recipient(shipment),
+                operation=operation,
+                described=described,
+                form=form,
+            ),
         )
+
+    def page_context(self, request: HttpRequest, title: str, **more: Any) -> dict[str, Any]:
+        """What every page of an order's work shows (a shipment operation, an order action,
+        a retry): the admin's own context, the full width of the orders' pages, the title."""
+        return {
+            **self.admin_site.each_context(request),
+            **FULL_WIDTH,
+            "opts": self.model._meta,
+            "title": title,
+            **more,
+        }
 
     def order_action_view(self, request: HttpRequest, order_id: int, action: str) -> HttpResponse:
         """An order action: its confirmation page (GET: what it will do, after asking the labs
@@ -898,22 +907,20 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
         return TemplateResponse(
             request,
             "admin/orders/order/order_action.html",
-            {
-                **self.admin_site.each_context(request),
-                **FULL_WIDTH,
-                "opts": self.model._meta,
-                "title": f"{described.title}: {order.public_id}",
-                "order": order,
-                "stage_words": STAGE_NAMES.get(order.stage, order.stage),
-                "state": pipeline_state(order),
-                "recipient": order_recipient(order),
-                "shipments": list(order.shipments.order_by("id")),
-                "described": described,
-                "explanation": order_action_explanation(order, action) if offered else "",
-                "refused": "" if offered else order_action_refusal(order, action),
-                "form": form,
-                "change_url": change_url,
-            },
+            self.page_context(
+                request,
+                f"{described.title}: {order.public_id}",
+                order=order,
+                stage_words=STAGE_NAMES.get(order.stage, order.stage),
+                state=pipeline_state(order),
+                recipient=order_recipient(order),
+                shipments=list(order.shipments.order_by("id")),
+                described=described,
+                explanation=order_action_explanation(order, action) if offered else "",
+                refused="" if offered else order_action_refusal(order, action),
+                form=form,
+                change_url=change_url,
+            ),
         )
 
     def retry_view(self, request: HttpRequest, order_id: int) -> HttpResponse:
@@ -923,14 +930,12 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             raise PermissionDenied("Your role does not allow acting on an order's work.")
         order = get_object_or_404(Order, id=order_id)
         change_url = reverse("admin:orders_order_change", args=[order.id])
-        context: dict[str, Any] = {
-            **self.admin_site.each_context(request),
-            **FULL_WIDTH,
-            "opts": self.model._meta,
-            "title": f"Run the failed step of {order.public_id} again",
-            "order": order,
-            "change_url": change_url,
-        }
+        context = self.page_context(
+            request,
+            f"Run the failed step of {order.public_id} again",
+            order=order,
+            change_url=change_url,
+        )
         try:
             failed = order_failed_step(order=order)
         except RetryRefused as refused:
@@ -958,14 +963,12 @@ class OrderAdmin(PublicIdColumn, NoAddOrDelete, admin.ModelAdmin):
             raise PermissionDenied("Your role does not allow acting on an order's work.")
         order = get_object_or_404(Order, id=order_id)
         change_url = reverse("admin:orders_order_change", args=[order.id])
-        context: dict[str, Any] = {
-            **self.admin_site.each_context(request),
-            **FULL_WIDTH,
-            "opts": self.model._meta,
-            "title": f"Retry {order.public_id} with a corrected image URL",
-            "order": order,
-            "change_url": change_url,
-        }
+        context = self.page_context(
+            request,
+            f"Retry {order.public_id} with a corrected image URL",
+            order=order,
+            change_url=change_url,
+        )
         try:
             assets = order_assets_correctable(order=order)
         except RetryRefused as refused:
