@@ -1,5 +1,6 @@
 # `make run`: install, migrate, load the demo catalogue, create the demo merchant, serve.
 # `make test`: install and run the whole suite (ruff, mypy, import-linter, pytest).
+# `make quick`: the tests that need no worker or server, on two processes.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
@@ -21,8 +22,10 @@ HAVE_NGINX := (command -v nginx || test -x /usr/sbin/nginx) >/dev/null 2>&1 && c
 # The connection pooler the API and pipeline tests also run behind (transaction mode).
 APT_PGBOUNCER := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends pgbouncer
 HAVE_PGBOUNCER := (command -v pgbouncer || test -x /usr/sbin/pgbouncer) >/dev/null 2>&1
+# The API bench's load generator (bench/bench_api.py runs this target when wrk is missing).
+APT_WRK := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends wrk
 
-.PHONY: install browser nginx pgbouncer run test lint typecheck imports audit lock bench clean
+.PHONY: install browser nginx pgbouncer bench-tools run test quick lint typecheck imports audit lock clean
 
 # Each step says what it does; pip shows its own progress (a line a package, its download bars).
 $(PY):
@@ -51,6 +54,9 @@ nginx:
 
 pgbouncer:
 	@$(HAVE_PGBOUNCER) || $(APT_PGBOUNCER) || ($(SUDO) apt-get update && $(APT_PGBOUNCER))
+
+bench-tools:
+	@command -v wrk >/dev/null 2>&1 || $(APT_WRK) || ($(SUDO) apt-get update && $(APT_WRK))
 
 # The locks: dev.lock (everything `make install` puts in .venv) and production.lock (the
 # service and the deploy/ runner only, at the same versions), with every file's hash.
@@ -98,39 +104,38 @@ typecheck: install
 imports: install
 	$(VENV)/bin/lint-imports
 
-# Then the API and the pipeline tests once more, in one run through PgBouncer in transaction
-# mode started on a free port in front of the same server, with DATABASE_PREPARED_STATEMENTS=0;
-# the workers and web processes these tests start reach the database through it too. All the
-# pipeline's tests but the 200-order one (test_pipeline_scale.py) and the noisy neighbours'
-# (test_pipeline_noisy_neighbours.py), which pass through it as well but would add two minutes
-# or more to every run.
-POOLED_TESTS := tests/api $(addprefix tests/orders/,test_api_create.py test_api_read.py \
-	test_api_actions.py test_api_shipments.py test_pipeline.py test_pipeline_admin.py \
-	test_pipeline_connections.py test_pipeline_embedded.py test_pipeline_faults.py \
-	test_pipeline_isolation.py test_pipeline_lanes.py test_pipeline_locks.py \
-	test_pipeline_queues.py)
-# Each pass in two runs: the quick tests on two processes (pytest-xdist, a test file each at a
+# The suite in two runs: the quick tests on two processes (pytest-xdist, a test file each at a
 # time; each process has its own test database and the Redis database after REDIS_URL's, see
 # config/settings/test.py), then the tests marked slow (real workers and servers, some timing
 # what they do) one at a time, with nothing else of the suite running beside them, and those
 # marked serial (tests pytest-xdist cannot tell apart, see tests/conftest.py). The slow tests
 # also marked side_by_side only wait on their workers and servers (they time nothing and kill
-# no worker): the first pass runs them with its quick tests. Behind PgBouncer they stay with
-# the other slow ones: there a worker's connections are counted by their name alone, not in
-# their process's test database (tests/support/worker.py), so two processes' would mix.
+# no worker): the first run has them with its quick tests.
 QUICK := -n 2 --dist loadfile -m "(not slow or side_by_side) and not serial"
 ALONE := -m "(slow and not side_by_side) or serial"
-POOLED_QUICK := -n 2 --dist loadfile -m "not slow and not serial"
-POOLED_ALONE := -m "slow or serial"
+# Then the tests of pooling once more, in one run through PgBouncer in transaction mode started
+# on a free port in front of the same server, with DATABASE_PREPARED_STATEMENTS=0: the
+# connection is pooled so (test_pooler.py, which runs only there), and the workers these tests
+# start reach the database through it, keep their connections and carry on when they are cut
+# (test_pipeline_connections.py). Nothing else of the service behaves otherwise behind it
+# (docs/deployment.md, "Behind a connection pooler"), so the rest is not run twice. One process:
+# there a worker's connections are counted by their name alone (tests/support/worker.py).
+POOLED_TESTS := tests/api/test_pooler.py tests/orders/test_pipeline_connections.py
+TEST_ENV = DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)}
+# Each run's processes (pytest's, and the workers and servers its tests start) read the same
+# modules: compiled once, into __pycache__, even where the environment says not to write them
+# (pytest then rewrote the asserts of every test module again in every process, 15 s each).
+test quick: export PYTHONDONTWRITEBYTECODE :=
 test: install browser nginx pgbouncer lint typecheck imports
-	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(VENV)/bin/pytest -q $(QUICK)
-	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(VENV)/bin/pytest -q $(ALONE)
-	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_QUICK) $(POOLED_TESTS)
-	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
-		$(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_ALONE) $(POOLED_TESTS)
+	$(TEST_ENV) $(VENV)/bin/pytest -q $(QUICK)
+	$(TEST_ENV) $(VENV)/bin/pytest -q $(ALONE)
+	$(TEST_ENV) $(PY) -m tests.support.pgbouncer $(VENV)/bin/pytest -q $(POOLED_TESTS)
+
+# The tests that start no worker or server (not marked slow), for a developer's quick check:
+# `make test`'s first run without its side_by_side tests, then the serial ones.
+quick: install browser
+	$(TEST_ENV) $(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not slow and not serial"
+	$(TEST_ENV) $(VENV)/bin/pytest -q -m "serial and not slow"
 
 clean:
 	rm -rf var .mypy_cache .ruff_cache

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 
 from api.rate_limits import FailOpenRateThrottle
 from merchants.models import ApiKey, Environment, Merchant
-from merchants.selectors import api_key_authenticate, api_key_kept_environment
+from merchants.selectors import api_key_authenticate
 from staff.models import StaffApiKey
 from staff.selectors import is_staff_user, staff_api_key_authenticate
 
@@ -133,16 +133,6 @@ class StaffSessionAuthenticationScheme(OpenApiAuthenticationExtension):
             "name": "sessionid",
             "description": "A staff user signed in to the admin (/admin/).",
         }
-
-
-def kept_key_environment_id(request: HttpRequest | Request) -> int | None:
-    """The environment id of the request's ``X-API-Key`` when it is a merchant key this
-    process keeps as active, else None: a read made ahead of authentication is made for such
-    a request only, and only of rows of that environment, so that a request without a valid
-    key, or with another merchant's, learns nothing from it (not even from how long it
-    takes)."""
-    key = header_key(request)
-    return api_key_kept_environment(key=key) if key else None
 
 
 def client_environment(request: HttpRequest | Request) -> Environment:

@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers
@@ -32,16 +32,7 @@ class ApiView(APIView):
             request.method in self.body_required or declares_body(request.META)
         ) and not JsonBodyParser.accepts(content_type):
             raise exceptions.UnsupportedMediaType(content_type or "(none)")
-        self.read_ahead(request, *args, **kwargs)
         super().initial(request, *args, **kwargs)
-
-    def read_ahead(self, request: HttpRequest | Request, *args: Any, **kwargs: Any) -> None:
-        """Called before the request's key is checked: what a view reads then (for a request
-        that carries a key this process keeps, of that key's environment's rows only:
-        ``api.authentication.kept_key_environment_id``) goes in the statement that reads the
-        request's versions (``common.versions.versions_read_with``), which checking the key
-        would otherwise run alone. A request its throttles then refuse has paid for the read
-        too. Nothing by default."""
 
 
 def declares_body(meta: Mapping[str, Any]) -> bool:
@@ -58,104 +49,8 @@ class ApiViewSet(ViewSetMixin, ApiView):
     # ``body_required``) set that route's view attributes, ``route_options`` those of the
     # list and detail routes. Operations are described by ApiView's docstring, as they were
     # when every endpoint was an ApiView.
-    #
-    # ``lean_get``: the name of an action whose GET without a body is answered the lean way
-    # (``lean_dispatch``): its ``lean_<action>`` method gives the body's data.
     __doc__ = ApiView.__doc__
     route_options: dict[str, dict[str, Any]] = {}
-    lean_get: str | None = None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.lean_get is None:
-            return
-        # The lean way runs these on Django's own request and skips finalize_response: only
-        # classes known to read nothing more than it has (headers, META, user) may take it.
-        used = [*cls.authentication_classes, *cls.permission_classes, *cls.throttle_classes]
-        names = [f"{getattr(c, '__module__', '')}.{getattr(c, '__qualname__', c)}" for c in used]
-        unknown = [name for name in names if name not in LEAN_CLASSES]
-        if unknown or cls.finalize_response is not APIView.finalize_response:
-            raise TypeError(
-                f"{cls.__qualname__}.lean_get: the lean way takes only {sorted(LEAN_CLASSES)} "
-                f"and the framework's finalize_response; not {unknown or 'its own'}."
-            )
-
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if (
-            self.lean_get is None
-            or request.method != "GET"
-            or self.action_map.get("get") != self.lean_get
-            or declares_body(request.META)
-        ):
-            return super().dispatch(request, *args, **kwargs)
-        return self.lean_dispatch(request, *args, **kwargs)
-
-    def lean_dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        """The framework's way through a request, on Django's own request: the read ahead,
-        authentication, permissions, throttles and the action, in that order, as ``initial``
-        takes them, without the framework's request and response objects, its negotiation and
-        its rendering chain (a tenth of a GET of an order's CPU). The body is rendered by the
-        API's renderer with the headers the framework adds. An exception is answered as the
-        framework answers it (``handle_exception``: the error envelope), through a framework
-        request made then, which is given what authentication found rather than asked again.
-
-        For this project's authentication, permission and throttle classes (``LEAN_CLASSES``,
-        checked when the viewset is defined): they read only what Django's request has too
-        (headers, ``META``, ``user``). ``self.request`` is Django's request here, unless an
-        exception made the framework's."""
-        action = self.lean_get
-        assert action is not None  # (dispatch's condition)
-        self.args, self.kwargs, self.action = args, kwargs, action
-        self.headers = self.default_response_headers
-        user: Any = None
-        auth: Any = None
-        try:
-            self.read_ahead(request, *args, **kwargs)
-            authenticators = self.get_authenticators()
-            authenticated = False
-            for authenticator in authenticators:
-                found = authenticator.authenticate(request)  # type: ignore[arg-type]
-                if found is not None:
-                    (user, auth), authenticated = found, True
-                    break
-            # as the framework sets them on Django's request
-            request.user, request.auth = user, auth  # type: ignore[attr-defined]
-            for permission in self.get_permissions():
-                if not permission.has_permission(request, self):  # type: ignore[arg-type]
-                    if authenticators and not authenticated:
-                        raise exceptions.NotAuthenticated()
-                    raise exceptions.PermissionDenied(
-                        getattr(permission, "message", None), getattr(permission, "code", None)
-                    )
-            self.check_throttles(request)  # type: ignore[arg-type]
-            data = getattr(self, f"lean_{action}")(request, *args, **kwargs)
-        except Exception as exc:
-            framework_request = self.initialize_request(request, *args, **kwargs)
-            framework_request.user, framework_request.auth = user, auth
-            self.request = framework_request
-            self.format_kwarg = self.get_format_suffix(**kwargs)
-            renderer, media_type = self.perform_content_negotiation(framework_request)
-            framework_request.accepted_renderer = renderer
-            framework_request.accepted_media_type = media_type
-            response = self.handle_exception(exc)
-            return self.finalize_response(framework_request, response, *args, **kwargs)
-        renderer = self.get_renderers()[0]  # the framework's choice too (AlwaysJson)
-        answer = HttpResponse(
-            renderer.render(data), content_type=f"{renderer.media_type}; charset={renderer.charset}"
-        )
-        for name, value in self.headers.items():
-            answer[name] = value
-        return answer
-
-
-# The classes the lean way may run (ApiViewSet.__init_subclass__).
-LEAN_CLASSES = frozenset(
-    {
-        "api.authentication.ApiKeyAuthentication",
-        "api.permissions.HasApiKey",
-        "api.throttling.ApiKeyRateThrottle",
-    }
-)
 
 
 def validated_input(serializer_class: type[serializers.Serializer], request: Request) -> Any:

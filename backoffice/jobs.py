@@ -372,4 +372,10 @@ def jobs_due() -> QuerySet[BulkJob]:
 
 def bulk_jobs_sweep() -> list[int]:
     """The ids of unfinished jobs no worker holds (a killed worker's, a lost message's)."""
-    return sweep_batch_mark(jobs_due(), due_field="due_at", batch=50)
+    return sweep_batch_mark(
+        jobs_due(),
+        swept_field="swept_at",
+        due_field="due_at",
+        claim_field="claimed_until",
+        batch=50,
+    )

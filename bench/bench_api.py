@@ -1,335 +1,452 @@
-"""The API's hot paths against a minimal Django project, on the same gunicorn and database, in
-one run.
+"""The API's hot paths against a minimal Django project on the same gunicorn and database,
+driven by wrk and judged by the server's CPU a request; with ``--before REF``, the code at
+another git ref measured in the same sitting, its rounds interleaved with this tree's.
 
-The floor is ``bench/minimal_site.py`` (a copy of the shared ``minimal_site.py``; ``--minimal-site``
-serves another): no apps, no middleware, one view that runs ``SELECT 1`` and answers JSON, with
-persistent connections. Both it and the service are served by the same gunicorn command (the
-project's gunicorn.conf.py, ``--workers`` sync workers) against the same database.
+The floor is ``../shared/bench/minimal_site.py`` beside the repository (``bench/minimal_site.py``
+is its copy, used where ``../shared`` is missing): no apps, no middleware, one view that runs
+``SELECT 1`` and answers JSON, with persistent connections. It and the service are served by
+the same gunicorn command (the project's gunicorn.conf.py, ``--workers`` sync workers) on the
+same database.
 
-Two configurations, one after the other in the same sitting: the embedded default (SQLite in a
-temporary folder, the filesystem broker and file cache) and, given ``--database-url`` (a
-PostgreSQL database whose name starts with ``perf_``, created if missing) and ``--redis-url``,
-PostgreSQL + Redis. For each: a fresh process migrates, loads the demo catalogue, a merchant and
-``--orders`` orders through the service, runs ``VACUUM ANALYZE`` (``ANALYZE`` on SQLite) and
-counts the queries of one request per path; then the floor, ``GET /healthz``,
-``POST /v4.0/orders`` (2 items), ``GET /v4.0/orders/{id}``, ``GET /v4.0/orders?top=100`` and
-``POST /v4.0/quotes`` (2 items, every method) are driven for ``--seconds`` each with
-``--clients`` keep-alive connections and no rate limit in the way, in ``--rounds`` interleaved
-rounds. Prints req/s, p50 and p99, queries per request and each path's ratio to the floor's
-rate (over all rounds, and the lowest and highest round), then the README's table with the
-goals.
+Each path is measured by ``../shared/bench/cpu_per_request.sh`` (its copy in ``bench/``
+likewise), exactly as the API's speed goals are judged: wrk (``-t1 -c8`` unless told, here with
+``--latency``) for ``--seconds`` after a 1 s warm-up, and the CPU of the gunicorn master and its
+workers plus, on PostgreSQL, the database's backends, read from ``/proc`` before and after and
+divided by the requests served. A path's ratio is the floor's CPU a request over the path's in
+the same round; the figures printed are the medians of ``--rounds`` rounds (every path once a
+round, the floor first; with ``--before`` the two trees' runs of a path side by side, in
+alternating order). On a busy machine a cheap path's rate is bounded by the load generator and
+the kernel as much as by the server, so the CPU ratio is the figure to go by; req/s and wrk's
+p50/p99 are printed beside it.
+
+wrk's Lua script (one a path) sends the request: a fresh idempotency key and reference for
+every create, so each is a real create; a random order of the environment's for each get. It
+writes wrk's latency percentiles and error counts, and an answer other than 2xx stops the bench.
+
+Configurations: the embedded default (SQLite in a temporary folder, the filesystem broker and
+file cache) and, given ``--database-url`` (PostgreSQL: a database whose name starts with
+``perf_``, made afresh and dropped at the end) and ``--redis-url``, PostgreSQL + Redis. For each
+tree a fresh process (``bench/api_tree.py``) migrates, loads the catalogue, creates a merchant and
+``--orders`` orders through the public API, vacuums and counts each path's queries of one
+request in-process. Rate limits are raised out of the way (``API_RATE_LIMIT``).
+
+``--before REF``: REF is checked out into a temporary worktree (``git worktree add --detach``,
+removed at the end) and served by the same venv with ``PYTHONPATH`` on that tree, against its
+own fresh database (``<name>_before``; on SQLite its own folder) and the same Redis database
+(the measured paths keep only rate-limit counts there, by key, and task messages no worker
+takes). Only the public API and the management commands every version has are used, so REF
+may be any commit of the service.
+
+wrk comes from Debian: ``make bench-tools`` installs it, and this runs that when wrk is missing.
 
     .venv/bin/python bench/bench_api.py [--database-url postgres://.../perf_api
-        --redis-url redis://127.0.0.1:6379/14] [--only sqlite|postgres] [--seconds 5]
-        [--clients 8] [--workers 2] [--rounds 5] [--paths create get ...]
+        --redis-url redis://127.0.0.1:6379/14] [--before main] [--only sqlite|postgres]
+        [--seconds 5] [--rounds 3] [--clients 8] [--threads 1] [--workers 2]
+        [--paths create get ...]
 """
 
 import argparse
-import copy
 import hashlib
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from string import Template
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import Request, drive, free_port, report, start_gunicorn  # noqa: E402
+from bench.api_tree import (  # noqa: E402
+    CREATE,
+    GET,
+    HEALTHZ,
+    LIST,
+    ORDER,
+    PATHS,
+    QUOTE,
+    QUOTE_PATH,
+)
+from bench.harness import free_port, recreate, scratch_database, start_gunicorn  # noqa: E402
 
 FLOOR = "minimal view"
-
-ITEM = {
-    "sku": "GLOBAL-FAP-10X10",
-    "copies": 1,
-    "assets": [{"printArea": "default", "url": "https://images.example.com/bench.jpg"}],
+GOALS = {HEALTHZ: 0.80, CREATE: 0.15, GET: 0.50, LIST: 0.20, QUOTE_PATH: 0.30}
+URLS = {
+    FLOOR: "/floor",
+    HEALTHZ: "/healthz",
+    CREATE: "/v4.0/orders",
+    GET: "/v4.0/orders",  # the script adds an order's id
+    LIST: "/v4.0/orders?top=100",
+    QUOTE_PATH: "/v4.0/quotes",
 }
-ORDER: dict[str, Any] = {
-    "shippingMethod": "Standard",
-    "recipient": {
-        "name": "Bench Recipient",
-        "address": {
-            "line1": "1 Load Street",
-            "postalOrZipCode": "EC1A 1BB",
-            "countryCode": "GB",
-            "townOrCity": "London",
-        },
-    },
-    "items": [
-        ITEM,
-        {
-            "sku": "GLOBAL-CAN-10X10",
-            "copies": 2,
-            "attributes": {"wrap": "ImageWrap"},
-            "assets": [{"printArea": "default", "url": "https://images.example.com/can.jpg"}],
-        },
-    ],
-}
-QUOTE = {
-    "destinationCountryCode": "GB",
-    "currencyCode": "GBP",
-    "items": [
-        {"sku": "GLOBAL-FAP-16X24", "copies": 2, "assets": [{"printArea": "default"}]},
-        {
-            "sku": "GLOBAL-CFPM-16X20",
-            "copies": 1,
-            "attributes": {"color": "natural"},
-            "assets": [{"printArea": "default"}],
-        },
-    ],
-}
+LUA_HEADERS = Template("""
+wrk.headers["X-API-Key"] = $key
+wrk.headers["Content-Type"] = "application/json"
+""")
+# A create's body is the order's JSON with its own idempotency key and reference put in front:
+# the random part read from /dev/urandom differs between the warm-up, the measured run and each
+# of their threads, so no key is ever sent twice.
+LUA_CREATE = Template("""
+wrk.method = "POST"
+local rest = $rest
+local random = io.open("/dev/urandom", "rb")
+local run = (random:read(8):gsub(".", function(c) return string.format("%02x", c:byte()) end))
+random:close()
+local number = 0
+request = function()
+  number = number + 1
+  local key = "bench-" .. run .. "-" .. number
+  return wrk.format(nil, nil, nil,
+    '{"idempotencyKey":"' .. key .. '","merchantReference":"' .. key .. '",' .. rest)
+end
+""")
+LUA_GET = Template("""
+local ids = {$ids}
+request = function()
+  return wrk.format(nil, $path .. ids[math.random(#ids)])
+end
+""")
+LUA_QUOTE = Template("""
+wrk.method = "POST"
+wrk.body = $body
+""")
+# The Lua end of every script: wrk's own percentiles (microseconds) and error counts, written
+# where BENCH_WRK_OUT says (the warm-up run writes it first, the measured run last).
+LUA_DONE = """
+done = function(summary, latency, requests)
+  local e = summary.errors
+  local out = io.open(os.getenv("BENCH_WRK_OUT"), "w")
+  out:write(string.format("%d %d %d %d %d\\n", summary.requests, e.status,
+    e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
+  out:close()
+end
+"""
 
 
-def ensure_postgres_database(url: str) -> None:
-    import psycopg
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if not name.startswith("perf_"):
-        raise SystemExit("Use a PostgreSQL database whose name starts with perf_.")
-    admin = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def prepare(orders: int) -> tuple[str, list[str]]:
-    """Schema, catalogue, a merchant and its orders; returns (key, order ids)."""
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from common.db import tables_tidied
-    from merchants.selectors import api_key_authenticate
-    from merchants.services import merchant_create
-    from orders.creation import order_create
-    from orders.inputs import OrderCreateInput
-
-    call_command("migrate", verbosity=0)
-    call_command("load_catalogue", verbosity=0)
-    created = merchant_create(name="Bench API")
-
-    api_key = api_key_authenticate(key=created.sandbox_api_key)
-    assert api_key is not None
-    ids = []
-    for number in range(orders):
-        body = copy.deepcopy(ORDER)
-        body["merchantReference"] = f"bench-{number}"
-        serializer = OrderCreateInput(data=body)
-        serializer.is_valid(raise_exception=True)
-        result = order_create(environment=api_key.environment, data=serializer.validated_data)
-        ids.append(result.order.public_id)
-    # The steady state a deployment's autovacuum keeps: the one-row version tables that every
-    # request reads take an update per catalogue row loaded, and this machine's PostgreSQL runs
-    # with autovacuum off, which left them (and the versions read) bloated for the whole run.
-    tables_tidied()
-    return created.sandbox_api_key, ids
+def shared_file(name: str) -> Path:
+    """``../shared/bench/<name>`` beside the repository (from a git worktree elsewhere, beside
+    the main checkout), else its copy in ``bench/`` (minimal_site.py has one)."""
+    folders = [ROOT.parent]
+    common = git("rev-parse", "--path-format=absolute", "--git-common-dir", check=False)
+    if common:
+        folders.append(Path(common).parent.parent)
+    for folder in folders:
+        if (folder / "shared" / "bench" / name).exists():
+            return folder / "shared" / "bench" / name
+    return ROOT / "bench" / name
 
 
-def queries_per_request(cases: list[tuple[str, Request]]) -> dict[str, int]:
-    """Queries of one request per path, in this process (after one warm-up request each)."""
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
-
-    client = Client()
-    counts = {}
-
-    def send(request: Request) -> int:
-        method, path, body, headers = request
-        extra: Any = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()}
-        extra.pop("HTTP_CONTENT_TYPE", None)
-        if method == "GET":
-            return client.get(path, **extra).status_code
-        return client.post(path, body, content_type="application/json", **extra).status_code
-
-    for name, request in cases:
-        assert send(request) == 200, name
-        with CaptureQueriesContext(connection) as captured:
-            assert send(request) == 200, name
-        counts[name] = len(captured.captured_queries)
-    return counts
+def git(*words: str, check: bool = True) -> str:
+    done = subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True)
+    if check and done.returncode:
+        raise SystemExit(f"git {' '.join(words)}: {done.stderr.strip()}")
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def sitting(
-    args: argparse.Namespace, database_url: str, redis_url: str
-) -> dict[str, dict[str, Any]]:
-    """One configuration: the floor and the service on the same database, driven in the same
-    interleaved rounds. Returns each path's figures by name."""
-    var_dir = tempfile.mkdtemp(prefix="bench-api-")
-    env = {
+def wrk_installed() -> None:
+    """wrk on the PATH, installed by ``make bench-tools`` (Debian's package) when missing."""
+    if shutil.which("wrk") is None:
+        print("wrk is missing: make bench-tools", flush=True)
+        subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "bench-tools"], check=True)
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk could not be installed (make bench-tools)")
+
+
+def lua_string(text: str) -> str:
+    """``text`` as a Lua long string (no escapes inside)."""
+    level = "="
+    while f"]{level}]" in text:
+        level += "="
+    return f"[{level}[{text}]{level}]"
+
+
+def lua_scripts(folder: Path, key: str, ids: list[str]) -> dict[str, Path]:
+    """wrk's script for each path of a tree served with ``key`` and its orders ``ids``."""
+    headers = LUA_HEADERS.substitute(key=lua_string(key))
+    create = LUA_CREATE.substitute(rest=lua_string(json.dumps(ORDER)[1:]))
+    get = LUA_GET.substitute(
+        ids=", ".join(lua_string(public_id) for public_id in ids),
+        path=lua_string(URLS[GET] + "/"),
+    )
+    quote = LUA_QUOTE.substitute(body=lua_string(json.dumps(QUOTE)))
+    texts = {
+        FLOOR: "",
+        HEALTHZ: "",
+        CREATE: headers + create,
+        GET: headers + get,
+        LIST: headers,
+        QUOTE_PATH: headers + quote,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    scripts = {}
+    for name, text in texts.items():
+        scripts[name] = folder / f"{''.join(c if c.isalnum() else '-' for c in name)}.lua"
+        scripts[name].write_text(text + LUA_DONE)
+    return scripts
+
+
+@dataclass
+class Reading:
+    """One run of one path: wrk's rate and percentiles, the server's CPU a request."""
+
+    rate: float  # requests a second
+    cpu: float  # microseconds a request
+    p50: float  # milliseconds
+    p99: float
+    requests: int
+
+
+@dataclass
+class Served:
+    """One tree (or the floor) served in one configuration, and its readings by path."""
+
+    label: str
+    root: Path
+    env: dict[str, str]
+    database_url: str = ""
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    scripts: dict[str, Path] = field(default_factory=dict)
+    readings: dict[str, list[Reading]] = field(default_factory=dict)
+
+
+def measured(args: argparse.Namespace, served: Served, path: str, scratch: Path) -> Reading:
+    """One path of ``served`` through ``cpu_per_request.sh``; stops on any answer not 2xx."""
+    assert served.process is not None
+    out = scratch / "wrk.out"
+    out.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["BENCH_WRK_OUT"] = str(out)
+    if served.database_url:
+        env["DATABASE_URL"] = served.database_url  # whose backends count
+    done = subprocess.run(
+        [
+            "bash", str(args.cpu_script), str(args.seconds), str(served.process.pid),
+            f"http://127.0.0.1:{served.port}{URLS[path]}",
+            "-t", str(args.threads), "-c", str(args.clients), "--latency", "--timeout", "10s",
+            "-s", str(served.scripts[path]),
+        ],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    if done.returncode or not out.exists():
+        raise SystemExit(f"{served.label} {path}: cpu_per_request.sh failed: {done.stderr}")
+    rate, cpu = done.stdout.split()
+    requests, status_errors, socket_errors, p50, p99 = (int(n) for n in out.read_text().split())
+    if status_errors or not requests:
+        raise SystemExit(
+            f"{served.label} {path}: {status_errors} of {requests} answers were not 2xx"
+        )
+    if socket_errors:
+        print(f"  ({served.label} {path}: {socket_errors} connection errors or timeouts)")
+    return Reading(float(rate), float(cpu), p50 / 1000, p99 / 1000, requests)
+
+
+def prepare(served: Served, orders: int) -> tuple[str, list[str]]:
+    """The tree's database prepared and its queries counted by ``bench/api_tree.py``, run on
+    the tree's own code; returns (key, order ids)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "api_tree.py"), "--orders", str(orders)],
+        cwd=served.root,
+        env=served.env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise SystemExit(f"{served.label}: preparing failed:\n{done.stderr[-3000:]}")
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    if Path(facts["code"]) != served.root.resolve():
+        raise SystemExit(f"{served.label}: the service was imported from {facts['code']}")
+    served.counts = facts["counts"]
+    return str(facts["key"]), list(facts["ids"])
+
+
+def service_env(root: Path, var_dir: str, database_url: str, redis_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env |= {
         "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "PYTHONPATH": str(root),
         "VAR_DIR": var_dir,
-        "MINIMAL_SITE_DIR": var_dir,  # the floor's SQLite file beside the service's
         "API_RATE_LIMIT": "100000000/min",
         "LOG_LEVEL": "WARNING",
     }
-    for name in ("DATABASE_URL", "REDIS_URL"):
-        os.environ.pop(name, None)
     if database_url:
-        ensure_postgres_database(database_url)
         env["DATABASE_URL"] = database_url
     if redis_url:
         env["REDIS_URL"] = redis_url
-    script = (
-        f"import os, sys; os.environ.update({env!r}); sys.path.insert(0, {str(ROOT)!r}); "
-        f"from bench.bench_api import prepare_and_count; prepare_and_count({args.orders})"
-    )
-    # A fresh interpreter per configuration: Django's settings are read once per process.
-    prepared = subprocess.run(
-        [sys.executable, "-c", script], check=True, capture_output=True, text=True, cwd=ROOT
-    )
-    facts = json.loads(prepared.stdout.strip().splitlines()[-1])
-    key, ids, counts = facts["key"], facts["ids"], facts["counts"]
-    headers = {"X-API-Key": key, "Content-Type": "application/json"}
-    order_body = json.dumps(ORDER).encode()
-    rng = random.Random(7)
+    return env
 
-    def get_order(_: int) -> Request:
-        return ("GET", f"/v4.0/orders/{rng.choice(ids)}", None, headers)
 
-    cases: list[tuple[str, Request | Any]] = [
-        (FLOOR, ("GET", "/floor", None, {})),
-        ("GET /healthz", ("GET", "/healthz", None, {})),
-        ("create (2 items)", ("POST", "/v4.0/orders", order_body, headers)),
-        ("get", get_order),
-        ("list of 100", ("GET", "/v4.0/orders?top=100", None, headers)),
-        ("quote (2 items)", ("POST", "/v4.0/quotes", json.dumps(QUOTE).encode(), headers)),
-    ]
-    if args.paths:  # the floor, and the paths asked for (names start with the words given)
-        cases = [
-            (name, request)
-            for name, request in cases
-            if name == FLOOR or any(name.startswith(word) for word in args.paths)
-        ]
-    counts[FLOOR] = 1
-    env = {**env, **({"DATABASE_URL": database_url} if database_url else {})}
-    floor_port, port = free_port(), free_port()
-    floor = start_gunicorn(
-        floor_port,
-        env | {"DJANGO_SETTINGS_MODULE": "minimal_site"},
-        workers=args.workers,
-        threads=1,
-        worker_class="sync",
-        application="minimal_site:application",
-        pythonpath=str(Path(args.minimal_site).resolve().parent),
-        health_path="/floor",
+def sitting(
+    args: argparse.Namespace, trees: list[tuple[str, Path]], database_url: str, redis_url: str
+) -> tuple[Served, list[Served]]:
+    """One configuration: the floor and every tree on the same kind of database, each tree's
+    paths driven in the same interleaved rounds. Returns the floor and the trees, read."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    services: list[Served] = []
+    databases: list[tuple[str, str]] = []  # (maintenance URL, name) of each fresh database
+    for number, (label, root) in enumerate(trees):
+        url = database_url
+        if database_url and number:
+            url = scratch_database(database_url, "before")[0]
+        if url:
+            name = urlsplit(url).path.lstrip("/")
+            if not name.startswith("perf_"):
+                raise SystemExit("Use a PostgreSQL database whose name starts with perf_.")
+            admin = urlsplit(url)._replace(path="/postgres").geturl()
+            recreate(admin, name)
+            databases.append((admin, name))
+        var_dir = scratch / f"var-{number}"
+        var_dir.mkdir()
+        env = service_env(root, str(var_dir), url, redis_url)
+        services.append(Served(label, root, env, database_url=url))
+    if redis_url:
+        import redis
+
+        redis.Redis.from_url(redis_url).flushdb()
+    this = services[0]
+    floor = Served(
+        FLOOR,
+        ROOT,
+        this.env
+        | {"DJANGO_SETTINGS_MODULE": "minimal_site", "MINIMAL_SITE_DIR": this.env["VAR_DIR"]},
+        database_url=this.database_url,
+        counts={FLOOR: 1},
     )
-    server = start_gunicorn(port, env, workers=args.workers, threads=1, worker_class="sync")
-    ports = {name: floor_port if name == FLOOR else port for name, _ in cases}
-    figures: dict[str, dict[str, Any]] = {}
+    paths = [p for p in PATHS if not args.paths or any(p.startswith(w) for w in args.paths)]
     try:
-        for name, request in cases:  # warm every worker's snapshot and connections
-            drive(ports[name], request, 1.0, args.clients)
+        for served in services:
+            began = time.monotonic()
+            key, ids = prepare(served, args.orders)
+            print(
+                f"{served.label}: migrated, catalogue, merchant and {args.orders} orders in"
+                f" {time.monotonic() - began:.0f} s",
+                flush=True,
+            )
+            served.scripts = lua_scripts(scratch / f"lua-{services.index(served)}", key, ids)
+            served.port = free_port()
+            served.process = start_gunicorn(
+                served.port, served.env, workers=args.workers, threads=1, worker_class="sync",
+                cwd=served.root,
+            )  # fmt: skip
+        floor.scripts = lua_scripts(scratch / "lua-floor", "", [])
+        floor.port = free_port()
+        floor.process = start_gunicorn(
+            floor.port, floor.env, workers=args.workers, threads=1, worker_class="sync",
+            application="minimal_site:application", pythonpath=str(args.minimal_site.parent),
+            health_path="/floor",
+        )  # fmt: skip
         database = database_url.split("@")[-1] or "SQLite"
         broker = redis_url.split("@")[-1] or "filesystem broker"
         load = os.getloadavg()
         print(
-            f"\n{database} + {broker}: gunicorn {args.workers} sync workers, {args.clients} "
-            f"clients, {args.seconds:g} s a path in {args.rounds} rounds, {args.orders} orders; "
-            f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+            f"\n{database} + {broker}: gunicorn {args.workers} sync workers, wrk -t{args.threads}"
+            f" -c{args.clients}, {args.seconds} s a path (after 1 s of warm-up) in {args.rounds}"
+            f" rounds; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
         )
-        # Every path is driven in each of ``--rounds`` rounds (seconds / rounds each), so a
-        # change in the machine's load falls on all of them alike rather than on whichever
-        # path ran at the time; each ratio is its rate over the floor's in the same round.
-        latencies: dict[str, list[float]] = {name: [] for name, _ in cases}
-        rates: dict[str, list[float]] = {name: [] for name, _ in cases}
-        for _ in range(args.rounds):
-            for name, request in cases:
-                rate, measured = drive(
-                    ports[name], request, args.seconds / args.rounds, args.clients
+        width = max(len(served.label) for served in [floor, *services])
+        for round_number in range(args.rounds):
+            # The trees swap places every round, so neither is always the one measured first.
+            order = services if round_number % 2 == 0 else services[::-1]
+            runs = [(floor, FLOOR)] + [(served, path) for path in paths for served in order]
+            for served, path in runs:
+                reading = measured(args, served, path, scratch)
+                served.readings.setdefault(path, []).append(reading)
+                print(
+                    f"round {round_number + 1}  {served.label:<{width}}  {path:<17}"
+                    f" {reading.rate:8.1f} req/s {reading.cpu:8.1f} us a request"
+                    f"  p50 {reading.p50:6.2f} / p99 {reading.p99:6.2f} ms",
+                    flush=True,
                 )
-                rates[name].append(rate)
-                latencies[name].extend(measured)
-        floor_rates = rates[FLOOR]
-        for name, _ in cases:
-            ratios = sorted(r / b for r, b in zip(rates[name], floor_rates, strict=True))
-            ordered = sorted(latencies[name])
-            figures[name] = {
-                "rate": sum(rates[name]) / args.rounds,
-                "ratio": sum(rates[name]) / sum(floor_rates),
-                "queries": counts[name],
-                "p50": statistics.median(ordered) * 1000,
-                "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
-            }
-            report(
-                name,
-                figures[name]["rate"],
-                latencies[name],
-                f"  {counts[name]:2d} queries  ratio {figures[name]['ratio']:.3f}"
-                f" (rounds {ratios[0]:.3f} to {ratios[-1]:.3f})",
-            )
         load = os.getloadavg()
         print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     finally:
-        for process in (server, floor):
-            process.terminate()
-            process.wait(timeout=10)
+        for served in [floor, *services]:
+            if served.process is not None:
+                served.process.terminate()
+                served.process.wait(timeout=30)
         if redis_url:
             import redis
 
             redis.Redis.from_url(redis_url).flushdb()
-        shutil.rmtree(var_dir, ignore_errors=True)  # the SQLite databases, the broker's folders
-    return figures
+        for admin, name in databases:
+            recreate(admin, name, drop_only=True)
+        shutil.rmtree(scratch, ignore_errors=True)  # SQLite databases, broker folders, scripts
+    return floor, services
 
 
-def prepare_and_count(orders: int) -> None:
-    """In a fresh process configured by the environment: prepare the database, count each
-    path's queries, and print the key, the order ids and the counts as one JSON line."""
-    key, ids = prepare(orders)
-    headers = {"X-API-Key": key, "Content-Type": "application/json"}
-    cases: list[tuple[str, Request]] = [
-        ("GET /healthz", ("GET", "/healthz", None, {})),
-        ("create (2 items)", ("POST", "/v4.0/orders", json.dumps(ORDER).encode(), headers)),
-        ("get", ("GET", f"/v4.0/orders/{ids[0]}", None, headers)),
-        ("list of 100", ("GET", "/v4.0/orders?top=100", None, headers)),
-        ("quote (2 items)", ("POST", "/v4.0/quotes", json.dumps(QUOTE).encode(), headers)),
+def ratios(floor: Served, served: Served, path: str) -> list[float]:
+    """The path's CPU ratio to the floor in each round (floor CPU / path CPU, same round)."""
+    return [
+        f.cpu / r.cpu if r.cpu else 0.0
+        for f, r in zip(floor.readings[FLOOR], served.readings[path], strict=True)
     ]
-    counts = queries_per_request(cases)
-    print(json.dumps({"key": key, "ids": ids, "counts": counts}))
 
 
-GOALS = {
-    "GET /healthz": 0.80,
-    "create (2 items)": 0.15,
-    "get": 0.40,
-    "list of 100": 0.08,
-    "quote (2 items)": 0.30,
-}
-
-
-def table(sittings: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """The README's table: each path's ratio to the floor (queries, p50/p99 in ms) per
-    configuration, the floor's own rate on its first row, and the goal."""
-    names = list(sittings)
+def detail(config: str, floor: Served, served: Served) -> str:
+    """One tree's table in one configuration: medians of the rounds."""
     lines = [
-        "| path (ratio to the minimal view) | " + " | ".join(names) + " | goal (both) |",
-        "|---|" + "---|" * len(names) + "---|",
+        f"{config}, {served.label} (median of {len(floor.readings[FLOOR])} rounds):",
+        "",
+        "| path | req/s | p50 / p99 | queries | server CPU a request | CPU ratio to the minimal"
+        " view (rounds) | goal |",
+        "|---|---|---|---|---|---|---|",
     ]
-    first = next(iter(sittings.values()))
-    for path in first:
+    for who, path in [(floor, FLOOR)] + [(served, path) for path in served.readings]:
+        readings = who.readings[path]
+        rate = statistics.median(r.rate for r in readings)
+        cpu = statistics.median(r.cpu for r in readings)
+        p50 = statistics.median(r.p50 for r in readings)
+        p99 = statistics.median(r.p99 for r in readings)
+        if path == FLOOR:
+            ratio, goal = "1", "-"
+        else:
+            each = ratios(floor, served, path)
+            met = "" if statistics.median(each) >= GOALS[path] else ", short"
+            ratio = f"{statistics.median(each):.3f} ({min(each):.3f} to {max(each):.3f}{met})"
+            goal = f">= {GOALS[path]:.2f}"
+        queries = who.counts.get(path, "-")
+        lines.append(
+            f"| {path} | {rate:.0f} | {p50:.1f} / {p99:.1f} ms | {queries} | {cpu:.0f} us | "
+            f"{ratio} | {goal} |"
+        )
+    return "\n".join(lines)
+
+
+def summary(sittings: dict[str, tuple[Served, list[Served]]]) -> str:
+    """Every tree and configuration side by side: each path's CPU ratio (median of the rounds)
+    and its CPU a request, the floor's CPU a request on the first row, and the goal."""
+    columns = [
+        (config, floor, served)
+        for config, (floor, services) in sittings.items()
+        for served in services
+    ]
+    heads = [f"{served.label}, {config.split(' +')[0]}" for config, _, served in columns]
+    lines = [
+        "| CPU ratio to the minimal view (median) | " + " | ".join(heads) + " | goal |",
+        "|---|" + "---|" * len(columns) + "---|",
+    ]
+    cells = [
+        f"{statistics.median(r.cpu for r in floor.readings[FLOOR]):.0f} us a request"
+        for _, floor, _ in columns
+    ]
+    lines.append(f"| {FLOOR} | " + " | ".join(cells) + " | - |")
+    for path in PATHS:
+        if not all(path in served.readings for _, _, served in columns):
+            continue
         cells = []
-        for name in names:
-            f = sittings[name][path]
-            if path == FLOOR:
-                cells.append(f"{f['rate']:.0f} req/s (p50 {f['p50']:.1f} / p99 {f['p99']:.1f} ms)")
-            else:
-                met = "" if f["ratio"] >= GOALS[path] else " (below goal)"
-                cells.append(
-                    f"{f['ratio']:.3f}{met}: {f['queries']} "
-                    f"{'query' if f['queries'] == 1 else 'queries'}, "
-                    f"p50 {f['p50']:.1f} / p99 {f['p99']:.1f} ms"
-                )
-        goal = f">= {GOALS[path]:.2f}" if path in GOALS else "-"
-        lines.append(f"| {path} | " + " | ".join(cells) + f" | {goal} |")
+        for _, floor, served in columns:
+            ratio = statistics.median(ratios(floor, served, path))
+            cpu = statistics.median(r.cpu for r in served.readings[path])
+            bold = "**" if ratio >= GOALS[path] else ""  # the goal met
+            cells.append(f"{bold}{ratio:.3f}{bold} ({cpu:.0f} us)")
+        lines.append(f"| {path} | " + " | ".join(cells) + f" | >= {GOALS[path]:.2f} |")
     return "\n".join(lines)
 
 
@@ -340,11 +457,13 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=["sqlite", "postgres"], default="", help="one configuration only"
     )
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--orders", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of all paths")
+    parser.add_argument("--before", default="", metavar="REF", help="also measure this git ref")
+    parser.add_argument("--seconds", type=int, default=5, help="measured seconds a path a round")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of all paths")
+    parser.add_argument("--clients", type=int, default=8, help="wrk's connections (-c)")
+    parser.add_argument("--threads", type=int, default=1, help="wrk's threads (-t)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn's sync workers")
+    parser.add_argument("--orders", type=int, default=200, help="orders made before the runs")
     parser.add_argument(
         "--paths",
         nargs="*",
@@ -352,24 +471,53 @@ def main() -> None:
         help="only these paths beside the floor, by the start of their names (get, list, ...)",
     )
     parser.add_argument(
-        "--minimal-site",
-        default=str(ROOT / "bench" / "minimal_site.py"),
-        help="the floor's module (a copy of the shared minimal_site.py)",
+        "--minimal-site", type=Path, default=None, help="the floor's module (minimal_site.py)"
     )
+    parser.add_argument("--cpu-script", type=Path, default=None, help="cpu_per_request.sh")
     args = parser.parse_args()
+    began = time.monotonic()
+    if args.orders < 100:
+        raise SystemExit("--orders: at least 100 (the list reads 100)")
     if args.only != "sqlite" and not (args.database_url and args.redis_url):
         if args.only == "postgres":
             raise SystemExit("--only postgres needs --database-url and --redis-url")
         args.only = "sqlite"
-    digest = hashlib.sha256(Path(args.minimal_site).read_bytes()).hexdigest()[:16]
-    print(f"floor: {args.minimal_site} (sha256 {digest}...)")
-    sittings = {}
-    if args.only in ("", "sqlite"):
-        sittings["SQLite + filesystem broker"] = sitting(args, "", "")
-    if args.only in ("", "postgres"):
-        sittings["PostgreSQL + Redis"] = sitting(args, args.database_url, args.redis_url)
+    args.minimal_site = (args.minimal_site or shared_file("minimal_site.py")).resolve()
+    args.cpu_script = (args.cpu_script or shared_file("cpu_per_request.sh")).resolve()
+    for needed in (args.minimal_site, args.cpu_script):
+        if not needed.exists():
+            raise SystemExit(f"{needed} is missing (../shared/bench beside the repository)")
+    if args.minimal_site.name != "minimal_site.py":
+        raise SystemExit("--minimal-site: a file named minimal_site.py (served as its module)")
+    wrk_installed()
+    for used in (args.minimal_site, args.cpu_script):
+        digest = hashlib.sha256(used.read_bytes()).hexdigest()[:16]
+        print(f"{used.name}: {used} (sha256 {digest}...)")
+    dirty = "+changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+    trees = [(f"this tree {git('rev-parse', '--short', 'HEAD')}{dirty}", ROOT)]
+    before: Path | None = None
+    try:
+        if args.before:
+            commit = git("rev-parse", "--short", f"{args.before}^{{commit}}")
+            before = Path(tempfile.mkdtemp(prefix="bench-api-before-")) / "tree"
+            git("worktree", "add", "--detach", "--quiet", str(before), commit)
+            trees.append((f"{args.before} {commit}", before))
+        sittings: dict[str, tuple[Served, list[Served]]] = {}
+        if args.only in ("", "sqlite"):
+            sittings["SQLite + filesystem broker"] = sitting(args, trees, "", "")
+        if args.only in ("", "postgres"):
+            sittings["PostgreSQL + Redis"] = sitting(args, trees, args.database_url, args.redis_url)
+    finally:
+        if before is not None:
+            git("worktree", "remove", "--force", str(before), check=False)
+            shutil.rmtree(before.parent, ignore_errors=True)
+    for config, (floor, services) in sittings.items():
+        for served in services:
+            print()
+            print(detail(config, floor, served))
     print()
-    print(table(sittings))
+    print(summary(sittings))
+    print(f"\n{(time.monotonic() - began) / 60:.1f} minutes in all")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_api import QUOTE  # noqa: E402 -- the same basket as the hot-path bench
+from bench.api_tree import QUOTE  # noqa: E402 -- the same basket as the hot-path bench
 from bench.harness import free_port, recreate, scratch_database, wait_until_up  # noqa: E402
 
 MERCHANT_KEY = "sk_sandbox_soak_" + "0" * 24

@@ -76,9 +76,10 @@ def start_gunicorn(
     application: str = "config.wsgi:application",
     pythonpath: str = "",
     health_path: str = "/healthz",
+    cwd: Path = ROOT,
 ) -> subprocess.Popen[bytes]:
-    """Gunicorn serving ``application`` (with the project's gunicorn.conf.py, run from the
-    project's folder) once ``health_path`` answers 200."""
+    """Gunicorn serving ``application`` (with the gunicorn.conf.py of ``cwd``, the project's
+    folder unless another checkout is served) once ``health_path`` answers 200."""
     server = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "gunicorn"),
@@ -90,7 +91,7 @@ def start_gunicorn(
             "--threads", str(threads),
             "--log-level", "warning",
         ],
-        cwd=ROOT,
+        cwd=cwd,
         env={**os.environ, **env},
     )  # fmt: skip
     wait_until_up(port, path=health_path)

@@ -2,13 +2,6 @@
 them, and every difference between the databases the service runs on (PostgreSQL, SQLite),
 behind functions named for what they answer: no other module asks which database it has.
 
-``rows_together``: several reads sent together, one round trip on PostgreSQL. With prepared
-statements on (``DATABASE_PREPARED_STATEMENTS``, server-side binding) they go through psycopg's
-pipeline mode, each prepared as any other statement; without, as one query of statements
-joined by semicolons. Django counts and logs them as one query either way.
-
-``rows_update``: a conditional UPDATE of plain values, its SQL built once per process.
-
 ``rows_new`` and ``rows_insert``: instances made as a stored row is, and inserted as
 ``bulk_create`` inserts them, several models' rows all or none, their SQL built once per process
 (on PostgreSQL one statement: an order with its items and assets).
@@ -19,14 +12,13 @@ on it instead, whatever the concurrency.
 ``durations_percentiles``: percentiles of the time between two timestamps of the rows of a
 queryset, by group (PostgreSQL's ``percentile_cont``; read and computed alike elsewhere).
 
+``row_values``: some values of the one row with given values, in a statement written once
+(the ORM's build of so small a read costs several times running it).
+
 ``database_reachable``: whether the database answers a statement now.
 
-``tables_tidied``: dead row versions cleared and statistics refreshed (benchmarks).
-
-``ids_condition``, ``update_returning_joined``, ``locks_without_key_update`` and
-``insert_returning``: what the database can take, for the statements written by hand here and
-elsewhere (``common.joined``, the order reads, and ``common.claim_statements``, the pipeline's
-claims).
+``server_side_binding`` and ``insert_returning``: what the database can take, for the
+statements written here.
 
 ``dropped_connections_closed``: a kept connection the server has dropped is closed before the
 next request or task uses it, which then opens a new one.
@@ -36,11 +28,11 @@ import functools
 import logging
 import select
 from collections.abc import Mapping, Sequence
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
-from django.db.models import Aggregate, Count, F, Field, FloatField, JSONField, Model, QuerySet
+from django.db.models import Aggregate, Count, F, Field, FloatField, Model, QuerySet
 
 Statement = tuple[str, Sequence[Any]]
 M = TypeVar("M", bound=Model)
@@ -64,18 +56,6 @@ def _postgresql() -> bool:
 def server_side_binding() -> bool:
     """Whether values go apart from the statements (PostgreSQL with prepared statements)."""
     return _postgresql() and connection.settings_dict["OPTIONS"].get("server_side_binding") is True
-
-
-def update_returning_joined() -> bool:
-    """Whether one statement can update rows and read them joined with other tables (a
-    data-modifying ``WITH ... UPDATE ... RETURNING``: PostgreSQL)."""
-    return _postgresql()
-
-
-def locks_without_key_update() -> bool:
-    """Whether a row can be locked without blocking inserts that refer to it (``FOR NO KEY
-    UPDATE``: PostgreSQL; elsewhere a write locks the whole database anyway)."""
-    return _postgresql()
 
 
 def insert_returning() -> bool:
@@ -102,131 +82,6 @@ def dropped_connections_closed(**_signal: Any) -> None:
             readable = [True]
         if readable:
             wrapper.close()
-
-
-def ids_condition(ids: Sequence[int]) -> tuple[str, list[Any]]:
-    """The condition "is one of ``ids``" to write after a column, and its parameters: one
-    array parameter on PostgreSQL (``= ANY(%s)``: the driver rewrites a query's placeholders on
-    every execution, which for a page of 100 orders, 400 ``IN`` placeholders, cost as much CPU
-    as everything else in the request), else ``IN (%s, ...)``; for one id, ``= %s`` (an
-    array parameter costs the driver more than a plain one)."""
-    if len(ids) == 1:
-        return "= %s", [ids[0]]
-    if _postgresql():
-        if all(type(one) is int for one in ids):
-            # Integers as one array literal: the driver's dumping of a list, an element at a
-            # time, cost a tenth of a page's CPU.
-            return "= ANY(%s::bigint[])", ["{" + ",".join(map(str, ids)) + "}"]
-        return "= ANY(%s)", [list(ids)]
-    return f"IN ({', '.join(['%s'] * len(ids))})", list(ids)
-
-
-def rows_together(statements: Sequence[Statement]) -> list[list[Any]]:
-    """The rows of each statement in turn ([] for one that returns none), run in order in the
-    current transaction; on PostgreSQL in one round trip, elsewhere one query each.
-
-    Each statement still runs with a snapshot of its own, taken when it starts: SELECTs after
-    an UPDATE that waited for a row lock see what the lock's holder committed, as they would
-    sent one by one."""
-    with connection.cursor() as cursor:
-        if not _postgresql() or len(statements) < 2:
-            results = []
-            for sql, params in statements:
-                cursor.execute(sql, params)
-                results.append(_rows(cursor))
-            return results
-        sql = ";\n".join(statement for statement, _ in statements)
-        params = [param for _, statement_params in statements for param in statement_params]
-        if not server_side_binding():
-            cursor.execute(sql, params)
-            results = [_rows(cursor)]
-            while cursor.nextset():
-                results.append(_rows(cursor))
-            return results
-
-        def pipelined(sql: str, params: Any, many: bool, context: Any) -> list[list[Any]]:
-            connection.validate_no_broken_transaction()  # as Django's own execute does
-            raw = context["cursor"].cursor.connection
-            with connection.wrap_database_errors, ExitStack() as cursors:
-                opened = [cursors.enter_context(raw.cursor()) for _ in statements]
-                with raw.pipeline():
-                    for each, (statement, statement_params) in zip(opened, statements, strict=True):
-                        each.execute(statement, statement_params)
-                return [_rows(each) for each in opened]
-
-        # Through the connection's execute wrappers, as Django's own execute goes, and logged
-        # as one query where Django logs queries (DEBUG, the tests' query counts).
-        executor: Any = pipelined
-        for wrapper in reversed(connection.execute_wrappers):
-            executor = functools.partial(wrapper, executor)
-        debug = getattr(cursor, "debug_sql", None)
-        with debug(sql, params) if debug else nullcontext():
-            return executor(sql, params, False, {"connection": connection, "cursor": cursor})  # type: ignore[no-any-return]
-
-
-# ``rows_update``'s statements and the fields of their values, by their shape: (model,
-# condition fields, which condition values are None, changed fields).
-_UpdateShape = tuple[type[Model], tuple[str, ...], tuple[bool, ...], tuple[str, ...]]
-_Built = tuple[str, list["Field[Any, Any]"], list["Field[Any, Any]"]]
-_UPDATES: dict[_UpdateShape, _Built] = {}
-
-
-def rows_update(model: type[Model], where: Mapping[str, Any], values: Mapping[str, Any]) -> int:
-    """``model.objects.filter(**where).update(**values)``: the rows changed.
-
-    For the conditional updates every pipeline step makes (the claim's renewal, the move on):
-    ``where`` holds fields (or their ``attname``, as ``order_id``) equal to plain values, None
-    meaning IS NULL, and ``values`` plain values, as Django prepares them for the database (no
-    expressions, no related lookups). The ORM builds its query anew on every call, about 0.2 ms
-    of CPU more than this (measured: 270 to 280 against 85 to 90 microseconds); this builds
-    the SQL once per process for each shape of call, so it is also the same text each time (on
-    PostgreSQL prepared once per connection, as the ORM's would be)."""
-    shape = (model, tuple(where), tuple(value is None for value in where.values()), tuple(values))
-    built = _UPDATES.get(shape)
-    if built is None:
-        built = _UPDATES[shape] = _update_built(model, where, values)
-    if any(hasattr(value, "resolve_expression") for value in (*values.values(), *where.values())):
-        raise ValueError("rows_update takes plain values; use the ORM for expressions.")
-    sql, changed, compared = built
-    params = [
-        field.get_db_prep_save(value, connection)
-        for field, value in zip(changed, values.values(), strict=True)
-    ]
-    params += [
-        field.get_db_prep_value(value, connection)
-        for field, value in zip(compared, (v for v in where.values() if v is not None), strict=True)
-    ]
-    with transaction.mark_for_rollback_on_error(), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return int(cursor.rowcount)
-
-
-def _update_built(
-    model: type[Model], where: Mapping[str, Any], values: Mapping[str, Any]
-) -> _Built:
-    """``rows_update``'s SQL for this shape of call, and the fields of its values in order.
-    Refuses what it would not do as the ORM does: nothing to change or no condition, a field of
-    another table (a parent model's), a JSON field compared (where None is JSON null)."""
-    if not values or not where:
-        raise ValueError("rows_update needs values to set and a condition.")
-    quote = connection.ops.quote_name
-    changed, changes = [], []
-    for name in values:
-        field, column = _column(model, name)
-        changed.append(field)
-        changes.append(f"{quote(column)} = %s")
-    compared, conditions = [], []
-    for name, value in where.items():
-        field, column = _column(model, name)
-        if isinstance(field, JSONField):
-            raise ValueError(f"{model.__name__}.{name}: JSON fields are compared by the ORM.")
-        if value is None:
-            conditions.append(f"{quote(column)} IS NULL")
-        else:
-            conditions.append(f"{quote(column)} = %s")
-            compared.append(field)
-    sql = f"UPDATE {quote(model._meta.db_table)} SET {', '.join(changes)} WHERE "
-    return sql + " AND ".join(conditions), changed, compared
 
 
 def _column(model: type[Model], name: str) -> "tuple[Field[Any, Any], str]":
@@ -395,6 +250,46 @@ def row_insert_or_count(instance: Model, *, key: str, counter: str, answer: str)
     return stored
 
 
+@functools.cache
+def _row_read(
+    model: type[Model], fields: tuple[str, ...], keys: tuple[str, ...]
+) -> tuple[str, list[tuple[Any, list[Any]]]]:
+    """``row_values``' statement, and each selected column with the converters the ORM applies
+    to its values (the backend's, then the field's: aware datetimes, JSON)."""
+    quote = connection.ops.quote_name
+    meta = model._meta
+    converters = []
+    for name in fields:
+        column = meta.get_field(name).get_col(meta.db_table)  # type: ignore[union-attr]
+        converters.append(
+            (
+                column,
+                [*connection.ops.get_db_converters(column), *column.get_db_converters(connection)],
+            )
+        )
+    selected = ", ".join(quote(str(column.target.column)) for column, _ in converters)
+    where = " AND ".join(f"{quote(str(meta.get_field(name).column))} = %s" for name in keys)  # type: ignore[union-attr]
+    return f"SELECT {selected} FROM {quote(meta.db_table)} WHERE {where}", converters
+
+
+def row_values(model: type[Model], fields: tuple[str, ...], **exact: Any) -> tuple[Any, ...] | None:
+    """The values of ``fields`` of the row of ``model`` whose fields equal ``exact`` (plain
+    values; at most one row matches: a key among them), as the ORM's ``values_list`` gives
+    them, or None."""
+    sql, converters = _row_read(model, fields, tuple(exact))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(exact.values()))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = []
+    for value, (column, convert) in zip(row, converters, strict=True):
+        for converter in convert:
+            value = converter(value, column, connection)
+        values.append(value)
+    return tuple(values)
+
+
 def database_reachable() -> bool:
     """Whether the database answers a statement now; a failure is logged, never raised."""
     try:
@@ -404,14 +299,6 @@ def database_reachable() -> bool:
     except Exception:
         logger.warning("Database unreachable", exc_info=True)
         return False
-
-
-def tables_tidied() -> None:
-    """Every table's dead row versions cleared and its statistics refreshed, as a deployment's
-    autovacuum keeps them (``VACUUM ANALYZE`` on PostgreSQL, ``ANALYZE`` on SQLite): the steady
-    state a benchmark measures after loading its data."""
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE" if _postgresql() else "ANALYZE")
 
 
 class _PercentileSeconds(Aggregate):

@@ -59,12 +59,22 @@ def _signature(name: str, expires: int) -> str:
     return signing.Signer(salt=_SALT).signature(f"{name}\n{expires}")
 
 
-def file_url(name: str, base_url: str, *, max_age_seconds: float) -> str | None:
-    """A URL of the stored file ``name`` valid for at least ``max_age_seconds``."""
+def url_expiry(max_age_seconds: float) -> int:
+    """The expiry (Unix time) of URLs made now to be valid for at least ``max_age_seconds``:
+    rounded up to a whole day."""
+    return math.ceil((time.time() + max_age_seconds) / _DAY) * _DAY
+
+
+def file_url(
+    name: str, base_url: str, *, max_age_seconds: float = 0, expires: int | None = None
+) -> str | None:
+    """A URL of the stored file ``name`` valid for at least ``max_age_seconds``, or until
+    ``expires`` (Unix time, from ``url_expiry``) when given."""
     if not name:
         return None
     url = settings.MEDIA_URL + filepath_to_uri(name)
-    expires = math.ceil((time.time() + max_age_seconds) / _DAY) * _DAY
+    if expires is None:
+        expires = url_expiry(max_age_seconds)
     query = urlencode({"expires": expires, "signature": _signature(name, expires)})
     return f"{base_url.rstrip('/')}{url}?{query}"
 

@@ -9,20 +9,14 @@ loaded the data with.
 Inside ``versions_request_scope`` (one per web request, and one per run of a pipeline task:
 ``orders.tasks``) the numbers are read once, at the first ``version_current``, and reused for
 the rest of the request or run; outside it (other tasks, commands) every call reads them
-afresh. A request that has a read to make before anything asks for a version (one that needs
-nothing the versions decide: ``GET`` of an order, read before its key is checked) reads the
-versions in the same statement (``versions_read_with``).
+afresh.
 """
 
 import functools
-from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any
 
 from django.db import connection, models
 
-from common.db import rows_together
-from common.joined import UnitedRead, Within
 from common.scopes import ContextVarScope
 
 _tables: dict[str, str] = {}  # name -> version table
@@ -52,23 +46,6 @@ def _versions_sql(names: tuple[str, ...]) -> str:
     quote = connection.ops.quote_name
     numbers = (f"(SELECT number FROM {quote(_tables[name])} WHERE id = 1)" for name in names)
     return "SELECT " + ", ".join(numbers)
-
-
-def versions_read_with(
-    read: UnitedRead, pk: int, within: Within | None = None
-) -> list[Sequence[Any]]:
-    """The rows of ``read`` for the id ``pk`` (``within`` narrowing it), read in one statement
-    with the versions when this request has yet to read them (``UnitedRead.statement_beside``);
-    the request then uses those versions. Outside a request, or once its versions are read,
-    ``read`` alone."""
-    memo = _request_versions.get()
-    names = sorted(_tables)
-    if memo is None or memo or not names:
-        (rows,) = rows_together([read.statement([pk], within)])
-        return rows
-    (rows,) = rows_together([read.statement_beside([pk], _versions_sql(tuple(names)), within)])
-    memo.update(zip(names, rows[0][-len(names) :], strict=True))
-    return rows
 
 
 def version_current(name: str) -> int | None:

@@ -9,17 +9,19 @@ them.
 """
 
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from labs.models import ExchangeRate, Lab, LabProduct, ShippingRate, ShippingZone, TaxRule
 from products.models import Product
 from products.selectors import catalogue_version, products_all
+from products.validation import ProductRules
 
 _Row = TypeVar("_Row")
+_Derived = TypeVar("_Derived")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class CatalogueSnapshot:
     version: int | None
     # Active products keyed by upper-case SKU, attributes, print areas and variants loaded.
     products: Mapping[str, Product]
+    # What the catalogue check reads of each of them, by the same keys.
+    rules: Mapping[str, ProductRules]
     # The codes of the active labs, in code order.
     lab_codes: tuple[str, ...]
     # Product id -> what active labs charge for it (with the lab), in lab code order.
@@ -46,6 +50,19 @@ class CatalogueSnapshot:
     # Currency -> units one unit of the base currency buys (the base itself included).
     units_per_base: Mapping[str, Decimal]
     tax_rules: Mapping[str, TaxRule]
+    # ``derived``'s values by key.
+    _derived: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def derived(self, key: Hashable, make: Callable[[], _Derived]) -> _Derived:
+        """What ``make`` derives from this snapshot alone (``key`` names it: the same key, the
+        same value), made at its first use in the process and kept with the snapshot, so that
+        every request of the version reuses it (the shipping rates to a country). Two threads
+        may both make it once; either value is the same."""
+        try:
+            value: _Derived = self._derived[key]
+        except KeyError:
+            value = self._derived[key] = make()
+        return value
 
     def products_by_sku(self, skus: list[str]) -> dict[str, Product]:
         """Those of ``skus`` (any letter case) that are active products, keyed as stored."""
@@ -66,9 +83,11 @@ def catalogue_load(*, version: int | None) -> CatalogueSnapshot:
     lab_products = LabProduct.objects.filter(lab__is_active=True).select_related("lab")
     units_per_base = {ExchangeRate.BASE_CURRENCY: Decimal(1)}
     units_per_base.update(ExchangeRate.objects.values_list("currency", "units_per_base"))
+    products = products_all()
     return CatalogueSnapshot(
         version=version,
-        products=MappingProxyType(products_all()),
+        products=MappingProxyType(products),
+        rules=MappingProxyType({sku: ProductRules.of(p) for sku, p in products.items()}),
         lab_codes=tuple(
             Lab.objects.filter(is_active=True).order_by("code").values_list("code", flat=True)
         ),

@@ -22,7 +22,6 @@ def _attnames(model: type[models.Model]) -> list[str]:
 
 _KEY_FIELDS = _attnames(ApiKey)
 _ENVIRONMENT_FIELDS = _attnames(Environment)
-_ENVIRONMENT_ID_AT = _ENVIRONMENT_FIELDS.index(Environment._meta.pk.attname)
 _MERCHANT_FIELDS = _attnames(Merchant)
 
 
@@ -86,13 +85,6 @@ class ApiKeyCache:
         kept.last_used_at = api_key.last_used_at
         return api_key
 
-    def kept_environment(self, *, key: str) -> int | None:
-        """The environment id of ``key`` when it is one of the keys kept (active when this
-        process last read it: whether it still is, only ``authenticate`` says; once it has
-        refused the key, it is no longer kept), else None."""
-        kept = self._keys.get(api_key_digest(key))
-        return None if kept is None else int(kept.environment[_ENVIRONMENT_ID_AT])
-
     def _forget(self, digest: str) -> None:
         if digest in self._keys:
             with self._lock:
@@ -117,11 +109,3 @@ def api_key_authenticate(*, key: str) -> ApiKey | None:
     this process's kept keys while the accounts version read for the request (the one the
     catalogue is checked against) stands, else from the database."""
     return _process_keys.authenticate(key=key)
-
-
-def api_key_kept_environment(*, key: str) -> int | None:
-    """The id of the environment of ``key`` when this process keeps it as an active key (no
-    database read), else None: a request that carries one is worth a read made before its
-    authentication (``api.views.ApiView.read_ahead``), of that environment's rows only; any
-    other is authenticated first."""
-    return _process_keys.kept_environment(key=key)

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from common.errors import ValidationFailed
@@ -35,6 +34,7 @@ from labs.allocation import methods_available
 from labs.connectors import LabResult, connector_for
 from labs.selectors import labs_capabilities
 from orders.charges import refund_write
+from orders.document import order_changed
 from orders.events import order_stage_changed, shipment_changed
 from orders.issues import SHIPMENT_NOT_AVAILABLE, SHIPMENT_UPDATE_FAILED
 from orders.lab_orders import lab_order
@@ -228,7 +228,7 @@ def order_cancel(*, order: Order) -> ActionResult:
     """Cancel the whole order: locally before lab submission, else lab by lab (the intent
     recorded, the labs called outside the transaction, their answers recorded)."""
     lab_state_refresh(_fresh(order))
-    with transaction.atomic():
+    with order_changed(order.id):
         locked = _lock(order)
         if locked.stage not in OPEN_STAGES:
             return ActionResult("ActionNotAvailable")
@@ -246,7 +246,7 @@ def order_cancel(*, order: Order) -> ActionResult:
                 )
     try:
         _labs_call(locked, steps, lambda connector, payload: connector.cancel(payload))
-        with transaction.atomic():
+        with order_changed(order.id):
             locked = _lock(order)
             _answers_take(locked, steps, operation="cancel")
             return _cancel_record(locked, steps)
@@ -380,7 +380,7 @@ def _update_after_labs(
     lock (``record`` gets the ids of the shipments that took the change, unless none did)."""
     try:
         _labs_call(order, steps, call)
-        with transaction.atomic():
+        with order_changed(order.id):
             locked = _lock(order)
             _answers_take(locked, steps, operation=operation)
             outcome, results = _update_outcome(steps)
@@ -440,7 +440,7 @@ def _replan(order: Order, *, path: str) -> tuple[ShipmentResult, ...]:
 
 def order_update_shipping_method(*, order: Order, shipping_method: str) -> ActionResult:
     lab_state_refresh(_fresh(order))
-    with transaction.atomic():
+    with order_changed(order.id):
         locked = _lock(order)
         if not _changes_possible(locked):
             return ActionResult("ActionNotAvailable")
@@ -532,7 +532,7 @@ def order_update_recipient(*, order: Order, recipient: dict[str, Any]) -> Action
             setattr(locked, column, value or "")
         _touch(locked, *RECIPIENT_FIELDS)
 
-    with transaction.atomic():
+    with order_changed(order.id):
         locked = _lock(order)
         if not _changes_possible(locked):
             return ActionResult("ActionNotAvailable")
@@ -586,10 +586,10 @@ def _recipient_whole(recipient: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
 def order_update_metadata(*, order: Order, metadata: dict[str, Any]) -> ActionResult:
     """Replace the metadata entirely; allowed at any time, even after completion."""
-    locked = _lock(order)
-    locked.metadata = metadata
-    _touch(locked, "metadata")
+    with order_changed(order.id):
+        locked = _lock(order)
+        locked.metadata = metadata
+        _touch(locked, "metadata")
     return ActionResult("Updated")

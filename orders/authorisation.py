@@ -22,6 +22,7 @@ from django.utils import timezone
 from common.errors import ValidationFailed
 from common.ids import PREFIXES, id_number
 from orders.charges import payment_unasked_refund_write, payments_covered
+from orders.document import order_document_write
 from orders.models import (
     Order,
     OrderPayment,
@@ -129,10 +130,12 @@ def _authorised_record(*, order_id: int, result: PaymentResult, amount: Decimal)
     assert locked is not None  # orders are never deleted
     if _asks(locked, amount, locked.currency):
         order_payment_record(order=locked, reference=result.reference, amount=amount)
+        order_document_write(locked.id)
         return result
     taken = _payment_take(
         order=locked, reference=result.reference, amount=amount, currency=locked.currency
     )
+    order_document_write(locked.id)
     return PaymentResult(
         taken.outcome in ("Authorised", "Overpaid"),
         reference=result.reference,
@@ -259,9 +262,11 @@ def order_payment_confirm(*, session: SessionSeen, reference: str) -> Confirmati
     )
     if OrderPayment.objects.filter(order=locked, reference=reference).exists():
         return Confirmation("AlreadyPaid", f"{reference} is recorded for {locked.public_id}.")
-    return _payment_take(
+    taken = _payment_take(
         order=locked, reference=reference, amount=session.amount, currency=session.currency
     )
+    order_document_write(locked.id)  # it shows what the payment changed (issue, charges)
+    return taken
 
 
 def _payment_take(*, order: Order, reference: str, amount: Decimal, currency: str) -> Confirmation:

@@ -26,6 +26,7 @@ from django.db.models import Exists, OuterRef, Sum
 from common.tasks import task_enqueue_on_commit
 from labs.allocation import AllocationPlan
 from merchants.models import EnvironmentKind
+from orders.document import orders_documents_write
 from orders.models import (
     Charge,
     ChargeItem,
@@ -258,57 +259,6 @@ def _payment_refunds_write(
     return made
 
 
-def shipment_charged(*, order: Order, shipment: Shipment) -> Decimal:
-    """What is charged, and not refunded, for the shipment's items and shipping (tax
-    included)."""
-    ids = {shipment.id}
-    total = Decimal(0)
-    refunded = set(
-        ChargeItem.objects.filter(
-            charge__order=order, charge__charge_type=ChargeType.REFUND
-        ).values_list("item_id", "shipment_id")
-    )
-    for line in ChargeItem.objects.filter(
-        charge__order=order, charge__charge_type__in=[ChargeType.ITEM, ChargeType.SHIPPING]
-    ).select_related("item"):
-        if (line.item_id, line.shipment_id) in refunded:
-            continue
-        if line.shipment_id in ids or (line.item and line.item.shipment_id in ids):
-            total += line.cost + line.tax
-    return total
-
-
-@transaction.atomic
-def shipment_charges_write(
-    *,
-    order: Order,
-    shipment: Shipment,
-    currency: str,
-    item_lines: dict[int, tuple[Decimal, Decimal]],
-    shipping: tuple[Decimal, Decimal],
-) -> None:
-    """Item and Shipping charges for one shipment made anew elsewhere (a resubmission whose
-    price changed; what was charged before is refunded by ``refund_write``): ``item_lines``
-    maps item ids to (cost, tax), ``shipping`` is (cost, tax)."""
-    _charges_create(
-        order=order,
-        currency=currency,
-        charges=[
-            (
-                ChargeType.ITEM,
-                [
-                    ChargeItem(item_id=item_id, cost=cost, tax=tax)
-                    for item_id, (cost, tax) in item_lines.items()
-                ],
-            ),
-            (
-                ChargeType.SHIPPING,
-                [ChargeItem(shipment=shipment, cost=shipping[0], tax=shipping[1])],
-            ),
-        ],
-    )
-
-
 def shipping_charged(*, order: Order, shipment: Shipment) -> tuple[Decimal, Decimal]:
     """What the shipment's shipping is charged now, (cost, tax): its Shipping lines added up."""
     charged = ChargeItem.objects.filter(
@@ -361,7 +311,10 @@ def charges_uninvoiced(*, merchant_id: int, before: datetime) -> list[Charge]:
 
 def charges_invoice_number_set(*, charge_ids: Sequence[int], number: str) -> int:
     """Number the charges with their invoice (``serviceInvoiceNumber``); a charge numbered
-    already keeps its number. How many were numbered."""
-    return Charge.objects.filter(id__in=charge_ids, service_invoice_number__isnull=True).update(
-        service_invoice_number=number
-    )
+    already keeps its number. How many were numbered. The documents of their orders show the
+    number: each is written again, in the caller's transaction."""
+    numbered = Charge.objects.filter(id__in=charge_ids, service_invoice_number__isnull=True)
+    order_ids = set(numbered.values_list("order_id", flat=True))
+    count = numbered.update(service_invoice_number=number)
+    orders_documents_write(order_ids)
+    return count

@@ -18,11 +18,13 @@ from labs.allocation import (
     BasketItem,
     Infeasible,
     UnknownCurrency,
+    basket_check,
     plan_basket,
 )
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from merchants.models import Environment, PauseMode
 from orders.artwork.spine import SPINE_AREA, spine_failures, spine_size
+from orders.document import order_document_render, order_document_write
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
     Asset,
@@ -45,7 +47,8 @@ from products.validation import DEFAULT_PRINT_AREA, ItemInput, ValidatedItem, ba
 class ValidatedOrder:
     """An order body that can be accepted: its items in canonical form, as validation found
     them, per item index the reasons an item cannot be made right now, and the priced plan
-    (None while an item cannot be made)."""
+    when it was asked for (``order_validate``'s ``priced``; None while an item cannot be
+    made)."""
 
     items: list[ValidatedItem]
     unavailable: dict[str, list[str]]
@@ -122,6 +125,7 @@ def order_validate(
     currency: str,
     sandbox: bool,
     catalogue: CatalogueSnapshot | None = None,
+    priced: bool = False,
 ) -> ValidatedOrder:
     """Check a shape-valid order body against the catalogue and the labs (for a Live order,
     those that may make Live orders: ``labs.connectors.simulator_serves``).
@@ -129,7 +133,9 @@ def order_validate(
     Raises ``ValidationFailed`` with every failure at once. Returns the items in canonical form
     (what ``order_create`` stores) and, per item index, the descriptions of items that are
     valid but cannot be made right now (``ItemUnavailable``: out of stock, or no lab is
-    configured to make it for Live orders).
+    configured to make it for Live orders). The basket is priced only when ``priced`` (an
+    order that waits for its payment shows the amount); otherwise it is only known that it
+    can be made and priced, as an order is planned and charged at allocation.
     """
     if catalogue is None:
         catalogue = catalogue_snapshot()
@@ -149,6 +155,7 @@ def order_validate(
             ],
             require_page_count=True,
             products=products,
+            rules=catalogue.rules,
         )
     except ValidationFailed as invalid:
         raise ValidationFailed({**invalid.failures, **spines}) from invalid
@@ -159,15 +166,26 @@ def order_validate(
     failures: dict[str, list[tuple[str, str]]] = {}
     unavailable: dict[str, list[str]] = {}
     plan = None
+    country_code, method = data["recipient"]["address"]["countryCode"], data["shippingMethod"]
     try:
-        plan = plan_basket(
-            items=basket,
-            country_code=data["recipient"]["address"]["countryCode"],
-            shipping_method=data["shippingMethod"],
-            currency=currency,
-            catalogue=catalogue,
-            sandbox=sandbox,
-        )
+        if priced:
+            plan = plan_basket(
+                items=basket,
+                country_code=country_code,
+                shipping_method=method,
+                currency=currency,
+                catalogue=catalogue,
+                sandbox=sandbox,
+            )
+        else:
+            basket_check(
+                items=basket,
+                country_code=country_code,
+                shipping_method=method,
+                currency=currency,
+                catalogue=catalogue,
+                sandbox=sandbox,
+            )
     except UnknownCurrency as unknown:
         raise ValidationFailed.single(
             "body", "UnknownCurrency", f"{unknown} The account's billing currency cannot be priced."
@@ -222,22 +240,29 @@ def order_create(*, environment: Environment, data: Mapping[str, Any]) -> Create
 
     Idempotency is enforced by the unique (environment, idempotency key) constraint, so
     concurrent requests with one key create one order; the losers read the winner's order.
+    The body's fingerprint is kept only with a key: nothing else compares it.
     """
     key = data.get("idempotencyKey") or None
-    fingerprint = request_fingerprint(data)
+    fingerprint = request_fingerprint(data) if key is not None else ""
     if (
         key is not None
         and Order.objects.filter(environment=environment, idempotency_key=key).exists()
     ):
         return _existing(environment, key, fingerprint)
+    pay_first = payment_required(environment)
     validated = order_validate(
         data=data,
         currency=environment.merchant.billing_currency,
         sandbox=environment.is_sandbox,
+        priced=pay_first,
     )
     try:
         order, parts = _store(
-            environment=environment, data=data, validated=validated, fingerprint=fingerprint
+            environment=environment,
+            data=data,
+            validated=validated,
+            fingerprint=fingerprint,
+            pay_first=pay_first,
         )
     except IntegrityError:
         if key is None:
@@ -255,6 +280,7 @@ def _store(
     data: Mapping[str, Any],
     validated: ValidatedOrder,
     fingerprint: str,
+    pay_first: bool,
 ) -> tuple[Order, OrderParts]:
     """The order with its items and assets, all or none (``rows_insert``: on PostgreSQL one
     statement); its files and first issues, where it has any, with them in one transaction."""
@@ -263,7 +289,6 @@ def _store(
 
     recipient, address = data["recipient"], data["recipient"]["address"]
     held, held_until = _hold(environment)
-    pay_first = payment_required(environment)
     first = order_first_state(held=held, held_until=held_until, pay_first=pay_first)
     now = timezone.now()
     branding = data.get("branding") or {}
@@ -345,13 +370,16 @@ def _store(
             ],
         )
     rows = ([order], items, [asset for assets in by_item.values() for asset in assets])
-    issues: list[OrderIssue] = []
+    parts = OrderParts(items=items, assets=by_item)
     if not (branding or packing_slip_url or validated.unavailable or pay_first):
+        # The document goes in with the order's row, rendered from what is written.
+        _, stored = order_document_render(order, parts)
+        order.document, order.document_urls_expire = stored.text, stored.urls_expire
         rows_insert(*rows)
     else:
         with transaction.atomic():
             rows_insert(*rows)
-            issues = _extras_store(
+            parts.issues = _extras_store(
                 order=order,
                 items=items,
                 validated=validated,
@@ -359,9 +387,10 @@ def _store(
                 packing_slip_url=packing_slip_url,
                 pay_first=pay_first,
             )
+            order_document_write(order.id, order=order, parts=parts)
     if order.pipeline_step == PipelineStep.DOWNLOAD:
         order_enqueue_on_commit(order_id=order.id, step=PipelineStep.DOWNLOAD)
-    return order, OrderParts(items=items, assets=by_item, issues=issues)
+    return order, parts
 
 
 def _extras_store(

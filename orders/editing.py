@@ -10,6 +10,7 @@ from django.utils import timezone
 from common.errors import ValidationFailed
 from orders.actions import RECIPIENT_FIELDS
 from orders.creation import order_validate
+from orders.document import order_document_write
 from orders.models import Order, OrderItem, PipelineStep
 from orders.payment_balance import order_payment_settle
 from orders.pipeline.state_machine import order_submit_now
@@ -85,6 +86,7 @@ def order_held_update(
         if item.copies != number:
             OrderItem.objects.filter(pk=item.pk).update(copies=number)
     order_payment_settle(order=locked, cost=order_cost(locked))
+    order_document_write(locked.id)
     return locked
 
 

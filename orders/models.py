@@ -175,6 +175,11 @@ class Order(PublicIdModel):
 
     created = models.DateTimeField(default=timezone.now)
     last_updated = models.DateTimeField(default=timezone.now)
+    # The order as the merchant sees it (``orders.document``): the body of its GET, JSON text,
+    # written in the transaction of every change to what it shows; the earliest expiry of the
+    # signed file URLs in it (none: it has none).
+    document = models.TextField(blank=True, editable=False)
+    document_urls_expire = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-id"]

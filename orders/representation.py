@@ -1,20 +1,20 @@
-"""The order as the API shows it (``GET /v4.0/orders/{id}``, list pages, callbacks).
+"""The order as the API shows it: what ``orders.document`` stores as the order's document
+(the body of ``GET /v4.0/orders/{id}``, list pages, callbacks).
 
-A plain function over rows already loaded, as instances or ``common.joined.Row``s
-(``OrderParts``, see ``orders.selectors.order_parts`` and ``orders_with_parts``): it runs for
-every order of a list page and every callback, so it reads nothing from the database itself.
-It reads the fields of ``orders.parts.SHOWN_FIELDS`` alone.
+A plain function over instances already loaded (``OrderParts``, by default the order's
+prefetched relations: ``orders.selectors.orders_with_parts``); it reads nothing from the
+database itself.
 """
 
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 
 from common.files import file_url as signed_file_url
+from common.files import url_expiry
 from common.ids import PREFIXES, format_id
-from common.joined import Row, iso_timestamp
 from orders.models import Asset, Charge, ChargeItem, Order, OrderItem, Shipment, ShipmentStatus
 from orders.parts import OrderParts, items_shipment_id
 
@@ -23,35 +23,49 @@ def money(amount: Decimal, currency: str) -> dict[str, str]:
     return {"amount": f"{amount.quantize(Decimal('0.01'))}", "currency": currency}
 
 
-def iso(value: datetime | str | None) -> str | None:
-    """ISO 8601 in UTC with a ``Z``, to the millisecond; a ``Row`` read with
-    ``iso_timestamps`` holds that text already."""
-    if value is None or isinstance(value, str):
-        return value
-    return iso_timestamp(value)
+def iso(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a ``Z``, to the millisecond."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def file_url(name: str, base_url: str) -> str | None:
     """A signed URL of a stored file shown to the merchant (thumbnails); None for none."""
-    if not name:
-        return None
-    return signed_file_url(name, base_url, max_age_seconds=settings.FILE_URL_DAYS * 24 * 3600)
+    return Urls(base_url)(name)
 
 
-def _asset(asset: Asset, base_url: str) -> dict[str, Any]:
+class Urls:
+    """How an order's file URLs are made: absolute under ``base_url``, signed to expire at
+    ``expires`` (Unix time; by default ``settings.FILE_URL_DAYS`` from now, rounded up to a
+    day); ``signed`` tells whether any was made."""
+
+    def __init__(self, base_url: str, expires: int | None = None) -> None:
+        self.base_url = base_url
+        self.expires = expires or url_expiry(settings.FILE_URL_DAYS * 24 * 3600)
+        self.signed = False
+
+    def __call__(self, name: str) -> str | None:
+        if not name:
+            return None
+        self.signed = True
+        return signed_file_url(name, self.base_url, expires=self.expires)
+
+
+def _asset(asset: Asset, file_url: Urls) -> dict[str, Any]:
     return {
         "id": asset.public_id,
         "omsId": str(asset.oms_id) if asset.oms_id is not None else None,
         "printArea": asset.print_area,
         "status": asset.status,
         "url": asset.url,
-        "thumbnailUrl": file_url(asset.thumbnail, base_url),
+        "thumbnailUrl": file_url(asset.thumbnail),
         "md5Hash": asset.md5_hash or None,
         "pageCount": asset.page_count,
     }
 
 
-def _item(item: OrderItem, assets: list[Asset], base_url: str) -> dict[str, Any]:
+def _item(item: OrderItem, assets: list[Asset], file_url: Urls) -> dict[str, Any]:
     return {
         "id": item.public_id,
         "omsId": str(item.oms_id) if item.oms_id is not None else None,
@@ -60,10 +74,10 @@ def _item(item: OrderItem, assets: list[Asset], base_url: str) -> dict[str, Any]
         "sku": item.sku,
         "copies": item.copies,
         "sizing": item.sizing,
-        "thumbnailUrl": file_url(item.thumbnail, base_url),
+        "thumbnailUrl": file_url(item.thumbnail),
         "attributes": item.attributes,
         "spine": item.spine,
-        "assets": [_asset(a, base_url) for a in assets],
+        "assets": [_asset(a, file_url) for a in assets],
         "recipientCost": (
             money(item.recipient_cost_amount, item.recipient_cost_currency)
             if item.recipient_cost_amount is not None
@@ -160,13 +174,11 @@ def shipment_address(shipment: Shipment) -> dict[str, str]:
 
 
 def order_representation(
-    order: Order | Row, *, base_url: str, parts: OrderParts | None = None
+    order: Order, *, urls: Urls, parts: OrderParts | None = None
 ) -> dict[str, Any]:
-    """The complete order (an instance, or its ``Row`` with ``parts``); ``base_url`` makes
-    file URLs absolute. ``parts`` are its rows (by default its prefetched relations)."""
+    """The complete order; ``urls`` makes its file URLs. ``parts`` are its rows (by default
+    its prefetched relations)."""
     if parts is None:
-        if isinstance(order, Row):
-            raise TypeError("A Row's parts are given with it.")
         parts = OrderParts.of_prefetched(order)
     items = parts.items
     issues = []
@@ -217,7 +229,7 @@ def order_representation(
                 "stateOrCounty": order.address_state_or_county or None,
             },
         },
-        "items": [_item(i, parts.assets.get(i.id, []), base_url) for i in items],
+        "items": [_item(i, parts.assets.get(i.id, []), urls) for i in items],
         "packingSlip": (
             {"url": order.packing_slip_url, "status": order.packing_slip_status or None}
             if order.packing_slip_url

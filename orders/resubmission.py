@@ -69,6 +69,7 @@ from common.ids import PREFIXES, format_id, new_id
 from labs.allocation import AllocationPlan, Infeasible, plan_basket
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from labs.connectors import LabConnector, LabOrder, LabResult
+from orders.document import order_changed
 from orders.events import shipment_changed
 from orders.issues import LAB_ERROR, PRINT_READY_FAILED, SUBMISSION_FAILED
 from orders.lab_orders import lab_order
@@ -366,7 +367,7 @@ def _submit(record: ShipmentResubmission, notes: list[str], *, resumed: bool) ->
     now = timezone.now()
     if not result.successful:
         message = result.message or f"Lab {record.lab_code} refused the shipment."
-        with transaction.atomic():
+        with order_changed(order.id):  # the issue is on the order's document
             OrderIssue.objects.update_or_create(
                 order=order,
                 object_id=original.public_id,

@@ -35,6 +35,7 @@ from labs.capabilities import capabilities_listed
 from labs.connectors import LabConnector, LabOrder, LabResult, connector_for
 from labs.connectors.siteflow import SiteflowConnector, carrier_alias_resolve
 from orders.charges import refund_write, shipping_adjustment_write
+from orders.document import order_document_write
 from orders.events import order_stage_changed, shipment_changed
 from orders.issues import LAB_ANSWER_PENDING, LAB_ANSWER_UNKNOWN
 from orders.lab_orders import lab_order
@@ -641,9 +642,11 @@ def shipment_lab_answer_reconcile(*, shipment_id: int) -> str:
         order, locked = ended
         if made and locked.status == ShipmentStatus.PROCESSING:
             stage_changed = _late_record(order, locked, operation, change)
-            shipment_changed(order=order, shipment=locked)
+            shipment_changed(order=order, shipment=locked)  # with the order's document
             if stage_changed:
                 order_stage_changed(order=order)
+        else:  # no event: the document without the pending issue written here
+            order_document_write(order.id)
     return "made" if made else "not made"
 
 
@@ -689,6 +692,7 @@ def _lab_answer_give_up(
         )
         order.last_updated = timezone.now()
         order.save(update_fields=["last_updated"])
+        order_document_write(order.id)
     return "given up"
 
 
@@ -704,5 +708,9 @@ def shipments_lab_answers_due(*, batch: int) -> list[int]:
         .filter(Q(lab_operation_unanswered_at__isnull=False) | Q(lab_operation_since__lt=stale))
     )
     return sweep_batch_mark(
-        awaiting, due_field="lab_operation_since", batch=batch, claim_field=None
+        awaiting,
+        swept_field="swept_at",
+        due_field="lab_operation_since",
+        claim_field=None,
+        batch=batch,
     )

@@ -15,6 +15,7 @@ from common.tasks import task_enqueue
 from common.versions import versions_request_scope
 from orders.authorisation import payment_refund_send, payment_session_expire_send
 from orders.charges import PAYMENT_REFUND_SEND_TASK
+from orders.document import order_documents_refresh
 from orders.models import Order, PaymentRefund, PaymentSession
 from orders.payments import PAYMENT_SESSION_EXPIRE_TASK
 from orders.pipeline.claims import orders_due_unclaimed
@@ -56,7 +57,9 @@ def orders_sweep_task() -> int:
     """
     rows = sweep_batch_mark_values(
         Order.objects.filter(orders_due_unclaimed()),
+        swept_field="swept_at",
         due_field="due_at",
+        claim_field="claimed_until",
         batch=SWEEP_BATCH,
         fields=("id", "pipeline_step"),
     )
@@ -122,3 +125,9 @@ def payment_refunds_sweep_task() -> int:
 @shared_task(name="orders.tasks.images_purge_expired_task", ignore_result=True)
 def images_purge_expired_task() -> int:
     return images_purge_expired()
+
+
+@shared_task(name="orders.tasks.order_documents_refresh_task", ignore_result=True)
+def order_documents_refresh_task() -> int:
+    """The documents whose signed URLs near their expiry written afresh (``orders.document``)."""
+    return order_documents_refresh()

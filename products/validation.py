@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from common.errors import ValidationFailed
-from products.models import Product
+from products.models import PrintArea, Product, ProductAttribute
 from products.selectors import product_get, products_by_sku
 
 Failures = dict[str, list[tuple[str, str]]]
@@ -26,6 +26,35 @@ def _merge(failures: Failures, more: Failures) -> None:
         failures.setdefault(path, []).extend(pairs)
 
 
+@dataclass(frozen=True)
+class ProductRules:
+    """What the catalogue check reads of a product beside its own fields: its attributes
+    (with each one's name and values in lower case, as requests are matched), print areas and
+    the attribute sets it is made in. Made from the product's prefetched rows; a catalogue
+    snapshot makes them once per product and version (``labs.catalogue``), where reading the
+    related rows anew made a related manager at every read, a fifth of a basket's check."""
+
+    attributes: tuple[ProductAttribute, ...]
+    attributes_by_name: Mapping[str, ProductAttribute]  # by lower-case name
+    values: Mapping[str, frozenset[str]]  # attribute name -> its values in lower case
+    print_areas: tuple[PrintArea, ...]
+    print_areas_by_name: Mapping[str, str]  # lower-case name -> name, the first if alike
+    variants: tuple[Mapping[str, str], ...]
+
+    @classmethod
+    def of(cls, product: Product) -> "ProductRules":
+        attributes = tuple(product.attributes.all())
+        print_areas = tuple(product.print_areas.all())
+        return cls(
+            attributes=attributes,
+            attributes_by_name={a.name.lower(): a for a in attributes},
+            values={a.name: frozenset(v.lower() for v in a.values) for a in attributes},
+            print_areas=print_areas,
+            print_areas_by_name={a.name.lower(): a.name for a in reversed(print_areas)},
+            variants=tuple(v.attributes for v in product.variants.all()),
+        )
+
+
 def item_page_count(assets: Iterable[tuple[str, int | None]]) -> int | None:
     """An item's page count from its assets' (print area, pageCount) pairs: the main
     (``default``) asset's, else the first that has one. Quotes, order validation and
@@ -37,11 +66,18 @@ def item_page_count(assets: Iterable[tuple[str, int | None]]) -> int | None:
     return next((pages for _, pages in pairs if pages is not None), None)
 
 
-def attribute_failures(*, product: Product, attributes: Mapping[str, str], path: str) -> Failures:
+def attribute_failures(
+    *,
+    product: Product,
+    attributes: Mapping[str, str],
+    path: str,
+    rules: ProductRules | None = None,
+) -> Failures:
     """Unknown names, values not allowed, required attributes missing (names and values match
-    in any letter case)."""
+    in any letter case). ``rules``: the product's, where the caller has them."""
     failures: Failures = {}
-    by_name = {a.name.lower(): a for a in product.attributes.all()}
+    rules = rules or ProductRules.of(product)
+    by_name = rules.attributes_by_name
     given: set[str] = set()
     for name, value in attributes.items():
         attribute = by_name.get(name.lower())
@@ -55,7 +91,7 @@ def attribute_failures(*, product: Product, attributes: Mapping[str, str], path:
             )
             continue
         given.add(attribute.name)
-        if not isinstance(value, str) or value.lower() not in {v.lower() for v in attribute.values}:
+        if not isinstance(value, str) or value.lower() not in rules.values[attribute.name]:
             _add(
                 failures,
                 f"{path}.attributes.{name}",
@@ -75,34 +111,32 @@ def attribute_failures(*, product: Product, attributes: Mapping[str, str], path:
     return failures
 
 
-def resolve_attributes(*, product: Product, attributes: Mapping[str, str]) -> dict[str, str]:
+def resolve_attributes(
+    *, product: Product, attributes: Mapping[str, str], rules: ProductRules | None = None
+) -> dict[str, str]:
     """Every attribute of the product in canonical spelling, defaults filled in.
 
     Call only with attributes that passed ``attribute_failures``.
     """
+    return _resolved(rules or ProductRules.of(product), attributes)[0]
+
+
+def _resolved(
+    rules: ProductRules, attributes: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The attributes resolved (``resolve_attributes``) and the given ones alone, names and
+    values in canonical spelling (what is stored and shown), in one pass."""
     given = {name.lower(): value.lower() for name, value in attributes.items()}
     resolved: dict[str, str] = {}
-    for attribute in product.attributes.all():
+    named: dict[str, str] = {}
+    for attribute in rules.attributes:
         wanted = given.get(attribute.name.lower())
         if wanted is None:
             resolved[attribute.name] = attribute.default
         else:
-            resolved[attribute.name] = next(v for v in attribute.values if v.lower() == wanted)
-    return resolved
-
-
-def canonical_attributes(*, product: Product, attributes: Mapping[str, str]) -> dict[str, str]:
-    """The given attributes only (no defaults), names and values in canonical spelling."""
-    resolved = resolve_attributes(product=product, attributes=attributes)
-    given = {name.lower() for name in attributes}
-    return {name: value for name, value in resolved.items() if name.lower() in given}
-
-
-def canonical_print_area(*, product: Product, print_area: str) -> str | None:
-    return next(
-        (a.name for a in product.print_areas.all() if a.name.lower() == print_area.lower()),
-        None,
-    )
+            value = next(v for v in attribute.values if v.lower() == wanted)
+            resolved[attribute.name] = named[attribute.name] = value
+    return resolved, named
 
 
 def item_failures(
@@ -126,36 +160,44 @@ def item_failures(
         product = product_get(sku=sku)
     if product is None:
         return _unknown_sku(sku=sku, path=path)
-    return _product_failures(
+    return _product_checked(
         product=product,
+        rules=ProductRules.of(product),
         attributes=attributes,
         print_areas=print_areas,
         page_count=page_count,
         path=path,
         require_page_count=require_page_count,
-    )
+    )[0]
 
 
 def _unknown_sku(*, sku: str, path: str) -> Failures:
     return {f"{path}.sku": [("UnknownSku", f"There is no product with SKU '{sku}'.")]}
 
 
-def _product_failures(
+def _product_checked(
     *,
     product: Product,
+    rules: ProductRules,
     attributes: Mapping[str, str],
     print_areas: Sequence[str],
     page_count: int | None,
     path: str,
     require_page_count: bool,
-) -> Failures:
+) -> tuple[Failures, tuple[dict[str, str], dict[str, str]], tuple[str, ...]]:
+    """The item's failures and, for a valid item, what the check found on the way (so that
+    nothing is looked up twice): its attributes resolved and as given (``_resolved``), and its
+    print areas in canonical spelling, one per asset."""
     failures: Failures = {}
-    _merge(failures, attribute_failures(product=product, attributes=attributes, path=path))
+    _merge(
+        failures,
+        attribute_failures(product=product, attributes=attributes, path=path, rules=rules),
+    )
+    resolved: tuple[dict[str, str], dict[str, str]] = ({}, {})
     if not failures:
-        resolved = resolve_attributes(product=product, attributes=attributes)
-        variants = list(product.variants.all())
-        if variants and not any(v.attributes == resolved for v in variants):
-            values = ", ".join(f"{k}={v}" for k, v in resolved.items())
+        resolved = _resolved(rules, attributes)
+        if rules.variants and resolved[0] not in rules.variants:
+            values = ", ".join(f"{k}={v}" for k, v in resolved[0].items())
             _add(
                 failures,
                 f"{path}.attributes",
@@ -163,24 +205,25 @@ def _product_failures(
                 f"{product.sku} is not made with {values}.",
             )
 
-    seen: set[str] = set()
+    areas = rules.print_areas
+    canonical: list[str] = []
     for index, print_area in enumerate(print_areas):
-        name = canonical_print_area(product=product, print_area=print_area)
+        name = rules.print_areas_by_name.get(print_area.lower())
         area_path = f"{path}.assets[{index}].printArea"
         if name is None:
-            known = ", ".join(a.name for a in product.print_areas.all())
+            known = ", ".join(a.name for a in areas)
             _add(
                 failures,
                 area_path,
                 "UnknownPrintArea",
                 f"{product.sku} has no print area '{print_area}' (print areas: {known}).",
             )
-        elif name in seen:
+        elif name in canonical:
             _add(failures, area_path, "DuplicatePrintArea", f"Print area '{name}' is repeated.")
         else:
-            seen.add(name)
-    for area in product.print_areas.all():
-        if area.required and area.name not in seen:
+            canonical.append(name)
+    for area in areas:
+        if area.required and area.name not in canonical:
             _add(
                 failures,
                 f"{path}.assets",
@@ -207,7 +250,7 @@ def _product_failures(
                 "PageCountOutOfRange",
                 f"{product.sku} has between {product.min_pages} and {product.max_pages} pages.",
             )
-    return failures
+    return failures, resolved, tuple(canonical)
 
 
 @dataclass(frozen=True)
@@ -259,6 +302,7 @@ def basket_validate(
     items: Sequence[ItemInput],
     require_page_count: bool,
     products: Mapping[str, Product] | None = None,
+    rules: Mapping[str, ProductRules] | None = None,
 ) -> list[ValidatedItem]:
     """Check every item of a basket against the catalogue once and return it in canonical form.
 
@@ -266,8 +310,9 @@ def basket_validate(
     attributes, print areas and page counts again. Raises ``ValidationFailed`` with every
     failure of every item at once, keyed ``items[<index>]...`` in item order. ``products``
     (keyed by upper-case SKU, as ``products_by_sku`` returns them) saves loading the catalogue
-    when the caller already has it; a SKU missing from it is unknown. ``require_page_count``
-    as for ``item_failures``.
+    when the caller already has it; a SKU missing from it is unknown. ``rules``: the
+    products' ``ProductRules`` by SKU where the caller keeps them (a catalogue snapshot), else
+    they are made here. ``require_page_count`` as for ``item_failures``.
     """
     if products is None:
         products = products_by_sku(skus=[item.sku for item in items])
@@ -280,28 +325,26 @@ def basket_validate(
         if product is None:
             _merge(failures, _unknown_sku(sku=item.sku, path=path))
             continue
-        _merge(
-            failures,
-            _product_failures(
-                product=product,
-                attributes=item.attributes,
-                print_areas=item.print_areas,
-                page_count=page_count,
-                path=path,
-                require_page_count=require_page_count,
-            ),
+        found, (resolved, given), print_areas = _product_checked(
+            product=product,
+            rules=(rules or {}).get(product.sku) or ProductRules.of(product),
+            attributes=item.attributes,
+            print_areas=item.print_areas,
+            page_count=page_count,
+            path=path,
+            require_page_count=require_page_count,
         )
+        _merge(failures, found)
         if failures:
             continue  # nothing is returned, so nothing more to derive
-        area_names = {area.name.lower(): area.name for area in product.print_areas.all()}
         validated.append(
             ValidatedItem(
                 index=index,
                 product=product,
                 copies=item.copies,
-                attributes=resolve_attributes(product=product, attributes=item.attributes),
-                given_attributes=canonical_attributes(product=product, attributes=item.attributes),
-                print_areas=tuple(area_names[area.lower()] for area in item.print_areas),
+                attributes=resolved,
+                given_attributes=given,
+                print_areas=print_areas,
                 page_count=page_count,
             )
         )

@@ -85,6 +85,7 @@ def quotes_create(
         items=items,
         require_page_count=False,
         products=catalogue.products_by_sku([item.sku for item in items]),
+        rules=catalogue.rules,
     )
     basket = [BasketItem.of_validated(item) for item in validated]
     issues: list[QuoteIssue] = []

@@ -30,7 +30,9 @@ def events_sweep_task() -> int:
     pending one of its order is left for the end of that one to queue (or a later sweep)."""
     ids = sweep_batch_mark(
         CallbackEvent.objects.filter(events_ready()),
+        swept_field="swept_at",
         due_field="next_attempt_at",
+        claim_field="claimed_until",
         batch=SWEEP_BATCH,
     )
     for event_id in ids:

@@ -389,6 +389,12 @@ CELERY_BEAT_SCHEDULE["images-purge-expired"] = {
     "task": "orders.tasks.images_purge_expired_task",
     "schedule": 3600.0,
 }
+# Order documents whose signed thumbnail URLs near their expiry are written afresh
+# (orders.document: a read would otherwise render them itself).
+CELERY_BEAT_SCHEDULE["order-documents-refresh"] = {
+    "task": "orders.tasks.order_documents_refresh_task",
+    "schedule": 3600.0,
+}
 
 # --- Metrics --------------------------------------------------------------------------------
 # GET /metrics (Prometheus) answers staff signed in to the admin, and a scrape that sends

@@ -8,6 +8,7 @@ make everything or when splitting is cheaper overall.
 Public interface (keyword-only)::
 
     plan_basket(*, items, country_code, shipping_method, currency, sandbox) -> AllocationPlan
+    basket_check(*, items, country_code, shipping_method, currency, sandbox) -> None
     plan_all_methods(*, items, country_code, currency, sandbox) -> dict[method, AllocationPlan]
     methods_available(*, items, country_code, sandbox) -> list[str]
     plan_at_lab(*, items, lab_code, country_code, shipping_method, currency) -> AllocationPlan
@@ -47,6 +48,7 @@ from ``totalCost`` so that a quote's ``costSummary`` and the order's charges mat
 """
 
 from labs.allocation.engine import METHODS as METHODS
+from labs.allocation.engine import basket_check as basket_check
 from labs.allocation.engine import methods_available as methods_available
 from labs.allocation.engine import plan_all_methods as plan_all_methods
 from labs.allocation.engine import plan_at_lab as plan_at_lab

@@ -1,8 +1,9 @@
 """Loading what the engine needs from the database, and turning the optimum into a plan."""
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from types import MappingProxyType
 
 from common.money import convert, tax_of, to_cents
 from common.shipping import shipping_method_parse
@@ -22,7 +23,7 @@ from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from labs.connectors.registry import simulator_serves
 from labs.models import Lab, LabProduct, ShippingMethod, ShippingRate, TaxRule
 from products.models import Product
-from products.validation import attribute_failures, resolve_attributes
+from products.validation import ProductRules, attribute_failures, resolve_attributes
 
 METHODS: tuple[str, ...] = tuple(ShippingMethod.values)
 
@@ -47,6 +48,13 @@ class _PreparedItem:
     simulated_only: bool = False
 
 
+# Per basket item, each in-stock lab's price of one copy converted to the basket currency and
+# the line's cost in cents, tax included (what the optimiser compares): the same for every
+# method, so made once for a basket and currency. A lab whose currency has no exchange rate is
+# left out; a plan that needs it raises ``UnknownCurrency`` first (``_feasible``).
+_ItemPrices = list[dict[str, tuple[Decimal, int]]]
+
+
 @dataclass
 class _Snapshot:
     """Everything about a basket and destination that does not depend on the method."""
@@ -55,11 +63,14 @@ class _Snapshot:
     items: list[_PreparedItem]
     failures: dict[str, list[ItemFailure]]
     # rates[lab code][method]: the most specific rate to the destination.
-    rates: dict[str, dict[str, ShippingRate]]
+    rates: Mapping[str, Mapping[str, ShippingRate]]
     units_per_base: Mapping[str, Decimal]
     tax_rule: TaxRule | None
     # The labs the basket may go to (a resubmission's chosen labs), or None: every active lab.
     lab_codes: tuple[str, ...] | None = None
+    # Currency -> ``_item_prices``, made by the first plan in that currency (``plan_all_methods``
+    # plans every method of one basket).
+    prices: dict[str, _ItemPrices] = field(default_factory=dict)
 
 
 def _zone_specificity(catalogue: CatalogueSnapshot, country_code: str) -> dict[int, int]:
@@ -94,12 +105,17 @@ def _load(
     failures: dict[str, list[ItemFailure]] = {}
     valid: list[tuple[BasketItem, Product, dict[str, str]]] = []
     for item in items:
-        problems = _item_problems(item, products.get(item.sku.strip().upper()))
+        product = products.get(item.sku.strip().upper())
+        rules = snapshot.rules.get(product.sku) if product is not None else None
+        problems = _item_problems(item, product, rules)
         if problems:
             failures[item.key] = problems
-        else:
-            product = products[item.sku.strip().upper()]
-            attributes = resolve_attributes(product=product, attributes=item.attributes)
+        elif product is not None:
+            attributes = (
+                dict(item.attributes)
+                if item.checked
+                else resolve_attributes(product=product, attributes=item.attributes, rules=rules)
+            )
             valid.append((item, product, attributes))
 
     prepared = []
@@ -127,42 +143,64 @@ def _load(
             )
         )
 
+    to_country = snapshot.derived(
+        ("rates to", country_code), lambda: _rates_to(snapshot, country_code)
+    )
     labs = {offer.lab.pk: offer.lab for p in prepared for offer in p.offers}
-    zones = _zone_specificity(snapshot, country_code)
-    rates: dict[str, dict[str, tuple[int, ShippingRate]]] = {}
-    for lab_id, lab in labs.items():
-        for rate in snapshot.rates.get(lab_id, ()):
-            if rate.country_code == country_code and rate.zone_id is None:
-                specificity = 0
-            elif rate.zone_id is not None and rate.zone_id in zones:
-                specificity = zones[rate.zone_id]
-            else:
-                continue
-            current = rates.setdefault(lab.code, {}).get(rate.method)
-            if current is None or specificity < current[0]:
-                rates[lab.code][rate.method] = (specificity, rate)
+    rates = {lab.code: to_country[lab_id] for lab_id, lab in labs.items() if lab_id in to_country}
 
     return _Snapshot(
         country_code=country_code,
         items=prepared,
         failures=failures,
-        rates={lab: {m: r for m, (_, r) in by_method.items()} for lab, by_method in rates.items()},
+        rates=rates,
         units_per_base=snapshot.units_per_base,
         tax_rule=snapshot.tax_rules.get(country_code),
         lab_codes=None if lab_codes is None else tuple(sorted(lab_codes)),
     )
 
 
-def _item_problems(item: BasketItem, product: Product | None) -> list[ItemFailure]:
+def _rates_to(
+    catalogue: CatalogueSnapshot, country_code: str
+) -> dict[int, Mapping[str, ShippingRate]]:
+    """Lab id -> method -> the lab's most specific rate to ``country_code`` (labs without one
+    left out): its own rate, else a zone's that lists the country, else a rest-of-world
+    zone's. The same for every basket of a catalogue version: kept with the snapshot."""
+    zones = _zone_specificity(catalogue, country_code)
+    found: dict[int, dict[str, tuple[int, ShippingRate]]] = {}
+    for lab_id, lab_rates in catalogue.rates.items():
+        for rate in lab_rates:
+            if rate.country_code == country_code and rate.zone_id is None:
+                specificity = 0
+            elif rate.zone_id is not None and rate.zone_id in zones:
+                specificity = zones[rate.zone_id]
+            else:
+                continue
+            current = found.setdefault(lab_id, {}).get(rate.method)
+            if current is None or specificity < current[0]:
+                found[lab_id][rate.method] = (specificity, rate)
+    return {
+        lab_id: MappingProxyType({method: rate for method, (_, rate) in by_method.items()})
+        for lab_id, by_method in found.items()
+    }
+
+
+def _item_problems(
+    item: BasketItem, product: Product | None, rules: ProductRules | None
+) -> list[ItemFailure]:
     if product is None:
         return [ItemFailure("UnknownSku", f"There is no product with SKU '{item.sku}'.")]
-    problems = [
-        ItemFailure("MissingAttribute" if code == "Required" else code, description)
-        for found in attribute_failures(
-            product=product, attributes=item.attributes, path=""
-        ).values()
-        for code, description in found
-    ]
+    problems = (
+        []
+        if item.checked
+        else [
+            ItemFailure("MissingAttribute" if code == "Required" else code, description)
+            for found in attribute_failures(
+                product=product, attributes=item.attributes, path="", rules=rules
+            ).values()
+            for code, description in found
+        ]
+    )
     if item.copies < 1:
         problems.append(ItemFailure("InvalidCopies", "At least one copy."))
     if product.priced_by_page and item.pages is not None:
@@ -244,13 +282,44 @@ def _methods_of(snapshot: _Snapshot, offers: Iterable[_Offer]) -> list[str]:
     return [m for m in METHODS if m in methods]
 
 
-def _plan(snapshot: _Snapshot, method: str, currency: str) -> AllocationPlan:
+def _item_prices(snapshot: _Snapshot, currency: str) -> _ItemPrices:
+    tax_rate = snapshot.tax_rule.rate if snapshot.tax_rule else Decimal(0)
+    prices: _ItemPrices = []
+    for prepared in snapshot.items:
+        by_lab: dict[str, tuple[Decimal, int]] = {}
+        for offer in prepared.offers:
+            if not offer.in_stock or offer.lab.currency not in snapshot.units_per_base:
+                continue
+            unit = _convert(snapshot, offer.unit_price, from_=offer.lab.currency, to=currency)
+            line = unit * prepared.item.copies
+            by_lab[offer.lab.code] = (unit, to_cents(line + tax_of(line, tax_rate)))
+        prices.append(by_lab)
+    return prices
+
+
+def _feasible(snapshot: _Snapshot, method: str, currency: str) -> list[list[_Offer]]:
+    """The offers each item may take by ``method``, once it is known that every item has one
+    and that the basket can be priced in ``currency``: raises ``Infeasible`` and
+    ``UnknownCurrency`` as pricing would, without pricing."""
     failures = _method_failures(snapshot, method)
     if failures:
         raise Infeasible(failures)
-    currency = currency.upper()
     if currency not in snapshot.units_per_base:
         raise UnknownCurrency(f"No exchange rate for {currency}.")
+    usable = [_usable_offers(snapshot, prepared, method) for prepared in snapshot.items]
+    for offers in usable:
+        for offer in offers:
+            if offer.lab.currency not in snapshot.units_per_base:
+                raise UnknownCurrency(f"No exchange rate for {offer.lab.currency}.")
+    return usable
+
+
+def _plan(snapshot: _Snapshot, method: str, currency: str) -> AllocationPlan:
+    currency = currency.upper()
+    usable = _feasible(snapshot, method, currency)
+    item_prices = snapshot.prices.get(currency)
+    if item_prices is None:  # the first plan of the basket in this currency
+        item_prices = snapshot.prices[currency] = _item_prices(snapshot, currency)
     tax_rate = snapshot.tax_rule.rate if snapshot.tax_rule else Decimal(0)
     shipping_taxed = snapshot.tax_rule.applies_to_shipping if snapshot.tax_rule else False
 
@@ -259,16 +328,14 @@ def _plan(snapshot: _Snapshot, method: str, currency: str) -> AllocationPlan:
     unit_prices: list[dict[str, Decimal]] = []
     item_costs: list[dict[str, int]] = []
     labs: dict[str, Lab] = {}
-    for prepared in snapshot.items:
-        prices: dict[str, Decimal] = {}
+    for offers, priced in zip(usable, item_prices, strict=True):
+        units: dict[str, Decimal] = {}
         costs: dict[str, int] = {}
-        for offer in _usable_offers(snapshot, prepared, method):
-            unit = _convert(snapshot, offer.unit_price, from_=offer.lab.currency, to=currency)
-            line = unit * prepared.item.copies
-            prices[offer.lab.code] = unit
-            costs[offer.lab.code] = to_cents(line + tax_of(line, tax_rate))
-            labs[offer.lab.code] = offer.lab
-        unit_prices.append(prices)
+        for offer in offers:
+            code = offer.lab.code
+            units[code], costs[code] = priced[code]
+            labs[code] = offer.lab
+        unit_prices.append(units)
         item_costs.append(costs)
     shipping_prices: dict[str, Decimal] = {}
     shipment_costs: dict[str, int] = {}
@@ -368,21 +435,50 @@ def plan_basket(
     simulator may not make its orders (``labs.connectors.simulator_serves``) every lab without
     a real connector is left out: an item only such labs make fails with ``NoConfiguredLab``.
     """
+    snapshot, method = _basket_loaded(
+        items, country_code, shipping_method, catalogue, sandbox, lab_codes
+    )
+    return _plan(snapshot, method, currency)
+
+
+def basket_check(
+    *,
+    items: Sequence[BasketItem],
+    country_code: str,
+    shipping_method: str,
+    currency: str,
+    sandbox: bool,
+    catalogue: CatalogueSnapshot | None = None,
+) -> None:
+    """Whether ``plan_basket`` with the same arguments would find a plan, without making it:
+    raises as it raises. For a caller that needs to know the basket can be made and priced
+    (an order being created: it is planned at allocation), not its price."""
+    snapshot, method = _basket_loaded(items, country_code, shipping_method, catalogue, sandbox)
+    _feasible(snapshot, method, currency.upper())
+
+
+def _basket_loaded(
+    items: Sequence[BasketItem],
+    country_code: str,
+    shipping_method: str,
+    catalogue: CatalogueSnapshot | None,
+    sandbox: bool | None,
+    lab_codes: Collection[str] | None = None,
+) -> tuple[_Snapshot, str]:
+    """The basket's snapshot and its method parsed, for a plan by one method; raises
+    ``ValueError`` for an unknown method or an empty basket."""
     method = shipping_method_parse(shipping_method)
     if method is None:
         raise ValueError(f"Unknown shipping method '{shipping_method}'.")
     _check_basket(items)
-    return _plan(
-        _load(
-            items=items,
-            country_code=country_code,
-            catalogue=catalogue,
-            sandbox=sandbox,
-            lab_codes=lab_codes,
-        ),
-        method,
-        currency,
+    snapshot = _load(
+        items=items,
+        country_code=country_code,
+        catalogue=catalogue,
+        sandbox=sandbox,
+        lab_codes=lab_codes,
     )
+    return snapshot, method
 
 
 def plan_all_methods(
@@ -440,11 +536,7 @@ def plan_at_lab(
     another method): priced as ``plan_basket`` prices, but at ``lab_code`` only and whatever
     its stock now. Raises ``Infeasible`` when that lab cannot deliver them so
     (``MethodNotOffered``, ``NotShippedToCountry``), and as ``plan_basket`` otherwise."""
-    method = shipping_method_parse(shipping_method)
-    if method is None:
-        raise ValueError(f"Unknown shipping method '{shipping_method}'.")
-    _check_basket(items)
-    snapshot = _load(items=items, country_code=country_code, catalogue=None, sandbox=None)
+    snapshot, method = _basket_loaded(items, country_code, shipping_method, None, None)
     snapshot.items = [
         replace(
             prepared,

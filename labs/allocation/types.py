@@ -12,13 +12,16 @@ class BasketItem:
     """One line of a basket. ``key`` is the caller's handle (an item id, ``"0"``, ...) and comes
     back on the plan's item lines and shipments. ``attributes`` may be in any letter case and
     may omit optional attributes (their defaults apply). ``pages`` is the page count of a
-    product priced by page; ``None`` means its included pages."""
+    product priced by page; ``None`` means its included pages. ``checked``: the line passed the
+    catalogue check of the snapshot it is priced with (``of_validated``), its attributes every
+    one of the product's in canonical spelling, so the engine does not check them again."""
 
     key: str
     sku: str
     attributes: Mapping[str, str]
     copies: int
     pages: int | None = None
+    checked: bool = False
 
     @classmethod
     def of_validated(cls, item: ValidatedItem) -> "BasketItem":
@@ -29,6 +32,7 @@ class BasketItem:
             attributes=item.attributes,
             copies=item.copies,
             pages=item.page_count,
+            checked=True,
         )
 
 

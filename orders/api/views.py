@@ -7,6 +7,7 @@ from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
+import orjson
 from django.http import HttpRequest
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -16,31 +17,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
-from api.authentication import client_environment, kept_key_environment_id
+from api.authentication import client_environment
 from api.schema import ORDERS, operation
 from api.views import ApiViewSet, validated_input
-from common.errors import ValidationFailed
-from common.ids import PREFIXES, format_id, id_number, parse_id
-from common.joined import Row
+from common.errors import EntityNotFound, ValidationFailed
+from common.ids import PREFIXES, format_id, parse_id
 from orders import actions, inputs
 from orders.api import serializers as s
 from orders.creation import order_create, order_validate
+from orders.document import order_document_text, orders_documents_texts
 from orders.lab_bulkhead import order_lab_web_places
 from orders.models import Order, Stage
-from orders.parts import OrderParts
-from orders.representation import order_representation
-from orders.selectors import (
-    EMPTY_STATUSES,
-    LIST_STATUS_STAGES,
-    OrderFilter,
-    OrderReadAhead,
-    order_get,
-    order_list,
-    order_parts,
-    order_shown_get,
-    order_shown_read_ahead,
-    order_with_parts_get,
-)
+from orders.selectors import LIST_STATUS_STAGES, OrderFilter, order_get, order_list
 
 CREATE_EXAMPLE = OpenApiExample(
     "A canvas to London",
@@ -167,10 +155,12 @@ def _base_url(request: HttpRequest | Request) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
-def _render(
-    request: HttpRequest | Request, order: Order | Row, parts: OrderParts | None = None
-) -> dict[str, Any]:
-    return order_representation(order, base_url=_base_url(request), parts=parts)
+def _document(request: Request, order_id: int) -> orjson.Fragment:
+    """The order's stored document (``orders.document``), sent as it is stored."""
+    text = order_document_text(environment_id=client_environment(request).id, order_id=order_id)
+    if text is None:
+        raise EntityNotFound(f"No order {Order(id=order_id).public_id} in this environment.")
+    return orjson.Fragment(text)
 
 
 def _order(request: Request, order_id: str) -> Order:
@@ -242,7 +232,7 @@ def parse_list_query(request: Request) -> OrderFilter:
     status = None
     raw_status = params.get("status")
     if raw_status:
-        known = {k.lower(): k for k in [*LIST_STATUS_STAGES, *EMPTY_STATUSES]}
+        known = {k.lower(): k for k in LIST_STATUS_STAGES}
         status = known.get(raw_status.lower())
         if status is None:
             failures.setdefault("status", []).append(
@@ -298,8 +288,7 @@ def _action_response(
     results_under: tuple[str, ...] = (),
 ) -> Response:
     """The outcome and the order as it is after the action, with per-shipment results."""
-    order = order_get(environment=client_environment(request), order_id=order.id)
-    body: dict[str, Any] = {"outcome": result.outcome, "order": _render(request, order)}
+    body: dict[str, Any] = {"outcome": result.outcome, "order": _document(request, order.id)}
     for key in results_under:
         body[key] = [r.as_dict() for r in result.shipment_results]
     return Response(body)
@@ -384,14 +373,11 @@ class OrderViewSet(ApiViewSet):
         if result.order.stage == Stage.ON_HOLD:
             # A paused order shows only its id, also when an idempotent retry finds it.
             return Response({"outcome": result.outcome, "order": {"id": result.order.public_id}})
-        order: Order | Row
-        if result.parts is not None:  # just written: shown from memory, not read back
-            order, parts = result.order, result.parts
+        if result.parts is not None:  # just written: its document is in memory
+            document = orjson.Fragment(result.order.document)
         else:
-            order, parts = order_with_parts_get(
-                environment=client_environment(request), order_id=result.order.id
-            )
-        return Response({"outcome": result.outcome, "order": _render(request, order, parts)})
+            document = _document(request, result.order.id)
+        return Response({"outcome": result.outcome, "order": document})
 
     @operation(
         ORDERS,
@@ -438,18 +424,16 @@ class OrderViewSet(ApiViewSet):
     )
     def list(self, request: Request) -> Response:
         filters = parse_list_query(request)
-        orders, has_more = order_list(environment=client_environment(request), filters=filters)
-        parts = order_parts(orders=orders)
-        next_url = None
-        if has_more:
-            next_url = _next_url(request, filters, last_id=orders[-1].id)
-        base_url = _base_url(request)  # once for the page, not once per order
+        page = orders_documents_texts(
+            order_list(environment=client_environment(request), filters=filters)
+        )
+        has_more = len(page) > filters.top
+        page = page[: filters.top]
+        next_url = _next_url(request, filters, last_id=page[-1][0]) if has_more else None
         return Response(
             {
                 "outcome": "Ok",
-                "orders": [
-                    order_representation(o, base_url=base_url, parts=parts[o.id]) for o in orders
-                ],
+                "orders": [orjson.Fragment(text) for _, text in page],
                 "hasMore": has_more,
                 "nextUrl": next_url,
             }
@@ -466,32 +450,8 @@ class OrderViewSet(ApiViewSet):
         ),
     )
     def retrieve(self, request: Request, orderId: str) -> Response:
-        # A GET with a body (refused unless declared JSON), and HEAD: GET takes lean_retrieve.
-        return Response(self.lean_retrieve(request, orderId))
-
-    lean_get = "retrieve"
-
-    def lean_retrieve(self, request: HttpRequest | Request, orderId: str) -> dict[str, Any]:
         number = parse_id(PREFIXES["order"], orderId, field="orderId")
-        order, parts = order_shown_get(
-            environment=client_environment(request), order_id=number, read_ahead=self._read_ahead
-        )
-        return {"outcome": "Ok", "order": _render(request, order, parts)}
-
-    _read_ahead: OrderReadAhead | None = None
-
-    def read_ahead(self, request: HttpRequest | Request, *args: Any, **kwargs: Any) -> None:
-        # GET of an order with a key this process keeps: the order with its parts, if it is
-        # of the key's environment, in the statement that reads the versions (retrieve uses
-        # the rows once the key is found good, for that environment). An id of the wrong form
-        # is left for retrieve to refuse, after the key.
-        environment_id = kept_key_environment_id(request) if self.action == "retrieve" else None
-        if environment_id is not None:
-            number = id_number(PREFIXES["order"], kwargs.get("orderId", ""))
-            if number is not None:
-                self._read_ahead = order_shown_read_ahead(
-                    order_id=number, environment_id=environment_id
-                )
+        return Response({"outcome": "Ok", "order": _document(request, number)})
 
     @_order_operation(
         "orders_actions",

@@ -23,26 +23,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from common.claim_statements import ClaimStatements, ClaimTables
-from common.db import rows_update
 from common.leases import ClaimLost, Heartbeat, claim_token_new, lease_seconds, lease_until
-from merchants.models import Environment, Merchant
-from orders.models import (
-    Asset,
-    AssetStatus,
-    DetailState,
-    Order,
-    OrderFile,
-    OrderItem,
-    PipelineStep,
-)
+from merchants.models import Merchant
+from orders.models import Asset, AssetStatus, Order, OrderFile, PipelineStep
 from orders.pipeline.scheduling import order_enqueue
 
 ACTIVE_STEPS = (
@@ -56,35 +46,8 @@ ACTIVE_STEPS = (
 )
 
 
-# The detail a step shows as started while it runs (``GET`` sees it), set as the step is
-# claimed to run (``order_claim(start=True)``): on PostgreSQL by the claim statement itself
-# (with ``last_updated`` when it changes), elsewhere by the state machine right after.
-STARTED_DETAILS: dict[str, str] = {
-    PipelineStep.DOWNLOAD: "download_assets",
-    PipelineStep.ALLOCATE: "allocate_production_location",
-    PipelineStep.PREPARE: "print_ready_assets_prepared",
-    PipelineStep.SUBMIT: "in_production",
-}
-
-
 # The claim's columns as a move or an action leaves them: no worker holds the order.
 CLAIM_RELEASED: dict[str, None] = {"claimed_until": None, "claim_token": None}
-
-# The claims' statements written by hand (``common.claim_statements``: where they pay).
-_STATEMENTS = ClaimStatements(
-    ClaimTables(
-        order=Order,
-        environment=Environment,
-        merchant=Merchant,
-        asset=Asset,
-        item=OrderItem,
-        order_file=OrderFile,
-        started=STARTED_DETAILS,
-        in_progress=DetailState.IN_PROGRESS,
-        download=PipelineStep.DOWNLOAD,
-        to_download=AssetStatus.IN_PROGRESS,
-    )
-)
 
 
 def orders_due_unclaimed() -> Q:
@@ -94,102 +57,64 @@ def orders_due_unclaimed() -> Q:
     )
 
 
-def order_claim(*, order_id: int, step: str | None = None, start: bool = False) -> Order | None:
+def order_claim(*, order_id: int, step: str | None = None) -> Order | None:
     """The order, claimed for its current step (only if that is ``step``, when given), with
-    its environment and merchant; or None if it is not due, owned elsewhere, or deferred
-    because its merchant has its share of downloads running (the download claim, below).
-
-    ``start`` (the state machine about to run the step): on PostgreSQL the same statement shows
-    the step's ``STARTED_DETAILS`` as InProgress; elsewhere the caller writes it."""
+    its environment and merchant; or None if it is not due, owned or locked elsewhere, or
+    deferred because its merchant has its share of downloads running (the download claim,
+    below). The claim writes its lease and token alone: the state machine shows the step as
+    started."""
     if step is not None and step not in ACTIVE_STEPS:
         return None
     claim = (lease_until(), claim_token_new())
     # A task message that names its step takes only that step's way to its claim.
     if step != PipelineStep.DOWNLOAD:
         steps = [step] if step else [s for s in ACTIVE_STEPS if s != PipelineStep.DOWNLOAD]
-        order = _claimed(order_id=order_id, steps=steps, claim=claim, start=start)
+        order = _claimed(order_id=order_id, steps=steps, claim=claim)
         if order is not None or step is not None:
             return order
-    return _download_claim(order_id=order_id, claim=claim, start=start)
+    return _download_claim(order_id=order_id, claim=claim)
 
 
 # A claim as it is written: the end of its lease and its token.
 Claim = tuple[datetime, int]
 
 
-def _download_claimed(
-    *, order_id: int, merchant_id: int, claim: Claim, now: datetime, start: bool
-) -> Order | None:
-    """The Download order claimed (no longer deferred) if fewer than its share of the
-    merchant's downloads are running, or else deferred (``download_deferral``) and None; the
-    merchant's row is locked by the caller, so the count and the claim cannot be overtaken.
-    The count, and the claim or the deferral, happen together or not at all."""
-
-    def portable() -> Order | None:
-        due = Order.objects.filter(
-            orders_due_unclaimed(), id=order_id, pipeline_step=PipelineStep.DOWNLOAD
-        )
-        if downloads_running(merchant_id, now) >= settings.DOWNLOADS_PER_MERCHANT:
-            due.update(**download_deferral(now))
-            return None
-        claimed = due.update(
-            claimed_until=claim[0], claim_token=claim[1], download_deferred_at=None
-        )
-        return _orm_claimed(claimed, order_id)
-
-    parameters = {
-        "merchant": merchant_id,
-        "now": now,
-        "share": settings.DOWNLOADS_PER_MERCHANT,
-        "deferred_to": download_deferral(now)["due_at"],
-        "order": order_id,
-        "until": claim[0],
-        "token": claim[1],
-    }
-    return cast(
-        Order | None, _STATEMENTS.download_claimed(parameters, started=start, portable=portable)
+def _due_locked(*, order_id: int, steps: Sequence[str]) -> Order | None:
+    """The order with its environment and merchant if it is due and unclaimed at one of
+    ``steps``, its row locked until the transaction ends; None when it is not, or when another
+    transaction holds its row (skipped, not waited for). The environment's and merchant's rows
+    are read, not locked."""
+    return (
+        Order.objects.select_for_update(skip_locked=True, no_key=True, of=("self",))
+        .select_related("environment__merchant")
+        .filter(orders_due_unclaimed(), id=order_id, pipeline_step__in=steps)
+        .first()
     )
 
 
-def _claimed(*, order_id: int, steps: Sequence[str], claim: Claim, start: bool) -> Order | None:
+def _claim_write(order: Order, claim: Claim, **fields: Any) -> Order:
+    """Write ``claim`` (with ``fields``) to the locked order's row and to the instance."""
+    written = {"claimed_until": claim[0], "claim_token": claim[1], **fields}
+    Order.objects.filter(id=order.id).update(**written)
+    for name, value in written.items():
+        setattr(order, name, value)
+    return order
+
+
+def _claimed(*, order_id: int, steps: Sequence[str], claim: Claim) -> Order | None:
     """Claim the order (``claim``: its lease and token) if it is due, unclaimed and at one of
-    ``steps``; the order read as the claim left it, with its environment and merchant, or
-    None. The order returned is the row the claim wrote, never an older read of it."""
+    ``steps``; the order as the claim left it, with its environment and merchant, or None."""
+    with transaction.atomic():
+        order = _due_locked(order_id=order_id, steps=steps)
+        return None if order is None else _claim_write(order, claim)
 
-    def portable() -> Order | None:
-        claimed = Order.objects.filter(
-            orders_due_unclaimed(), id=order_id, pipeline_step__in=steps
-        ).update(claimed_until=claim[0], claim_token=claim[1])
-        return _orm_claimed(claimed, order_id)
 
-    parameters = {
-        "until": claim[0],
-        "token": claim[1],
-        "order": order_id,
-        "steps": list(steps),
-        "now": timezone.now(),
-    }
-    return cast(
-        Order | None, _STATEMENTS.order_claimed(parameters, started=start, portable=portable)
+def order_claim_held(order: Order) -> QuerySet[Order]:
+    """The order's row as long as our claim on its step holds (none once it is lost): what a
+    step's writes to the row update. The lease's renewals leave it there."""
+    return Order.objects.filter(
+        id=order.id, pipeline_step=order.pipeline_step, claim_token=order.claim_token
     )
-
-
-def _orm_claimed(claimed: int, order_id: int) -> Order | None:
-    """After an ORM claim that updated ``claimed`` rows: the order with its environment and
-    merchant, or None."""
-    if not claimed:
-        return None
-    return Order.objects.select_related("environment__merchant").get(id=order_id)
-
-
-def order_claim_held(order: Order) -> dict[str, Any]:
-    """The order's row as long as our claim on its step holds: the condition of a step's
-    writes to the row, for ``common.db.rows_update``. The lease's renewals leave it true."""
-    return {
-        "id": order.id,
-        "pipeline_step": order.pipeline_step,
-        "claim_token": order.claim_token,
-    }
 
 
 # A claim younger than this is not renewed by ``order_claim_renew(unless_fresh=True)``.
@@ -217,7 +142,7 @@ def order_claim_renew(*, order: Order, unless_fresh: bool = False) -> None:
     if unless_fresh and fresh:
         return
     until = now + period
-    renewed = rows_update(Order, order_claim_held(order), {"claimed_until": until})
+    renewed = order_claim_held(order).update(claimed_until=until)
     if not renewed:
         raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
     order.claimed_until = until
@@ -239,7 +164,7 @@ def order_claim_kept(order: Order) -> Iterator[None]:
     assert token is not None, "a claimed order has a claim token"
 
     def renew() -> bool:
-        return bool(rows_update(Order, held, {"claimed_until": lease_until()}))
+        return bool(held.update(claimed_until=lease_until()))
 
     with Heartbeat(renew, name=f"{order.public_id} {order.pipeline_step}") as heartbeat:
         with _KEPT_LOCK:
@@ -285,8 +210,8 @@ def order_claimed_transaction(*, order: Order, renewed: bool = True) -> Iterator
 
 
 def downloads_running(merchant_id: int, now: datetime) -> int:
-    """The merchant's orders claimed at the Download step (counted as the download claim's
-    statement counts them)."""
+    """The merchant's orders claimed at the Download step (their ``due_at`` passed when they
+    were claimed, which keeps the count on the partial index of due orders)."""
     return Order.objects.filter(
         environment__merchant_id=merchant_id,
         pipeline_step=PipelineStep.DOWNLOAD,
@@ -303,22 +228,37 @@ def download_deferral(now: datetime) -> dict[str, datetime]:
     }
 
 
-def _download_claim(*, order_id: int, claim: Claim, start: bool) -> Order | None:
+def _download_claim(*, order_id: int, claim: Claim) -> Order | None:
     """The order, if it is due and unclaimed at the Download step, claimed within its
     merchant's share (fewer than ``DOWNLOADS_PER_MERCHANT`` of its orders
-    ``downloads_running``), or else deferred (``download_deferral``) and None.
+    ``downloads_running``, no longer deferred), or else deferred (``download_deferral``) and
+    None.
 
-    The merchant's row is locked before the downloads running are counted and the order
-    claimed, and until the claim commits, so two workers cannot both take the last slot.
+    The merchant's row is locked (waited for: its other claims are short) before the order's
+    and until the claim commits, so two workers cannot both take the last slot; the downloads
+    running are counted after it, so claims taken meanwhile count. The lock blocks no insert
+    that refers to the merchant.
     """
     with transaction.atomic():
-        merchant_id = _STATEMENTS.download_merchant_locked(order_id=order_id, now=timezone.now())
-        if merchant_id is None:
-            return None
-        # After the lock: claims taken meanwhile count.
-        return _download_claimed(
-            order_id=order_id, merchant_id=merchant_id, claim=claim, now=timezone.now(), start=start
+        due = Order.objects.filter(
+            orders_due_unclaimed(), id=order_id, pipeline_step=PipelineStep.DOWNLOAD
         )
+        merchant = (
+            Merchant.objects.select_for_update(no_key=True)
+            .filter(id__in=due.values("environment__merchant_id"))
+            .values_list("id", flat=True)
+            .first()
+        )
+        if merchant is None:
+            return None
+        order = _due_locked(order_id=order_id, steps=[PipelineStep.DOWNLOAD])
+        if order is None:
+            return None
+        now = timezone.now()
+        if downloads_running(merchant, now) >= settings.DOWNLOADS_PER_MERCHANT:
+            Order.objects.filter(id=order.id).update(**download_deferral(now))
+            return None
+        return _claim_write(order, claim, download_deferred_at=None)
 
 
 def _has_due_download() -> Q:
@@ -344,11 +284,7 @@ def downloads_wake(*, merchant_id: int, hand_over: bool = False) -> list[int]:
 
     Never wakes more than the merchant's free slots, nor an order claimed meanwhile or
     waiting for its own retry."""
-    now = timezone.now()
-    waiting = _STATEMENTS.downloads_woken(
-        {"merchant": merchant_id, "now": now, "share": settings.DOWNLOADS_PER_MERCHANT},
-        portable=lambda: _waiting_woken(merchant_id, now),
-    )
+    waiting = _waiting_woken(merchant_id, timezone.now())
     for order_id in waiting[1:] if hand_over else waiting:
         # A task message for one taken meanwhile finds it claimed: harmless.
         order_enqueue(order_id=order_id, step=PipelineStep.DOWNLOAD)
@@ -356,8 +292,8 @@ def downloads_wake(*, merchant_id: int, hand_over: bool = False) -> list[int]:
 
 
 def _waiting_woken(merchant_id: int, now: datetime) -> list[int]:
-    """The portable way of ``downloads_wake``'s statement: the same orders chosen and made
-    due."""
+    """``downloads_wake``'s orders chosen and made due: their ids. Two wakes at once may wake
+    an order twice, or one more than the free slots: its claim then defers it again."""
     deferred = Order.objects.filter(
         Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
         environment__merchant_id=merchant_id,
@@ -375,5 +311,6 @@ def _waiting_woken(merchant_id: int, now: datetime) -> list[int]:
     if waiting:
         free = settings.DOWNLOADS_PER_MERCHANT - downloads_running(merchant_id, now)
         waiting = waiting[: max(free, 0)]
-    deferred.filter(id__in=waiting).update(due_at=now, swept_at=now)  # queued just below
+    if waiting:
+        deferred.filter(id__in=waiting).update(due_at=now, swept_at=now)  # queued just below
     return waiting

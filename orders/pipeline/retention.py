@@ -13,6 +13,7 @@ from django.core.files.storage import default_storage
 from django.db.models import Q
 from django.utils import timezone
 
+from orders.document import order_changed
 from orders.models import Asset, Order, OrderFile, OrderItem, PipelineStep, Stage
 
 
@@ -41,19 +42,23 @@ def images_purge_expired(*, batch: int = 200) -> int:
 
 
 def _files_delete(order_id: int) -> None:
+    """Delete the order's files, then clear them from its rows in one transaction with its
+    document (whose thumbnails go); the order row is written first, so it is locked before its
+    items, as the actions lock them."""
     for asset in Asset.objects.filter(item__order_id=order_id):
         for name in {asset.source_file, asset.print_file, asset.thumbnail} - {""}:
             default_storage.delete(name)
-    Asset.objects.filter(item__order_id=order_id).update(
-        source_file="", print_file="", thumbnail=""
-    )
     for item in OrderItem.objects.filter(order_id=order_id).exclude(spine_print_file=""):
         for name in {item.spine_print_file, item.spine_thumbnail} - {""}:
             default_storage.delete(name)
-    OrderItem.objects.filter(order_id=order_id).update(
-        thumbnail="", spine_print_file="", spine_thumbnail=""
-    )
     for order_file in OrderFile.objects.filter(order_id=order_id).exclude(source_file=""):
         default_storage.delete(order_file.source_file)
-    OrderFile.objects.filter(order_id=order_id).update(source_file="")
-    Order.objects.filter(id=order_id).update(files_deleted_at=timezone.now())
+    with order_changed(order_id):
+        Order.objects.filter(id=order_id).update(files_deleted_at=timezone.now())
+        Asset.objects.filter(item__order_id=order_id).update(
+            source_file="", print_file="", thumbnail=""
+        )
+        OrderItem.objects.filter(order_id=order_id).update(
+            thumbnail="", spine_print_file="", spine_thumbnail=""
+        )
+        OrderFile.objects.filter(order_id=order_id).update(source_file="")

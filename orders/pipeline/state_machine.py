@@ -71,9 +71,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from common.db import rows_update
+from orders.document import order_document_write
 from orders.events import (
-    PartsKept,
     downloads_complete,
     order_stage_changed,
     shipment_changed,
@@ -84,7 +83,6 @@ from orders.payment_balance import order_cancelled_settle, order_payment_settle
 from orders.payments import payment_due_by, payment_issue, payment_sessions_expire_write
 from orders.pipeline.claims import (
     CLAIM_RELEASED,
-    STARTED_DETAILS,
     ClaimLost,
     downloads_wake,
     order_claim,
@@ -113,6 +111,15 @@ INLINE_STEPS = 4
 Step = PipelineStep
 # Where an order not yet written starts (``order_first_state``).
 CREATED = ""
+
+# The detail a step shows as started while it runs (``GET`` sees it), written here once the
+# step is claimed to run (``_advance_once``), with ``last_updated`` when it changes.
+STARTED_DETAILS: dict[str, str] = {
+    Step.DOWNLOAD: "download_assets",
+    Step.ALLOCATE: "allocate_production_location",
+    Step.PREPARE: "print_ready_assets_prepared",
+    Step.SUBMIT: "in_production",
+}
 
 
 @dataclass(frozen=True)
@@ -209,9 +216,11 @@ def order_move_on(*, order: Order, step: str, due_at: datetime | None, **fields:
     _move_checked(order, step)
     now = timezone.now()
     moved = dict(pipeline_step=step, due_at=due_at, last_updated=now, **CLAIM_RELEASED, **fields)
-    changed = rows_update(Order, order_claim_held(order), moved)
-    if not changed:
-        raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
+    with transaction.atomic():
+        changed = order_claim_held(order).update(**moved)
+        if not changed:
+            raise ClaimLost(f"{order.public_id}: claim on step {order.pipeline_step} lost")
+        order_document_write(order.id)
     _set(order, moved)
 
 
@@ -227,7 +236,8 @@ def order_transition(*, order: Order, step: str, due_at: datetime | None, **fiel
     moved = dict(
         pipeline_step=step, due_at=due_at, last_updated=timezone.now(), **CLAIM_RELEASED, **fields
     )
-    rows_update(Order, {"id": order.id}, moved)
+    Order.objects.filter(id=order.id).update(**moved)
+    order_document_write(order.id)
     _set(order, moved)
 
 
@@ -240,7 +250,9 @@ def _mark(order: Order, **fields: str) -> None:
     """Show a detail as started (visible to GET while the step runs)."""
     changed = {k: v for k, v in fields.items() if getattr(order, k) != v}
     if changed:
-        rows_update(Order, order_claim_held(order), {"last_updated": timezone.now()} | changed)
+        with transaction.atomic():
+            order_claim_held(order).update(last_updated=timezone.now(), **changed)
+            order_document_write(order.id)
         for name, value in changed.items():
             setattr(order, name, value)
 
@@ -432,12 +444,10 @@ def _produce(order: Order) -> None:
             _mark(order, shipping=DetailState.IN_PROGRESS)
         if tracked.failed_now:
             _mark(order, in_production=DetailState.ERROR)
-        # From here only the order row changes: the events read its parts once.
-        kept = PartsKept()
         for shipment in tracked.shipped_now + tracked.cancelled_now:
-            shipment_changed(order=order, shipment=shipment, kept=kept)
+            shipment_changed(order=order, shipment=shipment)
         if tracked.failed_now:
-            step_failed(order=order, detail="in_production", kept=kept)
+            step_failed(order=order, detail="in_production")
         if tracked.stranded and next_check is None:
             # Every lab order left has shipped or was ended by its lab: the order waits for
             # staff to resubmit (which follows it again) or cancel it; its stage stays.
@@ -459,7 +469,7 @@ def _produce(order: Order) -> None:
                 stage=Stage.COMPLETE,
             )
             if not completed:
-                order_stage_changed(order=order, kept=kept)
+                order_stage_changed(order=order)
         elif any_shipped and not completed:
             order_move_on(
                 order=order,
@@ -493,8 +503,8 @@ def order_advance(
     allocation to the lab without a broker round trip between steps); a next step on another
     queue, or due soon, is queued on its own queue.
     A download step, however it ends, frees a download slot of the merchant: its deferred
-    orders are woken (``orders.pipeline.fairness``). In a task's run, with steps left, the
-    first of them is handed the slot: its download runs next in this run, not queued.
+    orders are woken (``orders.pipeline.claims.downloads_wake``). In a task's run, with steps
+    left, the first of them is handed the slot: its download runs next in this run, not queued.
     """
     runs_left = INLINE_STEPS if follow_up else 1
     original = order_id
@@ -536,13 +546,13 @@ def _advance_once(
     """Claim and run one step: the step run and the order as it left it (None when nothing
     ran to its end: not ours, not due, claim lost, or the step failed and is due again later),
     and the merchant's next order handed the download slot (``hand_over``, after a download)."""
-    order = order_claim(order_id=order_id, step=step, start=True)
+    order = order_claim(order_id=order_id, step=step)
     if order is None:
         return None, None
     ran = order.pipeline_step
     outcome: tuple[str, Order] | None = None
     try:
-        if ran in STARTED_DETAILS:  # already shown by the claim on PostgreSQL: nothing written
+        if ran in STARTED_DETAILS:  # shown once: a retry of the step finds it shown
             _mark(order, **{STARTED_DETAILS[ran]: DetailState.IN_PROGRESS})
         with order_claim_kept(order):  # the lease renewed while the step runs
             STEPS[ran](order)
@@ -612,7 +622,7 @@ def order_run_now(*, order_id: int) -> str | None:
     if step == PipelineStep.DOWNLOAD:
         order_downloads_due_now(order=order, now=now)
     # Marked as queued (``swept_at``), queued just below: the sweeper does not queue it too.
-    rows_update(Order, {"id": order.id}, {"due_at": now, "swept_at": now, **CLAIM_RELEASED})
+    Order.objects.filter(id=order.id).update(due_at=now, swept_at=now, **CLAIM_RELEASED)
     order_enqueue_on_commit(order_id=order.id, step=step)
     return step
 

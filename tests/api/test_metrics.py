@@ -162,6 +162,7 @@ def test_a_scrape_sees_an_orders_step_and_the_queues_move(
     sandbox_api: APIClient, httpserver: HTTPServer, live_server: Any, settings: Any
 ) -> None:
     settings.METRICS_FIGURES_SECONDS = 0  # each scrape reads the figures now
+    settings.SANDBOX_BASE_URL = live_server.url  # the worker's, as one deployment has one
     purge_queues()
     # Given an order posted while no worker runs: it waits at Download, its task message queued
     order_id = photo_order(sandbox_api, httpserver, "metrics")

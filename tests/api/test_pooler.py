@@ -1,6 +1,6 @@
-"""Behind PgBouncer (``make test`` runs the API and pipeline tests a second time through it,
-``python -m tests.support.pgbouncer``): the connection really is pooled in transaction mode
-and nothing outlives a transaction."""
+"""Behind PgBouncer (``make test`` runs this file and the workers' connection tests a second
+time through it, ``python -m tests.support.pgbouncer``): the connection really is pooled in
+transaction mode and nothing outlives a transaction."""
 
 import os
 

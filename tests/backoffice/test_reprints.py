@@ -35,6 +35,7 @@ from tests.support.worker import (
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
     needs_worker,
@@ -80,10 +81,12 @@ def worker(
 
 
 @pytest.fixture(autouse=True)
-def sheets_here(settings: Any, sheets: SheetsServer) -> None:
-    """The test process reads the same sheets (the review and submit run here)."""
+def sheets_here(settings: Any, sheets: SheetsServer, live_server: Any) -> None:
+    """The test process reads the same sheets (the review and submit run here), and has the
+    worker's base URLs (the documents it writes show file URLs under them)."""
     settings.SHEETS_API_URL = sheets.api_url
     settings.SHEETS_ACCESS_TOKEN = sheets.token
+    settings.SANDBOX_BASE_URL = settings.LIVE_BASE_URL = live_server.url
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from orders.models import (
 )
 from orders.resubmission import ResubmissionOffer, shipment_resubmission_offer
 from staff.models import AuditEntry
+from tests.support.documents import document_rewritten
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
 from tests.support.staff import staff_client
@@ -137,6 +138,8 @@ def test_review_and_job_agree_on_a_sheet_mixing_every_kind_of_row(
     )
     Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
     Order.objects.filter(id=cancelled.order_id).update(stage="Cancelled")
+    document_rewritten(shipped.order_id)
+    document_rewritten(cancelled.order_id)
     Lab.objects.filter(code="us1").update(simulator_failure_share=1)
     rows = [
         [by_id.public_id],
@@ -198,6 +201,7 @@ def test_the_admin_review_shows_each_rows_target_lab_and_lab_cost(
 ) -> None:
     queued, shipped = shipments_of(sandbox_api, 2)
     Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
+    document_rewritten(shipped.order_id)
     sheet_with(sheets, [[queued.public_id], [shipped.public_id]])
     admin = staff_client("olga")
 
@@ -479,6 +483,8 @@ def test_a_shipped_lab_order_is_reprinted_with_keep_original_and_refused_otherwi
     kept, cancelled, if_possible, by_job = shipments_of(sandbox_api, 4)
     shipped = [kept.id, cancelled.id, if_possible.id, by_job.id]
     Shipment.objects.filter(id__in=shipped).update(status=ShipmentStatus.SHIPPED)
+    for shipment in (kept, cancelled, if_possible, by_job):
+        document_rewritten(shipment.order_id)
     header = [*HEADER, "Cancel Option"]
     sheets.put(
         SHEET,

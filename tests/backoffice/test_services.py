@@ -27,6 +27,7 @@ from orders.resubmission import ALREADY_SHIPPED
 from tests.backoffice.factories import BulkJobFactory, BulkJobRowFactory
 from tests.orders.factories import OrderFactory, ShipmentFactory
 from tests.staff.factories import StaffUserFactory
+from tests.support.documents import document_rewritten
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
 
@@ -59,6 +60,7 @@ def _fates(assessments: list[RowAssessment]) -> list[tuple[int, bool, str, str]]
 def test_each_rows_fate_is_read_with_a_fixed_number_of_queries_besides_one_plan_a_row() -> None:
     ready, shipped, resubmitted, queued = (_at_its_lab() for _ in range(4))
     Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
+    document_rewritten(shipped.order_id)
     ShipmentResubmission.objects.create(
         original=resubmitted,
         new_shipment_id=resubmitted.id + 1,
@@ -178,6 +180,7 @@ def test_a_row_is_resubmitted_at_the_jobs_lab_else_its_own_labs_with_its_own_can
 def test_a_job_does_each_pending_row_once_then_is_done_and_written_back() -> None:
     ready, shipped = _at_its_lab(), _at_its_lab()
     Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
+    document_rewritten(shipped.order_id)
     job = BulkJobFactory.create(lab="us1")
     first = BulkJobRowFactory.create(job=job, lab_order_id=ready.id)
     second = BulkJobRowFactory.create(job=job, lab_order_id=shipped.id)
@@ -212,6 +215,7 @@ def test_a_job_does_each_pending_row_once_then_is_done_and_written_back() -> Non
 def test_an_uploaded_file_is_reviewed_then_queued_and_given_back_with_its_results() -> None:
     ready, shipped = _at_its_lab(), _at_its_lab()
     Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
+    document_rewritten(shipped.order_id)
     content = f"Lab Order Id,Message\n{ready.public_id},\n{shipped.id},\nshp_999,\n".encode()
     source = Source.upload("rows.csv", content)
 

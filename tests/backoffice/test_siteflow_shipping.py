@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from backoffice.models import BulkJob
 from orders.models import Shipment, ShipmentStatus
 from staff.models import ADMINISTRATORS_GROUP, AuditEntry
+from tests.support.documents import document_rewritten
 from tests.support.orders import order_at_labs
 from tests.support.sheets import SheetsServer
 from tests.support.siteflow import SiteflowServer, SiteOrder, lab_at_site
@@ -80,6 +81,8 @@ def test_an_administrator_updates_carriers_and_results_are_written_back(
         at_site(site, shipment, number)
     Shipment.objects.filter(id=shipped.id).update(status=ShipmentStatus.SHIPPED)
     Shipment.objects.filter(id=cancelled.id).update(status=ShipmentStatus.CANCELLED)
+    document_rewritten(shipped.order_id)
+    document_rewritten(cancelled.order_id)
     sheets.put(
         SHEET,
         TAB,

@@ -23,6 +23,7 @@ from tests.support.worker import Worker, needs_worker, worker_running
 pytestmark = [
     needs_worker,
     pytest.mark.slow,
+    pytest.mark.side_by_side,  # its one bound, 5 minutes, is for a few seconds' work
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
 ]
@@ -40,6 +41,13 @@ WORKER_SETTINGS = {
 def worker(django_db_setup: None, django_db_blocker: Any, live_server: Any) -> Iterator[Worker]:
     with worker_running(live_server.url, django_db_blocker, **WORKER_SETTINGS) as running:
         yield running
+
+
+@pytest.fixture(autouse=True)
+def base_urls_of_the_worker(settings: Any, live_server: Any) -> None:
+    """The test process has the worker's base URLs (the documents it writes show file URLs
+    under them), as a deployment's processes share theirs."""
+    settings.SANDBOX_BASE_URL = settings.LIVE_BASE_URL = live_server.url
 
 
 @pytest.fixture

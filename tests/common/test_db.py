@@ -1,32 +1,25 @@
-"""Statements sent together (``common.db.rows_together``) and prepared statements on
-PostgreSQL: the same rows whichever way they travel, one query as Django counts them. The
-conditional update built once (``common.db.rows_update``): what the ORM's would change. A row
+"""Prepared statements on PostgreSQL. One row's values read by a statement written once
+(``common.db.row_values``): what the ORM's ``values_list`` gives. A row
 inserted once per key (``common.db.row_insert_or_count``), concurrent inserts counted on it.
 Whether the database answers (``common.db.database_reachable``)."""
 
 import threading
 from collections.abc import Iterator
-from contextlib import nullcontext
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import OperationalError, connection, connections, transaction
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from common import db
 from common.db import (
     database_reachable,
     row_insert_or_count,
-    rows_together,
-    rows_update,
+    row_values,
     server_side_binding,
 )
 from labs.models import SimulatedLabOrder
-from merchants.models import Merchant
-from orders.models import DetailState, Order, PipelineStep
-from tests.orders.factories import OrderFactory
+from merchants.models import Environment, Merchant
 
 pytestmark = pytest.mark.django_db
 
@@ -52,44 +45,9 @@ def client_side_binding() -> Iterator[None]:
         options.update(saved)
 
 
-def _renamed_then_read(merchant_id: int) -> list[list[tuple[object, ...]]]:
-    """An UPDATE returning nothing, then two SELECTs that see it."""
-    table = Merchant._meta.db_table
-    with transaction.atomic():
-        return rows_together([
-            (f"UPDATE {table} SET name = %s WHERE id = %s", ["Renamed", merchant_id]),
-            (f"SELECT name FROM {table} WHERE id = %s", [merchant_id]),
-            (f"SELECT id, name FROM {table} WHERE id IN (%s, %s) ORDER BY id", [merchant_id, 0]),
-        ])  # fmt: skip
-
-
-def _check(merchant_id: int) -> None:
-    with CaptureQueriesContext(connection) as captured:
-        results = _renamed_then_read(merchant_id)
-    assert results == [[], [("Renamed",)], [(merchant_id, "Renamed")]]
-    expected = 1 if connection.vendor == "postgresql" else 3
-    transaction_control = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE SAVEPOINT")
-    statements = [
-        q for q in captured.captured_queries if not q["sql"].startswith(transaction_control)
-    ]
-    assert len(statements) == expected
-
-
-def test_statements_together_answer_each_in_turn(merchant) -> None:
-    _check(merchant.merchant.id)
-
-
-@needs_postgresql
-@pytest.mark.django_db(transaction=True)  # the connection is opened again without them
-def test_without_prepared_statements_they_go_as_one_query(merchant, client_side_binding) -> None:
-    assert not server_side_binding()
-    _check(merchant.merchant.id)
-
-
 @needs_postgresql
 def test_a_statement_run_again_is_prepared_on_the_server(merchant) -> None:
     assert server_side_binding()
-    table = Merchant._meta.db_table
 
     def prepared() -> int:
         with connection.cursor() as cursor:
@@ -99,154 +57,9 @@ def test_a_statement_run_again_is_prepared_on_the_server(merchant) -> None:
     before = prepared()
     for _ in range(3):
         Merchant.objects.filter(id=merchant.merchant.id).values_list("name", flat=True).get()
-        rows_together([
-            (f"SELECT name FROM {table} WHERE id = %s", [merchant.merchant.id]),
-            (f"SELECT id FROM {table} WHERE id = %s", [merchant.merchant.id]),
-        ])  # fmt: skip
-    # The ORM's read and both statements sent together, each prepared once.
-    assert prepared() >= before + 3
-
-
-@needs_postgresql
-def test_an_error_inside_statements_together_is_djangos_error(merchant) -> None:
-    from django.db import DatabaseError
-
-    with pytest.raises(DatabaseError), transaction.atomic():
-        rows_together([("SELECT 1", []), ("SELECT * FROM no_such_table", [])])
-    assert rows_together([("SELECT 1", []), ("SELECT 2", [])]) == [[(1,)], [(2,)]]
-
-
-# ``rows_update``: the ORM's conditional update, its SQL built once per process.
-
-
-def _rows(order_ids: list[int]) -> list[tuple[object, ...]]:
-    return list(
-        Order.objects.filter(id__in=order_ids)
-        .order_by("id")
-        .values_list("pipeline_step", "claimed_until", "due_at", "download_assets")
-    )
-
-
-def test_an_update_changes_the_rows_the_orm_would_and_counts_them() -> None:
-    now = timezone.now()
-    claim = now + timedelta(minutes=10)
-    ours = OrderFactory.create(claimed_until=claim)
-    theirs = OrderFactory.create(claimed_until=claim + timedelta(seconds=1))  # another claim
-    unclaimed = OrderFactory.create(claimed_until=None)
-    moved = {
-        "pipeline_step": PipelineStep.ALLOCATE,
-        "due_at": now,
-        "claimed_until": None,
-        "download_assets": DetailState.COMPLETE,
-    }
-    for order in (ours, theirs):
-        condition = {"id": order.id, "pipeline_step": PipelineStep.DOWNLOAD, "claimed_until": claim}
-        assert rows_update(Order, condition, moved) == (1 if order is ours else 0)
-    # None is IS NULL, as in filter(); the attname of a key works as its name does.
-    unclaimed_condition = {
-        "id": unclaimed.id,
-        "claimed_until": None,
-        "environment_id": unclaimed.environment_id,
-    }
-    assert rows_update(Order, unclaimed_condition, {"due_at": None}) == 1
-    assert _rows([ours.id, theirs.id, unclaimed.id]) == [
-        (PipelineStep.ALLOCATE, None, now, DetailState.COMPLETE),
-        (PipelineStep.DOWNLOAD, theirs.claimed_until, theirs.due_at, theirs.download_assets),
-        (PipelineStep.DOWNLOAD, None, None, unclaimed.download_assets),
-    ]
-
-
-def test_an_update_writes_what_the_orms_update_writes() -> None:
-    """Twin orders, one updated by the ORM and one by ``rows_update``, with the same conditions
-    and values in turn: choices, aware and naive datetimes, a nullable field set and cleared, a
-    foreign key by its attname, conditions on None and on a value (each its own shape)."""
-    now = timezone.now()
-    claim = now + timedelta(minutes=5)
-    steps: list[tuple[dict[str, object], dict[str, object], int]] = [
-        (
-            {"claimed_until": None, "pipeline_step": PipelineStep.DOWNLOAD},
-            {"pipeline_step": PipelineStep.SUBMIT, "due_at": now, "claimed_until": None},
-            1,
-        ),
-        (
-            {"claimed_until": None},
-            {"download_assets": DetailState.ERROR, "merchant_reference": "twin", "due_at": None},
-            1,
-        ),
-        (  # a naive datetime is taken as UTC, with Django's warning
-            {"claimed_until": None, "pipeline_step": PipelineStep.SUBMIT},
-            {"claimed_until": claim.replace(tzinfo=None), "last_updated": now},
-            1,
-        ),
-        ({"claimed_until": claim}, {"merchant_reference": "claimed"}, 1),
-        ({"claimed_until": None}, {"due_at": now}, 0),  # claimed now: no row
-    ]
-    by_orm, by_rows = OrderFactory.create(), OrderFactory.create()
-    for condition, change, expected in steps:
-        for order, update in ((by_orm, None), (by_rows, rows_update)):
-            where = {"id": order.id, "environment_id": order.environment_id, **condition}
-            naive = "last_updated" in change
-            with pytest.warns(RuntimeWarning) if naive else nullcontext():
-                if update is None:
-                    changed = Order.objects.filter(**where).update(**change)
-                else:
-                    changed = update(Order, where, change)
-            assert changed == expected
-    fields = ("pipeline_step", "due_at", "claimed_until", "download_assets", "merchant_reference")
-    orm_row, rows_row = (
-        Order.objects.filter(id=order.id).values_list(*fields).get() for order in (by_orm, by_rows)
-    )
-    assert rows_row == orm_row == (PipelineStep.SUBMIT, None, claim, DetailState.ERROR, "claimed")
-
-
-def test_an_update_is_built_once_for_its_shape_and_sent_as_one_statement(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    builds: list[object] = []
-    build = db._update_built
-
-    def counted(*args: Any) -> Any:
-        builds.append(args)
-        return build(*args)
-
-    monkeypatch.setattr(db, "_UPDATES", {})
-    monkeypatch.setattr(db, "_update_built", counted)
-    order = OrderFactory.create()
-    with CaptureQueriesContext(connection) as captured:
-        for name in ("first", "second"):
-            db.rows_update(Order, {"id": order.id}, {"merchant_reference": name})
-        db.rows_update(Order, {"id": order.id, "claimed_until": None}, {"merchant_reference": "x"})
-    statements = [query["sql"] for query in captured.captured_queries]
-    assert statements[0].startswith('UPDATE "orders_order" SET "merchant_reference" = ')
-    assert statements[1] == statements[0].replace("first", "second")
-    assert len(statements) == 3 and len(builds) == 2  # a None in the condition: another shape
-    assert Order.objects.get(id=order.id).merchant_reference == "x"
-
-
-@needs_postgresql
-def test_an_update_that_fails_inside_a_transaction_marks_it_for_rollback() -> None:
-    from django.db import DataError
-
-    order = OrderFactory.create()
-    with transaction.atomic():
-        with pytest.raises(DataError):  # longer than the column's 200 characters
-            rows_update(Order, {"id": order.id}, {"merchant_reference": "x" * 300})
-        assert transaction.get_rollback()  # rolled back to its savepoint as the block ends
-
-
-def test_an_update_refuses_what_it_would_not_do_as_the_orm_does() -> None:
-    from django.db.models import F
-
-    refused: list[tuple[dict[str, Any], dict[str, Any], str]] = [
-        ({"items": 1}, {"due_at": None}, r"Order\.items is not a column"),
-        ({"metadata": None}, {"due_at": None}, r"Order\.metadata: JSON fields"),
-        ({"id": 1}, {}, "values to set and a condition"),
-        ({}, {"due_at": None}, "values to set and a condition"),
-        ({"id": 1}, {"merchant_reference": F("merchant_reference")}, "plain values"),
-    ]
-    for where, values, message in refused:
-        with pytest.raises(ValueError, match=message):
-            rows_update(Order, where, values)
+        Merchant.objects.filter(id=merchant.merchant.id).values_list("id", flat=True).get()
+    # Each of the ORM's two reads prepared once.
+    assert prepared() >= before + 2
 
 
 @needs_postgresql
@@ -348,6 +161,7 @@ def test_concurrent_inserts_of_one_key_make_one_row_that_counts_them_all() -> No
 # ``database_reachable``
 
 
+@pytest.mark.documents_unchecked  # the database is still "down" when the check would run
 def test_the_database_is_reachable_and_a_refusal_is_no_exception(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -358,3 +172,18 @@ def test_the_database_is_reachable_and_a_refusal_is_no_exception(
 
     monkeypatch.setattr(connection, "cursor", refuse)
     assert database_reachable() is False
+
+
+# ``row_values``
+
+
+def test_a_rows_values_are_what_the_orms_values_list_gives(merchant) -> None:
+    environment = merchant.merchant.environments.get(kind="Sandbox")
+    fields = ("kind", "previous_signing_secret_until", "merchant")
+    expected = Environment.objects.filter(id=environment.id).values_list(*fields).get()
+    found = row_values(Environment, fields, id=environment.id, merchant=merchant.merchant.id)
+    assert found == expected
+    # a datetime as the ORM gives it (aware, in UTC), on every database
+    created = Merchant.objects.filter(id=merchant.merchant.id).values_list("created").get()
+    assert row_values(Merchant, ("created",), id=merchant.merchant.id) == created
+    assert row_values(Environment, ("kind",), id=environment.id, merchant=0) is None

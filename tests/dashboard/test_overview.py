@@ -14,6 +14,7 @@ from merchants.models import Environment, PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import Charge, Order
 from tests.support.dashboard import signed_in_client
+from tests.support.documents import document_rewritten
 from tests.support.orders import order_allocated, order_create_via_api, order_via_api
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("catalogue")]
@@ -34,6 +35,7 @@ def placed_days_ago(order: Order, days: int) -> None:
     when = timezone.now() - timedelta(days=days)
     Order.objects.filter(id=order.id).update(created=when)
     Charge.objects.filter(order=order).update(created=when)
+    document_rewritten(order)
 
 
 def test_the_charts_show_each_days_orders_and_spend_of_the_environment(

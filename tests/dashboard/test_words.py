@@ -21,6 +21,7 @@ from orders.authorisation import order_payment_authorise
 from orders.models import DetailState, Order, OrderIssue, Stage
 from orders.pipeline.state_machine import order_submit_now
 from tests.support.dashboard import signed_in_client
+from tests.support.documents import document_rewritten
 from tests.support.orders import order_allocated, order_create_via_api, order_via_api, photo_order
 from tests.support.pipeline import run_in_process
 
@@ -104,6 +105,7 @@ def orders_in_every_state(
         description="GLOBAL-PHO-4X6 is unavailable.",
     )
     Order.objects.filter(id=troubled.id).update(download_assets=DetailState.ERROR)
+    document_rewritten(troubled)
     cancelled = order_via_api(sandbox_api)
     assert order_cancel(order=cancelled).outcome == "Cancelled"
     awaiting = order_create_via_api(live_api)

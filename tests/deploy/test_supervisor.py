@@ -9,13 +9,15 @@ new pid and every other process keeps its pid. At the end every order in flight 
 """
 
 import os
+import secrets
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
-from django.conf import settings
+from django.conf import settings as django_settings
 from pytest_httpserver import HTTPServer
 
 from merchants.services import CreatedMerchant
@@ -33,7 +35,8 @@ pytestmark = [
     pytest.mark.usefixtures("catalogue"),
     needs_nginx,
     pytest.mark.skipif(
-        not (ON_POSTGRES and settings.REDIS_URL), reason="production needs PostgreSQL and Redis"
+        not (ON_POSTGRES and django_settings.REDIS_URL),
+        reason="production needs PostgreSQL and Redis",
     ),
 ]
 # Each program, and what its process's command line says (the real process, not a shell).
@@ -47,6 +50,13 @@ KILLED = {
     "beat": "celery -A config beat",
 }
 HEALTHY_WITHIN = 5.0
+# The topology's base URLs (those of deploy/production.env.example) and secret key, this
+# process's too: the documents its workers write show file URLs under them, signed with it.
+SHARED = {
+    "SANDBOX_BASE_URL": "https://sandbox.api.example.com",
+    "LIVE_BASE_URL": "https://api.example.com",
+    "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+}
 
 
 def command_line(pid: int) -> str:
@@ -67,14 +77,18 @@ def healthz_until_ok(topology: Topology, since: float) -> list[tuple[int, float]
 
 
 def test_each_process_killed_comes_back_alone_and_the_orders_complete(
-    merchant: CreatedMerchant, httpserver: HTTPServer, tmp_path: Path
+    merchant: CreatedMerchant, httpserver: HTTPServer, tmp_path: Path, settings: Any
 ) -> None:
+    settings.SANDBOX_BASE_URL = SHARED["SANDBOX_BASE_URL"]
+    settings.LIVE_BASE_URL = SHARED["LIVE_BASE_URL"]
+    settings.SECRET_KEY = SHARED["DJANGO_SECRET_KEY"]
     photo = serve(httpserver, "/photo.jpg", jpeg_bytes(), "image/jpeg")
     api = requests.Session()
     api.headers.update({"X-API-Key": merchant.sandbox_api_key, "X-Forwarded-Proto": "https"})
     orders: list[str] = []
     with topology_running(
         tmp_path,
+        **SHARED,
         ALLOW_PRIVATE_URLS="1",
         LAB_SIMULATOR_SECONDS="2",
         PIPELINE_SWEEP_SECONDS="1",

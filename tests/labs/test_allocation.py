@@ -15,6 +15,7 @@ from labs.allocation import (
     Infeasible,
     ItemFailure,
     UnknownCurrency,
+    basket_check,
     methods_available,
     plan_all_methods,
     plan_basket,
@@ -400,6 +401,79 @@ def test_bad_calls_are_refused() -> None:
         plan()
     with pytest.raises(ValueError, match="unique"):
         plan(item("0", "A"), item("0", "A"))
+
+
+def test_every_method_planned_at_once_is_priced_as_planned_alone() -> None:
+    # plan_all_methods converts the items' prices once for all methods; each plan must equal
+    # the plan of its method alone, also with a lab whose currency has no exchange rate (it
+    # makes only what is out of stock there, so no plan needs its prices).
+    a, b = ProductFactory(sku="A"), ProductFactory(sku="B")
+    gb1 = LabFactory(code="gb1")
+    us1 = LabFactory(code="us1", country_code="US", currency="USD")
+    jp1 = LabFactory(code="jp1", country_code="JP", currency="JPY")
+    ExchangeRateFactory(currency="USD", units_per_base=Decimal("1.270000"))
+    ExchangeRateFactory(currency="EUR", units_per_base=Decimal("1.170000"))
+    LabProductFactory(lab=gb1, product=a, unit_cost=Decimal("4.10"))
+    LabProductFactory(lab=us1, product=a, unit_cost=Decimal("3.95"))
+    LabProductFactory(lab=us1, product=b, unit_cost=Decimal("7.33"))
+    LabProductFactory(lab=jp1, product=b, unit_cost=Decimal("100"), in_stock=False)
+    for lab, method, price in [
+        (gb1, "Budget", "2.50"),
+        (gb1, "Standard", "3.50"),
+        (us1, "Standard", "6.10"),
+        (us1, "Express", "9.90"),
+        (jp1, "Express", "700"),
+    ]:
+        ShippingRateFactory(lab=lab, method=method, price=Decimal(price))
+    TaxRuleFactory(country_code="GB", rate=Decimal("0.2000"), applies_to_shipping=True)
+    basket = [item("a", "A", copies=3), item("b", "B", copies=2)]
+
+    plans = plan_all_methods(items=basket, country_code="GB", currency="EUR", sandbox=True)
+
+    assert list(plans) == ["Standard", "Express"]
+    assert plans == {
+        method: plan(*basket, method=method, currency="EUR") for method in ("Standard", "Express")
+    }
+
+
+def test_basket_check_raises_as_planning_would_without_pricing() -> None:
+    a, b = ProductFactory(sku="A"), ProductFactory(sku="B")
+    gb1 = LabFactory(code="gb1")
+    jp1 = LabFactory(code="jp1", country_code="JP", currency="JPY")  # no exchange rate
+    LabProductFactory(lab=gb1, product=a)
+    LabProductFactory(lab=jp1, product=b)
+    ShippingRateFactory(lab=gb1, method="Standard")
+    ShippingRateFactory(lab=jp1, method="Standard")
+
+    def outcome(call, *items: BasketItem, method: str = "Standard", currency: str = "GBP"):  # type: ignore[no-untyped-def]
+        try:
+            call(
+                items=items, country_code="GB", shipping_method=method, currency=currency,
+                sandbox=True,
+            )  # fmt: skip
+        except Infeasible as infeasible:
+            return "Infeasible", infeasible.failures_by_item_key
+        except UnknownCurrency as unknown:
+            return "UnknownCurrency", str(unknown)
+        return "Ok", None
+
+    cases = [
+        ((item("0", "A"),), {}),
+        ((item("0", "A"), item("1", "NOPE")), {}),
+        ((item("0", "A"),), {"method": "Express"}),
+        ((item("0", "A"),), {"currency": "XYZ"}),
+        ((item("0", "A"), item("1", "B")), {}),  # jp1's prices cannot be converted
+    ]
+    answers = [outcome(basket_check, *items, **more) for items, more in cases]
+
+    assert answers == [outcome(plan_basket, *items, **more) for items, more in cases]
+    assert [answer[0] for answer in answers] == [
+        "Ok",
+        "Infeasible",
+        "Infeasible",
+        "UnknownCurrency",
+        "UnknownCurrency",
+    ]
 
 
 prices = st.decimals(min_value=Decimal("0.00"), max_value=Decimal("40.00"), places=2)

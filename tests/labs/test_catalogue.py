@@ -11,7 +11,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from labs.catalogue import CatalogueCache, catalogue_snapshot
-from labs.models import LabProduct
+from labs.models import LabProduct, ShippingRate
 from merchants.services import CreatedMerchant
 from orders.models import Order
 from orders.pipeline.steps.allocate import order_plan
@@ -104,6 +104,23 @@ def test_a_price_changed_in_the_admin_is_used_by_the_next_quote_and_order(
         for lp in other_process.get().lab_products[lab_product.product_id]
         if lp.pk == lab_product.pk
     ] == [lab_product.unit_cost + 5]
+
+
+def test_the_rates_to_a_country_kept_with_a_snapshot_follow_a_rate_change(
+    catalogue: None, sandbox_api: APIClient
+) -> None:
+    def shipping_quoted() -> tuple[str, str]:
+        response = sandbox_api.post("/v4.0/quotes", QUOTE, format="json")
+        assert response.status_code == 200, response.content
+        [shipment] = response.json()["quotes"][0]["shipments"]
+        return shipment["fulfillmentLocation"]["labCode"], shipment["cost"]["amount"]
+
+    lab_code, before = shipping_quoted()
+    assert shipping_quoted() == (lab_code, before)  # from the rates kept with the snapshot
+    ShippingRate.objects.filter(lab__code=lab_code, method="Standard").update(price=Decimal(0))
+
+    assert before != "0.00"
+    assert shipping_quoted() == (lab_code, "0.00")
 
 
 def test_a_product_out_of_stock_in_the_admin_is_unavailable_to_the_next_order(

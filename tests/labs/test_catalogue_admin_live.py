@@ -104,6 +104,8 @@ def test_a_lab_an_administrator_adds_makes_the_next_live_order_on_postgresql(
 ) -> None:
     settings.SIMULATOR_PRODUCES_LIVE = False
     settings.ALLOW_PRIVATE_URLS = True
+    # The worker's base URL (the live server's), here too: the documents both write agree.
+    settings.SANDBOX_BASE_URL = settings.LIVE_BASE_URL = live_server.url
     image = serve(httpserver, "/canvas.jpg", jpeg_bytes(1600, 1600), "image/jpeg")
     user, _ = staff_user_save(username="ada", administrator=True)
     assert not user.is_superuser

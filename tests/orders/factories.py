@@ -4,6 +4,9 @@
 item of one asset; its traits put it where the pipeline puts an order at each step
 (``OrderFactory(submitting=True)``, ``OrderFactory(complete=True)``, ...). Shipments, charges
 and issues are made apart, as allocation and the steps make them.
+
+Each factory writes its order's document once it has made its row (``DocumentWritten``), as
+the service writes it with every change.
 """
 
 from decimal import Decimal
@@ -31,6 +34,7 @@ from orders.models import (
     Stage,
 )
 from tests.merchants.factories import EnvironmentFactory
+from tests.support.documents import document_rewritten
 
 COMPLETE, IN_PROGRESS, ERROR = DetailState.COMPLETE, DetailState.IN_PROGRESS, DetailState.ERROR
 # The details each step leaves Complete, step after step.
@@ -40,7 +44,27 @@ PREPARED: dict[str, Any] = {**ALLOCATED, "print_ready_assets_prepared": COMPLETE
 STOPPED: dict[str, Any] = {"due_at": None, "claimed_until": None}
 
 
-class OrderFactory(DjangoModelFactory[Order]):
+class DocumentWritten:
+    """A factory of a row an order's document shows: the document written once it is made."""
+
+    @classmethod
+    def _after_postgeneration(cls, instance: Any, create: bool, results: Any = None) -> None:
+        super()._after_postgeneration(instance, create, results)  # type: ignore[misc]
+        if create:
+            document_rewritten(_order_id(instance))
+
+
+def _order_id(instance: Any) -> int:
+    if isinstance(instance, Order):
+        return int(instance.id)
+    if isinstance(instance, Asset):
+        return int(instance.item.order_id)
+    if isinstance(instance, ChargeItem):
+        return int(instance.charge.order_id)
+    return int(instance.order_id)
+
+
+class OrderFactory(DocumentWritten, DjangoModelFactory[Order]):
     """Traits, one per place in the pipeline: ``on_hold`` (until submitted by hand),
     ``downloading``, ``allocating``, ``preparing``, ``submitting``, ``producing``,
     ``partly_shipped``, ``complete``, ``cancelled`` and ``failed`` (at the download; pass the
@@ -101,7 +125,7 @@ class OrderFactory(DjangoModelFactory[Order]):
     )
 
 
-class OrderItemFactory(DjangoModelFactory[OrderItem]):
+class OrderItemFactory(DocumentWritten, DjangoModelFactory[OrderItem]):
     """An item of one 4x6 print, with one asset; the next position in its order."""
 
     class Meta:
@@ -123,7 +147,7 @@ class OrderItemFactory(DjangoModelFactory[OrderItem]):
     )
 
 
-class AssetFactory(DjangoModelFactory[Asset]):
+class AssetFactory(DocumentWritten, DjangoModelFactory[Asset]):
     """The item's ``default`` print area, not yet downloaded."""
 
     class Meta:
@@ -144,7 +168,7 @@ class AssetFactory(DjangoModelFactory[Asset]):
     url = factory.Sequence(lambda n: f"https://images.example.com/photo-{n}.jpg")
 
 
-class ShipmentFactory(DjangoModelFactory[Shipment]):
+class ShipmentFactory(DocumentWritten, DjangoModelFactory[Shipment]):
     """A shipment from lab gb1, as allocation plans it; it takes the order's items that have no
     shipment yet (or ``items=[...]``)."""
 
@@ -186,7 +210,7 @@ class ShipmentFactory(DjangoModelFactory[Shipment]):
         OrderItem.objects.filter(id__in=[item.id for item in chosen]).update(shipment=self)
 
 
-class ChargeFactory(DjangoModelFactory[Charge]):
+class ChargeFactory(DocumentWritten, DjangoModelFactory[Charge]):
     """A charge without lines; ``charges_write_for`` makes them as allocation does."""
 
     class Meta:
@@ -199,7 +223,7 @@ class ChargeFactory(DjangoModelFactory[Charge]):
     total_tax = Decimal("2.00")
 
 
-class ChargeItemFactory(DjangoModelFactory[ChargeItem]):
+class ChargeItemFactory(DocumentWritten, DjangoModelFactory[ChargeItem]):
     class Meta:
         model = ChargeItem
 
@@ -209,7 +233,7 @@ class ChargeItemFactory(DjangoModelFactory[ChargeItem]):
     tax = Decimal("2.00")
 
 
-class OrderIssueFactory(DjangoModelFactory[OrderIssue]):
+class OrderIssueFactory(DocumentWritten, DjangoModelFactory[OrderIssue]):
     """An issue about the order itself; ``payment`` makes it one that needs authorisation."""
 
     class Meta:

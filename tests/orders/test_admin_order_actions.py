@@ -17,6 +17,7 @@ from merchants.models import Environment, PauseMode
 from merchants.services import CreatedMerchant
 from orders.models import Order, OrderIssue, PipelineStep, Shipment, Stage
 from staff.models import AuditEntry
+from tests.support.documents import document_rewritten
 from tests.support.orders import book_item, order_at_labs, order_via_api
 from tests.support.staff import signed_in, staff_client
 from webhooks.models import CallbackEvent
@@ -117,6 +118,7 @@ def test_a_finished_order_offers_none(operator: Client, in_progress: Order) -> N
     Order.objects.filter(id=in_progress.id).update(
         stage=Stage.COMPLETE, pipeline_step=PipelineStep.DONE, due_at=None
     )
+    document_rewritten(in_progress)
 
     assert offered(operator, in_progress) == []
     assert "None: the order's state allows none." in page_of(operator, in_progress)

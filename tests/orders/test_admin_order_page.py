@@ -26,6 +26,7 @@ from orders.models import (
 )
 from orders.resubmission import shipment_resubmit
 from staff.models import AuditEntry
+from tests.support.documents import document_rewritten
 from tests.support.orders import order_at_labs, order_via_api
 from tests.support.staff import signed_in, staff_client
 from tests.webhooks.factories import CallbackEventFactory
@@ -44,6 +45,7 @@ def shipment(sandbox_api: APIClient) -> Shipment:
     found = Shipment.objects.select_related("order").get(order=order)
     Lab.objects.filter(code=found.lab_code).update(capabilities=list(CAPABILITIES))
     OrderItem.objects.filter(order=order).update(thumbnail=f"orders/{order.id}/thumb.jpg")
+    document_rewritten(order)
     return found
 
 
@@ -66,6 +68,7 @@ def test_the_page_puts_summary_items_shipments_charges_and_events_first(
         tracking_number="TRK1", tracking_url="https://track.example.com/TRK1"
     )
     order = shipment.order
+    document_rewritten(order)
     events = [
         CallbackEventFactory.create(
             environment=order.environment, subject=order.public_id, sequence=number
@@ -99,6 +102,7 @@ def test_the_issues_are_in_plain_words(operator: Client, shipment: Shipment) -> 
         error_code="order.shipments.LabError",
         description="The lab could not print the cover.",
     )
+    document_rewritten(shipment.order)
 
     html = page_of(operator, shipment.order)
 
@@ -152,6 +156,7 @@ def test_hold_is_confirmed_then_done_audited_and_shown(
 
 def test_a_refusal_is_shown_and_audited(operator: Client, shipment: Shipment) -> None:
     Shipment.objects.filter(id=shipment.id).update(status="Shipped")
+    document_rewritten(shipment.order)
 
     done = operator.post(operation_url(shipment, "cancel"), follow=True)
 
@@ -203,6 +208,7 @@ def test_an_operation_on_a_lab_order_holding_another_recipient_shows_it(
                     "countryCode": "GB", "townOrCity": "London", "stateOrCounty": ""},
     }  # fmt: skip
     Shipment.objects.filter(id=shipment.id).update(recipient=held)
+    document_rewritten(shipment.order)
 
     operation = operator.get(operation_url(shipment, "updateAddress")).content.decode()
 
@@ -247,6 +253,7 @@ def test_search_by_ids_reference_recipient_and_lab_order_reference(
     order = shipment.order
     other = order_via_api(sandbox_api, merchantReference="OTHER-1")
     Order.objects.filter(id=order.id).update(recipient_name="Grace Hopper")
+    document_rewritten(order)
 
     assert results(operator, q=order.public_id) == {order}
     assert results(operator, q=str(order.id)) == {order}
@@ -275,6 +282,8 @@ def test_the_needs_attention_filter(operator: Client, sandbox_api: APIClient) ->
     Order.objects.filter(id=waiting.id).update(
         pipeline_step=PipelineStep.ALLOCATE, due_at=timezone.now() + timedelta(hours=1)
     )
+    for arranged in (with_issue, in_error, lab_side, waiting):
+        document_rewritten(arranged)
 
     assert results(operator, attention="issues") == {with_issue, lab_side}
     assert results(operator, attention="error") == {in_error}

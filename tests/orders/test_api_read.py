@@ -12,17 +12,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from api.throttling import ApiKeyRateThrottle
 from merchants.keys import api_key_digest
 from merchants.models import ApiKey
 from merchants.services import CreatedMerchant, api_key_revoke
 from orders.models import Order, Stage
 from orders.pipeline.steps.allocate import order_allocate
 from tests.support.database import ON_POSTGRES
+from tests.support.documents import document_rewritten
 from tests.support.orders import order_body, order_create_via_api
-
-# An order's parts (items joined with their assets, shipments, charges joined with their lines,
-# issues) are four SELECTs, sent as one query on PostgreSQL.
-PARTS_QUERIES = 1 if ON_POSTGRES else 4
 
 pytestmark = pytest.mark.usefixtures("catalogue")
 
@@ -92,7 +90,6 @@ def test_another_environments_order_costs_what_a_missing_one_does(
     big = order_create_via_api(sandbox_api, order_body(items=order_body()["items"] * 60))
     stranger = APIClient()
     stranger.credentials(HTTP_X_API_KEY=other_merchant.sandbox_api_key)
-    assert stranger.get("/v4.0/orders").status_code == 200  # the key now kept by this process
     stranger.get("/v4.0/orders/ord_999999999")  # its last-used time written (once a minute)
 
     with rows_read() as foreign:
@@ -102,8 +99,9 @@ def test_another_environments_order_costs_what_a_missing_one_does(
 
     assert foreign_response.status_code == missing_response.status_code == 404
     assert foreign_response.json()["outcome"] == "EntityNotFound"
-    # one statement each: the versions' row beside the order read, which finds nothing
-    assert foreign == missing == [1]
+    # the versions' row (the key checked), then the order's document, which is not found:
+    # another environment's order is never read
+    assert foreign == missing == [1, 0]
     assert sandbox_api.get(f"/v4.0/orders/{big}").json()["order"]["items"][59]
 
 
@@ -188,6 +186,7 @@ def test_filters_by_merchant_reference_and_status(sandbox_api: APIClient) -> Non
     first = order_create_via_api(sandbox_api, merchantReference="alpha")
     second = order_create_via_api(sandbox_api, merchantReference="beta")
     Order.objects.filter(id=int(second.removeprefix("ord_"))).update(stage=Stage.COMPLETE)
+    document_rewritten(int(second.removeprefix("ord_")))
 
     refs = sandbox_api.get("/v4.0/orders?merchantReferences=alpha&merchantReferences=beta").json()[
         "orders"
@@ -207,6 +206,7 @@ def test_filters_by_creation_time(sandbox_api: APIClient) -> None:
     Order.objects.filter(id=int(old.removeprefix("ord_"))).update(
         created=timezone.now() - timedelta(days=3)
     )
+    document_rewritten(int(old.removeprefix("ord_")))
     cut = (timezone.now() - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     after = sandbox_api.get(f"/v4.0/orders?createdFrom={cut}").json()["orders"]
@@ -236,7 +236,6 @@ def test_invalid_list_parameters_are_all_reported(sandbox_api: APIClient) -> Non
 def test_a_page_costs_the_same_number_of_queries_whatever_its_size(
     sandbox_api: APIClient, django_assert_num_queries: Any
 ) -> None:
-    # the versions of the keys and the catalogue (the key is this process's), orders, the parts
     for _ in range(12):
         body = order_body()
         body["items"].append(dict(body["items"][0], copies=1))
@@ -245,11 +244,11 @@ def test_a_page_costs_the_same_number_of_queries_whatever_its_size(
             assert order_allocate(order=Order.objects.get(id=int(order_id.removeprefix("ord_"))))
     sandbox_api.get("/v4.0/orders?top=1")  # the key's last-used time is written once a minute
 
-    with django_assert_num_queries(2 + PARTS_QUERIES) as small:
+    # the versions of the keys and the catalogue (the key is this process's), the documents
+    with django_assert_num_queries(2):
         assert len(sandbox_api.get("/v4.0/orders?top=1").json()["orders"]) == 1
-    with django_assert_num_queries(2 + PARTS_QUERIES) as large:
+    with django_assert_num_queries(2):
         assert len(sandbox_api.get("/v4.0/orders?top=12").json()["orders"]) == 12
-    assert len(small.captured_queries) == len(large.captured_queries)
 
 
 def test_get_costs_a_fixed_number_of_queries(
@@ -261,22 +260,21 @@ def test_get_costs_a_fixed_number_of_queries(
         assert order_allocate(order=Order.objects.get(id=int(allocated.removeprefix("ord_"))))
     sandbox_api.get(f"/v4.0/orders/{fresh}")  # the key's last-used time is written once a minute
 
-    # the order with all its parts and, beside them, the versions of the keys and the
-    # catalogue (the key is this process's): one statement, with charges or without
-    with django_assert_num_queries(1):
+    # the versions of the keys and the catalogue (the key checked), then the order's document:
+    # with charges and shipments or without
+    with django_assert_num_queries(2):
         assert sandbox_api.get(f"/v4.0/orders/{fresh}").status_code == 200
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):
         assert sandbox_api.get(f"/v4.0/orders/{allocated}").status_code == 200
 
 
-def test_without_a_kept_key_nothing_is_read_before_the_key_is_checked(
-    sandbox_api: APIClient, merchant: CreatedMerchant
+def test_nothing_of_an_order_is_read_before_the_key_is_authenticated_and_throttled(
+    sandbox_api: APIClient, merchant: CreatedMerchant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     order_id = order_create_via_api(sandbox_api)
-    url = f"/v4.0/orders/{order_id}"
     orders_table = Order._meta.db_table
 
-    def reads_the_order(client: APIClient) -> tuple[int, bool]:
+    def reads_an_order(client: APIClient, url: str) -> tuple[int, bool]:
         with CaptureQueriesContext(connection) as captured:
             status = client.get(url).status_code
         return status, any(orders_table in query["sql"] for query in captured.captured_queries)
@@ -285,16 +283,26 @@ def test_without_a_kept_key_nothing_is_read_before_the_key_is_checked(
     wrong.credentials(HTTP_X_API_KEY="sk_sandbox_not_a_real_key_000")
     live = APIClient()
     live.credentials(HTTP_X_API_KEY=merchant.live_api_key)
+    one, page = f"/v4.0/orders/{order_id}", "/v4.0/orders"
 
-    # no key, a wrong key: refused without the order read (nothing to time); a valid key not
-    # yet kept by this process: checked first, then the order read as before
-    assert reads_the_order(APIClient()) == (401, False)
-    assert reads_the_order(wrong) == (401, False)
-    assert reads_the_order(live) == (404, True)
-    assert reads_the_order(sandbox_api) == (200, True)
+    # no key, a wrong key: refused with no order read
+    for url in (one, page):
+        assert reads_an_order(APIClient(), url) == (401, False)
+        assert reads_an_order(wrong, url) == (401, False)
+    assert reads_an_order(sandbox_api, one) == (200, True)
+    # the other environment's valid key, two requests a minute: the order looked for in its own
+    # environment only (and not found), then, over its rate, throttled before anything of an
+    # order is read
+    monkeypatch.setattr(ApiKeyRateThrottle, "rate", "2/min", raising=False)
+    assert [reads_an_order(live, url) for url in (one, page, one, page)] == [
+        (404, True),
+        (200, True),
+        (429, False),
+        (429, False),
+    ]
 
 
-def test_a_revoked_key_is_no_longer_kept_once_refused(
+def test_a_revoked_key_is_refused_before_anything_is_read(
     sandbox_api: APIClient, merchant: CreatedMerchant
 ) -> None:
     order_id = order_create_via_api(sandbox_api)
@@ -309,5 +317,4 @@ def test_a_revoked_key_is_no_longer_kept_once_refused(
         read = any(Order._meta.db_table in q["sql"] for q in captured.captured_queries)
         refused.append((status, read))
 
-    # refused at once; the read ahead made for the first, the key being kept until then
-    assert refused == [(401, True), (401, False)]
+    assert refused == [(401, False), (401, False)]

@@ -13,6 +13,7 @@ from labs.selectors import shipping_rate_for
 from orders.lab_orders import lab_order
 from orders.models import Charge, ChargeType, Order, Shipment, ShipmentStatus, Stage
 from staff.models import AuditEntry, StaffApiKey
+from tests.support.documents import document_rewritten
 from tests.support.orders import order_allocated, order_at_labs, order_body
 from webhooks.models import CallbackEvent
 
@@ -293,6 +294,7 @@ def test_a_shipped_or_cancelled_shipment_is_unsuccessful(
 ) -> None:
     shipment = only_shipment(order_at_labs(sandbox_api))
     Shipment.objects.filter(id=shipment.id).update(status=status)
+    document_rewritten(shipment.order_id)
 
     body = post(staff_api, shipment, operation, BODIES[operation]).json()
 

@@ -1,5 +1,6 @@
 """What an order's callback events are called, where they say they come from, what writing
-one costs, and how concurrent ones of one order are numbered."""
+one costs (the counter's increment, the order's document rendered and written, the event's
+insert), and how concurrent ones of one order are numbered."""
 
 import json
 import threading
@@ -11,7 +12,6 @@ from django.test.utils import CaptureQueriesContext
 
 from merchants.models import Environment, EnvironmentKind
 from orders.events import (
-    PartsKept,
     downloads_complete_type,
     event_source,
     order_event_create,
@@ -19,12 +19,14 @@ from orders.events import (
     stage_changed_type,
 )
 from orders.models import Order, OrderItem
-from tests.orders.factories import OrderFactory, ShipmentFactory
+from tests.orders.factories import ChargeFactory, OrderFactory, ShipmentFactory
 from tests.support.database import ON_POSTGRES, sessions_waiting_for_a_lock_soon
 from tests.support.envelopes import build_envelope
 from webhooks.models import CallbackEvent
 
-INCREMENT = 'UPDATE "orders_order" SET "callback_sequence" = "callback_sequence" + 1'
+INCREMENT = (
+    'UPDATE "orders_order" SET "callback_sequence" = ("orders_order"."callback_sequence" + 1)'
+)
 
 
 def test_live_events_name_the_live_base_url(settings: Any) -> None:
@@ -53,63 +55,71 @@ def test_event_types_follow_the_prefix_setting(settings: Any) -> None:
     )
 
 
+# What rendering an order's document reads (``orders.document``): the order with its
+# environment, then its items, their assets, its shipments, charges, the charges' lines and
+# its issues, one query each (prefetched: as many for an order of a hundred items as of one).
+RENDER_READS = [
+    '"orders_order"',
+    '"orders_orderitem"',
+    '"orders_asset"',
+    '"orders_shipment"',
+    '"orders_charge"',
+    '"orders_chargeitem"',
+    '"orders_orderissue"',
+]
+
+
+def _read_table(sql: str) -> str:
+    assert sql.startswith("SELECT"), sql
+    return sql.split(" FROM ", 1)[1].split(" ", 1)[0]
+
+
 @pytest.mark.django_db
-def test_an_event_numbers_and_reads_its_order_in_one_round_trip_on_postgresql() -> None:
+def test_an_event_is_the_increment_the_document_render_and_write_and_the_insert() -> None:
     order = OrderFactory.create()  # no callback URL: no look-up of gone URLs
+    ShipmentFactory.create(order=order, items=list(order.items.all()))
+    ChargeFactory.create(order=order)
 
     with transaction.atomic(), CaptureQueriesContext(connection) as captured:
         event = order_event_create(order=order, event_type=stage_changed_type(order.stage))
 
-    # The counter's increment, then one statement of the order joined with its items and
-    # assets, its shipments, charges with their lines and issues (four SELECTs in a UNION ALL;
-    # sent with the increment on PostgreSQL); the event's INSERT.
+    # The counter's increment first (it locks the order's row until the change commits), then
+    # the document rendered from the order as it now is, stored, and embedded in the event.
     sent = [query["sql"] for query in captured.captured_queries]
-    if ON_POSTGRES:
-        assert len(sent) == 2
-        assert sent[0].startswith(INCREMENT) and sent[0].count("SELECT") == 4
-    else:
-        assert len(sent) == 3
-        assert sent[0].startswith(INCREMENT)
-        assert sent[1].startswith("SELECT") and sent[1].count("SELECT") == 4
+    assert len(sent) == 1 + len(RENDER_READS) + 2
+    assert sent[0].startswith(INCREMENT)
+    assert [_read_table(sql) for sql in sent[1:-2]] == RENDER_READS
+    assert sent[-2].startswith('UPDATE "orders_order" SET "document" = ')
     assert sent[-1].startswith('INSERT INTO "orders_callbackevent"')
-    assert event.sequence == Order.objects.get(id=order.id).callback_sequence == 1
-    assert json.loads(bytes(event.body))["sequence"] == "0000000001"
+    stored = Order.objects.get(id=order.id)
+    assert event.sequence == stored.callback_sequence == 1
+    body = json.loads(bytes(event.body))
+    assert body["sequence"] == "0000000001"
+    assert body["data"]["order"] == json.loads(stored.document)
+    assert len(body["data"]["order"]["shipments"]) == len(body["data"]["order"]["charges"]) == 1
 
 
 @pytest.mark.django_db
-def test_a_further_event_with_kept_parts_reads_the_order_row_alone_and_shows_it_whole() -> None:
+def test_each_event_of_a_change_shows_the_order_as_it_is_then_and_the_last_is_stored() -> None:
     order = OrderFactory.create()
     ShipmentFactory.create(order=order, items=list(order.items.all()))
-    kept = PartsKept()
 
     with transaction.atomic():
-        first = order_event_create(order=order, event_type=shipment_type("Shipped"), kept=kept)
+        first = order_event_create(order=order, event_type=shipment_type("Shipped"))
         # What a step changes between its events: the order row alone.
         Order.objects.filter(id=order.id).update(stage="Complete", shipping="Complete")
-        # The same event with the parts read afresh, to compare with.
-        with CaptureQueriesContext(connection) as captured:
-            second = order_event_create(order=order, event_type=stage_changed_type("Complete"))
-        full = json.loads(bytes(second.body))
-        with CaptureQueriesContext(connection) as kept_captured:
-            third = order_event_create(
-                order=order, event_type=stage_changed_type("Complete"), kept=kept
-            )
+        second = order_event_create(order=order, event_type=stage_changed_type("Complete"))
 
-    sent = [query["sql"] for query in kept_captured.captured_queries]
-    if ON_POSTGRES:  # the increment returning the row, then the INSERT
-        assert len(sent) == 2 and sent[0].startswith('UPDATE "orders_order" o SET')
-        assert "SELECT" not in sent[0]
-        assert captured.captured_queries[0]["sql"].count("SELECT") == 4
-    shown = json.loads(bytes(third.body))
-    assert (first.sequence, second.sequence, third.sequence) == (1, 2, 3)
-    assert shown["sequence"] == "0000000003"
-    assert shown["data"] == full["data"]
-    assert shown["data"]["order"]["status"]["stage"] == "Complete"
-    assert shown["data"]["order"]["status"]["details"]["shipping"] == "Complete"
-    assert len(shown["data"]["order"]["shipments"]) == 1
-    assert (
-        shown["data"]["order"]["items"] == json.loads(bytes(first.body))["data"]["order"]["items"]
-    )
+    before, after = (json.loads(bytes(event.body)) for event in (first, second))
+    assert (first.sequence, second.sequence) == (1, 2)
+    assert (before["sequence"], after["sequence"]) == ("0000000001", "0000000002")
+    assert before["data"]["order"]["status"]["stage"] == "InProgress"
+    assert after["data"]["order"]["status"]["stage"] == "Complete"
+    assert after["data"]["order"]["status"]["details"]["shipping"] == "Complete"
+    # Read whole at each event: the parts the row change left alone are shown as they are.
+    assert len(after["data"]["order"]["shipments"]) == 1
+    assert after["data"]["order"]["items"] == before["data"]["order"]["items"]
+    assert json.loads(Order.objects.get(id=order.id).document) == after["data"]["order"]
 
 
 def _in_own_transaction(work: Any) -> threading.Thread:
@@ -154,11 +164,16 @@ def test_an_event_waiting_for_another_of_its_order_is_numbered_and_shown_after_i
     second_thread.join(10)
 
     # The second event waited for the first's commit, took the next number and shows the
-    # item as the first transaction left it (its reads ran after the wait, not before).
+    # item as the first transaction left it (its document was rendered after the wait, not
+    # before), and its document, written last, is the one stored.
     assert waited == 1
     [event] = later
     assert event.sequence == 2
     body = json.loads(bytes(event.body))
     assert body["sequence"] == "0000000002"
     assert body["data"]["order"]["items"][0]["merchantReference"] == "changed meanwhile"
-    assert Order.objects.get(id=order.id).callback_sequence == 2
+    stored = Order.objects.get(id=order.id)
+    assert stored.callback_sequence == 2
+    assert json.loads(stored.document) == body["data"]["order"]
+    first_event = CallbackEvent.objects.get(subject=order.public_id, sequence=1)
+    assert json.loads(bytes(first_event.body))["data"]["order"] == body["data"]["order"]

@@ -30,17 +30,28 @@ pytestmark = [
 WARNING = "SIMULATOR_PRODUCES_LIVE is on under the production settings"
 
 
-def production_worker(folder: Path, live_server: Any, **overrides: str) -> Worker:
+def production_worker(folder: Path, live_server: Any, settings: Any, **overrides: str) -> Worker:
     """A worker started with ``config.settings.production``, as deployed (its base URLs are the
-    https ones production requires; print files are not fetched by the simulator)."""
+    https ones production requires; print files are not fetched by the simulator). This
+    process signs and renders file URLs as the worker does (its key, the old one kept as a
+    fallback for the sessions made already, and its base URLs): the documents either writes
+    agree."""
+    secret_key = "p" * 50
+    base_urls = {
+        "SANDBOX_BASE_URL": "https://sandbox.example.com",
+        "LIVE_BASE_URL": "https://live.example.com",
+    }
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = secret_key
+    for name, url in base_urls.items():
+        setattr(settings, name, url)
     started = start_worker(
         folder,
         live_server.url,
         DJANGO_SETTINGS_MODULE="config.settings.production",
-        DJANGO_SECRET_KEY="p" * 50,
+        DJANGO_SECRET_KEY=secret_key,
         DJANGO_ALLOWED_HOSTS="testserver",
-        SANDBOX_BASE_URL="https://sandbox.example.com",
-        LIVE_BASE_URL="https://live.example.com",
+        **base_urls,
         PAYMENT_PROVIDER="stripe",  # production refuses the built-in test provider
         STRIPE_SECRET_KEY="sk_test_lab_side",
         STRIPE_WEBHOOK_SECRET="whsec_lab_side",
@@ -63,7 +74,7 @@ def test_a_live_order_under_production_settings_with_only_simulator_labs_never_s
 ) -> None:  # fmt: skip
     settings.SIMULATOR_PRODUCES_LIVE = False  # as production has it
     Lab.objects.update(connector="simulator")  # as the demo labs, and any lab not configured
-    worker = production_worker(folder, live_server)
+    worker = production_worker(folder, live_server, settings)
     try:
         order_id = photo_order(
             live_api, httpserver, "live-at-simulator", outcome="CreatedWithIssues"
@@ -104,9 +115,9 @@ def test_a_live_order_under_production_settings_with_only_simulator_labs_never_s
 
 def test_with_the_development_setting_on_under_production_it_warns_and_says_simulated(
     folder: Path, live_server: Any, live_api: APIClient, httpserver: HTTPServer,
-    admin_client: Client, django_db_blocker: Any,
+    settings: Any, admin_client: Client, django_db_blocker: Any,
 ) -> None:  # fmt: skip
-    worker = production_worker(folder, live_server, SIMULATOR_PRODUCES_LIVE="1")
+    worker = production_worker(folder, live_server, settings, SIMULATOR_PRODUCES_LIVE="1")
     try:
         order_id = photo_order(live_api, httpserver, "live-simulated")
         shown = wait_for(

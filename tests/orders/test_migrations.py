@@ -7,6 +7,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.state import StateApps
 
+from orders.document import order_documents_rebuild
+
 BEFORE = [("orders", "0018_order_claim_token")]
 AFTER = [("orders", "0019_shipment_recipient")]
 KEPT_ADDRESS = {
@@ -57,6 +59,9 @@ def test_a_kept_address_becomes_the_whole_recipient_with_the_orders_name_email_a
         new = _migrate(AFTER)
     finally:
         _migrate(_latest())
+    # The order made before orders had documents gets its own, as after a deploy that adds them
+    # (``manage.py order_documents``).
+    assert order_documents_rebuild() == 1
 
     migrated = new.get_model("orders", "Shipment").objects
     assert migrated.get(id=kept.id).recipient == {

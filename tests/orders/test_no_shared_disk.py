@@ -82,10 +82,14 @@ def own_folder(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def web(bucket: Bucket, folders: dict[str, Path]) -> Iterator[Web]:
+def web(settings: Any, bucket: Bucket, folders: dict[str, Path]) -> Iterator[Web]:
+    # The test process checks documents the workers wrote: it signs and addresses file URLs
+    # as they do.
+    settings.SECRET_KEY = SECRET_KEY
     with gunicorn_serving(
         workers=1, **own_folder(folders["web"]), **bucket.environment(), ALLOW_PRIVATE_URLS="1"
     ) as served:
+        settings.SANDBOX_BASE_URL = settings.LIVE_BASE_URL = served.url
         yield served
 
 

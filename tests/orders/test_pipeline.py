@@ -31,6 +31,7 @@ from labs.connectors import connector_for
 from labs.models import Lab, LabProduct, ShippingRate, SimulatedLabOrder
 from merchants.models import PauseMode
 from merchants.services import CreatedMerchant
+from orders.document import order_document_write
 from orders.events import order_stage_changed
 from orders.lab_orders import lab_order
 from orders.models import (
@@ -50,6 +51,7 @@ from orders.pipeline.steps.download import order_assets_download
 from orders.pipeline.steps.prepare import order_assets_prepare
 from orders.pipeline.steps.produce import shipment_submission_record
 from orders.tasks import orders_sweep_task
+from tests.support.documents import document_rewritten
 from tests.support.images import bomb_png_bytes, jpeg_bytes, md5, pdf_bytes, png_bytes
 from tests.support.orders import (
     TYPE,
@@ -76,6 +78,11 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
 ]
+# The order's document written (``orders.document``): the order with its environment, its
+# items, assets, shipments, charges and issues read, the document written; an order with
+# charges has their lines read too.
+DOCUMENT_WRITTEN = ["SELECT"] * 6 + ["UPDATE"]
+DOCUMENT_WRITTEN_CHARGED = ["SELECT"] * 7 + ["UPDATE"]
 ALL_COMPLETE = {
     "downloadAssets": "Complete",
     "allocateProductionLocation": "Complete",
@@ -613,10 +620,12 @@ def test_downloading_a_one_asset_order_without_files_takes_a_query_for_each_read
     order = order_claim(order_id=pk(photo_order(sandbox_api, httpserver, "photo")))
     assert order is not None
 
-    # The order's assets, the catalogue version; the attempt (savepoint, claim renewed, asset,
-    # item status written, release). The item's status and the outcome come from the assets
-    # as read and attempted: no query (the order shows no packing slip or branding file).
-    with django_assert_num_queries(7):
+    # The order's items, its assets, the catalogue version; the attempt (savepoint, claim
+    # renewed, asset, item status written, the document as the move writes it: the order, its
+    # items, assets, shipments, charges and issues read, the document written; release). The
+    # item's status and the outcome come from the assets as read and attempted: no query (the
+    # order shows no packing slip or branding file).
+    with django_assert_num_queries(3 + 4 + len(DOCUMENT_WRITTEN) + 1):
         state = _downloaded(order)
 
     assert state == ("Complete", None)
@@ -658,29 +667,32 @@ def test_a_downloads_last_attempt_commits_with_the_orders_move_or_not_at_all(
 
 def _downloaded(order: Order) -> tuple[str, Any]:
     """The download step, its last record written as the state machine writes it: in the
-    transaction that renews the claim (and moves the order on)."""
+    transaction that renews the claim (and moves the order on, writing the order's document,
+    written here in its place)."""
     last_record = order_assets_download(order=order)
     with order_claimed_transaction(order=order):
-        return last_record()
+        state = last_record()
+        order_document_write(order.id)
+        return state
 
 
 @pytest.mark.django_db
-def test_a_claim_reads_the_order_with_its_environment_and_merchant_in_the_same_statement(
+def test_a_claim_locks_reads_and_claims_the_order_with_its_environment_and_merchant(
     sandbox_api: APIClient, django_assert_num_queries: Any
 ) -> None:
     order_id = pk(order_create_via_api(sandbox_api, merchantReference="claimed"))
     Order.objects.filter(id=order_id).update(pipeline_step=PipelineStep.ALLOCATE)
 
-    # PostgreSQL: UPDATE ... RETURNING joined with the environment and merchant; elsewhere
-    # the update, then the read.
-    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
+    # Its transaction (a savepoint here), the order read and locked with its environment and
+    # merchant, its claim written: the same on every database.
+    with django_assert_num_queries(4):
         order = order_claim(order_id=order_id, step=PipelineStep.ALLOCATE)
         assert order is not None
         assert order.environment.merchant.name == "Acme Prints"
 
     stored = Order.objects.get(id=order_id)
     assert stored.claimed_until is not None and stored.claimed_until > timezone.now()
-    assert order.claimed_until == stored.claimed_until
+    assert (order.claimed_until, order.claim_token) == (stored.claimed_until, stored.claim_token)
     assert (order.pipeline_step, order.merchant_reference) == (PipelineStep.ALLOCATE, "claimed")
     # Claimed: no second claim, for this step or any other, until it is released.
     assert order_claim(order_id=order_id, step=PipelineStep.ALLOCATE) is None
@@ -692,40 +704,52 @@ def test_a_claim_reads_the_order_with_its_environment_and_merchant_in_the_same_s
 
 
 @pytest.mark.django_db
-def test_a_step_claimed_to_run_shows_it_started_in_the_claims_own_statement(
-    sandbox_api: APIClient, django_assert_num_queries: Any
+def test_the_state_machine_alone_shows_a_claimed_step_started_and_once(
+    sandbox_api: APIClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("elsewhere the state machine writes the started detail after the claim")
+    """The claim writes its lease and token only; the state machine shows the step it runs as
+    started (InProgress, ``last_updated`` with it) before the step's work, and a retry of the
+    step, finding it shown, writes nothing more."""
     order_id = pk(order_create_via_api(sandbox_api, merchantReference="started"))
     earlier = timezone.now() - timedelta(minutes=5)
     Order.objects.filter(id=order_id).update(
         pipeline_step=PipelineStep.ALLOCATE, last_updated=earlier
     )
-
-    with django_assert_num_queries(1):
-        order = order_claim(order_id=order_id, step=PipelineStep.ALLOCATE, start=True)
+    document_rewritten(order_id)
+    order = order_claim(order_id=order_id, step=PipelineStep.ALLOCATE)
     assert order is not None
-
     stored = Order.objects.get(id=order_id)
-    assert stored.allocate_production_location == order.allocate_production_location
-    assert stored.allocate_production_location == "InProgress"
-    assert (stored.download_assets, stored.print_ready_assets_prepared) == ("NotStarted",) * 2
-    assert stored.last_updated > earlier and order.last_updated == stored.last_updated
-    # Claimed again (a retry of the step): already shown as started, nothing else changes.
-    Order.objects.filter(id=order_id).update(claimed_until=None, last_updated=earlier)
-    assert order_claim(order_id=order_id, step=PipelineStep.ALLOCATE, start=True) is not None
-    assert Order.objects.get(id=order_id).last_updated == earlier
-    # The download claim shows its step the same way; without ``start``, nothing is shown.
-    Order.objects.filter(id=order_id).update(
-        pipeline_step=PipelineStep.DOWNLOAD, claimed_until=None, download_assets="NotStarted"
-    )
-    assert order_claim(order_id=order_id, step=PipelineStep.DOWNLOAD) is not None
-    assert Order.objects.get(id=order_id).download_assets == "NotStarted"
+    assert (stored.allocate_production_location, stored.last_updated) == ("NotStarted", earlier)
     Order.objects.filter(id=order_id).update(claimed_until=None)
-    downloading = order_claim(order_id=order_id, step=PipelineStep.DOWNLOAD, start=True)
-    assert downloading is not None and downloading.download_assets == "InProgress"
-    assert Order.objects.get(id=order_id).download_assets == "InProgress"
+
+    # The step's work sees its detail shown, in the database and in the order it is given.
+    seen: list[tuple[str, str, Any]] = []
+
+    def allocation(running: Order) -> None:
+        shown = Order.objects.get(id=running.id)
+        detail = shown.allocate_production_location
+        seen.append((running.allocate_production_location, detail, shown.last_updated))
+        Order.objects.filter(id=running.id).update(claimed_until=None)  # as a released claim
+
+    monkeypatch.setitem(STEPS, PipelineStep.ALLOCATE, allocation)
+    with CaptureQueriesContext(connection) as captured:
+        order_advance(order_id=order_id, step=PipelineStep.ALLOCATE)
+    [(in_memory, detail, updated)] = seen
+    assert (in_memory, detail) == ("InProgress", "InProgress") and updated > earlier
+    # The SET lists of the order's updates: the claim's, then the detail shown.
+    assigned = [
+        query["sql"].split(" WHERE ")[0]
+        for query in captured.captured_queries
+        if query["sql"].startswith('UPDATE "orders_order" SET')
+    ]
+    shown_by = [sql for sql in assigned if '"allocate_production_location" =' in sql]
+    assert len(shown_by) == 1 and '"claim_token" =' not in shown_by[0]
+
+    # Run again (a retry): shown already, nothing written, ``last_updated`` kept.
+    Order.objects.filter(id=order_id).update(last_updated=earlier)
+    document_rewritten(order_id)
+    order_advance(order_id=order_id, step=PipelineStep.ALLOCATE)
+    assert seen[1] == ("InProgress", "InProgress", earlier)
 
 
 @pytest.mark.django_db  # in-process
@@ -749,6 +773,7 @@ def test_a_rendering_renews_the_claim_first_unless_it_was_taken_within_the_secon
 
     # A claim taken two seconds ago is renewed before the rendering.
     Asset.objects.filter(item__order_id=order_id).update(print_file="", thumbnail="")
+    document_rewritten(order_id)
     older = taken - timedelta(seconds=2)
     Order.objects.filter(id=order_id).update(claimed_until=older)
     order.claimed_until = older
@@ -758,6 +783,7 @@ def test_a_rendering_renews_the_claim_first_unless_it_was_taken_within_the_secon
     # A claim taken over meanwhile (another worker's) is found by that renewal, before
     # anything is rendered.
     Asset.objects.filter(item__order_id=order_id).update(print_file="", thumbnail="")
+    document_rewritten(order_id)
     order.claimed_until = older
     assert order.claim_token is not None
     Order.objects.filter(id=order_id).update(claim_token=order.claim_token + 1)
@@ -774,7 +800,7 @@ def test_an_order_cancelled_within_a_fresh_claims_second_stays_cancelled_after_i
     monkeypatch.setattr(claims, "CLAIM_FRESH", timedelta(minutes=1))  # the claim stays fresh
     order_id = photo_order(sandbox_api, httpserver, "cancelled-fresh")
     advance_to(order_id, PipelineStep.PREPARE)
-    order = order_claim(order_id=pk(order_id), step=PipelineStep.PREPARE, start=True)
+    order = order_claim(order_id=pk(order_id), step=PipelineStep.PREPARE)
     assert order is not None
 
     cancelled = sandbox_api.post(f"/v4.0/orders/{order_id}/actions/cancel", {}, format="json")
@@ -791,7 +817,7 @@ def test_an_order_cancelled_within_a_fresh_claims_second_stays_cancelled_after_i
 
 
 @pytest.mark.django_db  # in-process
-def test_print_ready_and_submission_each_move_on_in_one_statement_with_no_transaction(
+def test_print_ready_and_submission_each_move_on_with_the_orders_document_in_one_transaction(
     settings: Any, sandbox_api: APIClient, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pinned statements of a one-print order; a transaction shows as a SAVEPOINT and its
@@ -804,25 +830,31 @@ def test_print_ready_and_submission_each_move_on_in_one_statement_with_no_transa
     advance_to(order_id, PipelineStep.PREPARE)
 
     def step_statements(step: str) -> list[str]:
-        order = order_claim(order_id=pk(order_id), step=step, start=True)
+        order = order_claim(order_id=pk(order_id), step=step)
         assert order is not None
         with CaptureQueriesContext(connection) as captured:
             STEPS[step](order)
         return [query["sql"].split()[0] for query in captured.captured_queries]
 
-    # Its items and assets, the catalogue version, the asset's files, the item's thumbnail, the
-    # move (the claim just taken is not renewed).
+    # Its items, its assets, the catalogue version; the rendering recorded with the document
+    # that shows its thumbnail (the order row locked first, the asset's files, the item's
+    # thumbnail, the document); the move with its document (the claim just taken is not
+    # renewed).
     assert step_statements(PipelineStep.PREPARE) == [
-        "SELECT", "SELECT", "UPDATE", "UPDATE", "UPDATE",
+        "SELECT", "SELECT", "SELECT",
+        "SAVEPOINT", "SELECT", "UPDATE", "UPDATE", *DOCUMENT_WRITTEN_CHARGED, "RELEASE",
+        "SAVEPOINT", "UPDATE", *DOCUMENT_WRITTEN_CHARGED, "RELEASE",
     ]  # fmt: skip
-    # The shipments with what the lab order needs, the catalogue version (the items' canonical
-    # attributes for the lab; in a worker's run read once with the steps before), the
-    # submission's intent on the shipment, the simulator's record, the submission recorded
-    # under the order's lock (claim renewed, shipment with its intent ended, its issue
-    # cleared), the move.
+    # The shipments with what the lab order needs (its items, assets, files and labs), the
+    # catalogue version (the items' canonical attributes for the lab; in a worker's run read
+    # once with the steps before), the submission's intent on the shipment, the simulator's
+    # record, the submission recorded under the order's lock (claim renewed, shipment with its
+    # intent ended, its issue cleared: none, so no document written), the move with its
+    # document.
     assert step_statements(PipelineStep.SUBMIT) == [
-        "SELECT", "SELECT", "UPDATE", "INSERT", "SAVEPOINT", "UPDATE", "UPDATE", "DELETE",
-        "RELEASE", "UPDATE",
+        "SELECT", "SELECT", "SELECT", "SELECT", "SELECT", "SELECT", "UPDATE", "INSERT",
+        "SAVEPOINT", "UPDATE", "UPDATE", "DELETE", "RELEASE",
+        "SAVEPOINT", "UPDATE", *DOCUMENT_WRITTEN_CHARGED, "RELEASE",
     ]  # fmt: skip
     assert Order.objects.get(id=pk(order_id)).pipeline_step == PipelineStep.PRODUCTION
 

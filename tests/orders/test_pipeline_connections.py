@@ -22,7 +22,7 @@ from tests.support.worker import needs_worker, purge_queues, start_worker, wait_
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("catalogue"),
+    pytest.mark.usefixtures("catalogue", "workers_base_url"),
     needs_worker,
 ]
 

@@ -24,7 +24,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.side_by_side,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("catalogue"),
+    pytest.mark.usefixtures("catalogue", "workers_base_url"),
     pytest.mark.skipif(not ON_POSTGRES, reason="the worker shares the PostgreSQL test database"),
 ]
 

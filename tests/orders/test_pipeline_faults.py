@@ -36,7 +36,7 @@ from webhooks.models import CallbackEvent
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("catalogue"),
+    pytest.mark.usefixtures("catalogue", "workers_base_url"),
     needs_worker,
 ]
 ORDERS = 6

@@ -38,7 +38,7 @@ from webhooks.models import CallbackEvent, CallbackState
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("catalogue"),
+    pytest.mark.usefixtures("catalogue", "workers_base_url"),
 ]
 # Within this of its time alone, as the finding asks; callbacks within this of being written.
 SLOWDOWN = 1.5

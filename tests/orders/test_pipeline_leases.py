@@ -89,6 +89,7 @@ class Shipper:
         self.thread.join(timeout=5)
 
 
+@pytest.mark.usefixtures("workers_base_url")
 def test_orders_held_by_killed_workers_complete_within_two_minutes_each_submitted_once(
     live_server: Any,
     live_api: APIClient,
@@ -208,6 +209,7 @@ def test_orders_held_by_killed_workers_complete_within_two_minutes_each_submitte
     ) == {1}
 
 
+@pytest.mark.usefixtures("workers_base_url")
 def test_a_long_single_download_keeps_its_claim_past_several_leases(
     live_server: Any, sandbox_api: APIClient, tmp_path: Path
 ) -> None:

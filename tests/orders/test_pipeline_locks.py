@@ -40,7 +40,7 @@ def test_a_step_waits_for_an_action_holding_its_order_and_neither_deadlocks(
     order_id = photo_order(sandbox_api, httpserver, "locks")
     advance_to(order_id, step)
     # Claimed (committed), as a worker claims a step before it runs it.
-    claimed = order_claim(order_id=pk(order_id), step=step, start=True)
+    claimed = order_claim(order_id=pk(order_id), step=step)
     assert claimed is not None
     holding, release = threading.Event(), threading.Event()
     failures: list[BaseException] = []

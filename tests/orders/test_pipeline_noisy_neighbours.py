@@ -43,7 +43,7 @@ from webhooks.models import CallbackEvent, CallbackState
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("catalogue"),
+    pytest.mark.usefixtures("catalogue", "workers_base_url"),
 ]
 # Another merchant's (or lab's) order within this of its time alone, as the issue asks.
 SLOWDOWN = 1.5

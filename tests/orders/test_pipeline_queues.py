@@ -273,25 +273,25 @@ def test_a_run_out_of_steps_rings_for_the_woken_order_instead(
     assert queued("downloads") == [(ADVANCE, [pk(orders[-1]), "Download"])]
 
 
-def test_a_download_is_claimed_or_deferred_and_woken_in_a_statement_each_under_the_lock(
+def test_a_download_is_claimed_or_deferred_under_the_merchants_lock_and_a_freed_slot_wakes(
     sandbox_api: APIClient,
     httpserver: HTTPServer,
     settings: Any,
     merchant: CreatedMerchant,
     django_assert_num_queries: Any,
 ) -> None:
-    """On PostgreSQL the merchant's downloads are counted in the statement that claims or
-    defers the order, after the statement that locks the merchant's row; a freed slot wakes
-    the next deferred order in one statement."""
+    """The merchant's downloads are counted after its row is locked (and the order's), then
+    the order claimed or deferred; a freed slot wakes the longest-deferred order."""
     settings.ALLOW_PRIVATE_URLS = True
     settings.DOWNLOADS_PER_MERCHANT = 1
     first, second, third = (_photo(sandbox_api, httpserver, f"counted-{n}") for n in range(3))
 
-    # BEGIN, the merchant locked, counted and claimed, COMMIT.
-    with django_assert_num_queries(4):
+    # BEGIN, the merchant locked, the order locked and read, its merchant's downloads counted,
+    # the order claimed, COMMIT.
+    with django_assert_num_queries(6):
         assert order_claim(order_id=pk(first), step=PipelineStep.DOWNLOAD) is not None
     for deferred in (second, third):
-        with django_assert_num_queries(4):  # the same, deferred instead
+        with django_assert_num_queries(6):  # the same, deferred instead
             assert order_claim(order_id=pk(deferred), step=PipelineStep.DOWNLOAD) is None
         row = Order.objects.get(id=pk(deferred))
         assert row.download_deferred_at is not None and row.claimed_until is None
@@ -299,16 +299,17 @@ def test_a_download_is_claimed_or_deferred_and_woken_in_a_statement_each_under_t
     with django_assert_num_queries(3):  # not due: nothing locked, no claim
         assert order_claim(order_id=pk(second), step=PipelineStep.DOWNLOAD) is None
 
-    # The slot is still taken: no order is woken.
-    with django_assert_num_queries(1):
+    # The slot is still taken: no order is woken (the deferred read, the downloads counted).
+    with django_assert_num_queries(2):
         assert downloads_wake(merchant_id=merchant.merchant.id) == []
     Order.objects.filter(id=pk(first)).update(
         pipeline_step=PipelineStep.ALLOCATE, claimed_until=None
     )
     purge_queues()
 
-    # The slot freed: the longest-deferred order alone is woken, in one statement, and queued.
-    with django_assert_num_queries(1):
+    # The slot freed: the longest-deferred order alone is woken (the same, and its row made due)
+    # and queued.
+    with django_assert_num_queries(3):
         assert downloads_wake(merchant_id=merchant.merchant.id) == [pk(second)]
     woken, waiting = (Order.objects.get(id=pk(o)) for o in (second, third))
     assert woken.due_at is not None and woken.due_at <= timezone.now()

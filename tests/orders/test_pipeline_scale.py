@@ -73,7 +73,9 @@ def webs() -> Iterator[list[Web]]:
 
 
 @pytest.fixture
-def workers(webs: list[Web]) -> Iterator[Workers]:
+def workers(webs: list[Web], settings: Any) -> Iterator[Workers]:
+    # The workers' base URL, here too: the documents they write show this process's URLs.
+    settings.SANDBOX_BASE_URL = settings.LIVE_BASE_URL = webs[1].url
     with tempfile.TemporaryDirectory(prefix="pipeline-scale-") as folder:
         running = start_queue_workers(
             Path(folder),

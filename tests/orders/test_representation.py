@@ -1,6 +1,8 @@
 """The order as the API and callbacks show it has the documented shape (``OrderOutput``, the
 OpenAPI schema) in every state an order can be in: no undocumented key, no documented
-required key missing, every value of its documented JSON type."""
+required key missing, every value of its documented JSON type. What they show is the order's
+stored document (``orders.document``): exactly ``order_representation`` of the order as
+stored, its file URLs under its environment's base URL."""
 
 import json
 from collections.abc import Callable, Mapping
@@ -8,12 +10,13 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import orjson
 import pytest
 from django.utils import timezone
 from rest_framework import serializers
 
-from common.joined import Row
 from orders.api.serializers import DetailsOutput, OrderOutput
+from orders.document import order_document_text, orders_documents_texts
 from orders.issues import (
     ASSET_FAILED_TO_DOWNLOAD,
     ASSET_NOT_DOWNLOADED,
@@ -31,15 +34,8 @@ from orders.models import (
     Order,
     OrderItem,
 )
-from orders.representation import order_representation
-from orders.selectors import (
-    OrderFilter,
-    order_get,
-    order_list,
-    order_parts,
-    order_shown_get,
-    order_with_parts_get,
-)
+from orders.representation import Urls, order_representation
+from orders.selectors import OrderFilter, order_list, orders_with_parts
 from tests.orders.factories import (
     ALLOCATED,
     PREPARED,
@@ -108,10 +104,28 @@ def mismatches(value: Any, field: serializers.Field, path: str = "order") -> lis
     return [f"{path}: {type(field).__name__} is not a type this check knows"]
 
 
+@pytest.fixture(autouse=True)
+def base_url(settings: Any) -> None:
+    """The environments' base URL, under which their documents' file URLs are made."""
+    settings.SANDBOX_BASE_URL = settings.LIVE_BASE_URL = BASE_URL
+
+
 def shown(order: Order) -> dict[str, Any]:
-    """The order as ``GET`` renders it: loaded by the API's selector, through JSON."""
-    loaded = order_get(environment=order.environment, order_id=order.id)
-    return dict(json.loads(json.dumps(order_representation(loaded, base_url=BASE_URL))))
+    """The order as ``GET`` sends it: its stored document."""
+    text = order_document_text(environment_id=order.environment_id, order_id=order.id)
+    assert text is not None
+    return dict(json.loads(text))
+
+
+def loaded(order: Order) -> Order:
+    """The order as stored, with its environment and the parts its representation shows."""
+    return orders_with_parts(Order.objects.select_related("environment").filter(id=order.id)).get()
+
+
+def urls_expiry(order: Order) -> int | None:
+    """When the signed URLs of the order's stored document expire (Unix time; None: none)."""
+    expires = Order.objects.get(id=order.id).document_urls_expire
+    return None if expires is None else int(expires.timestamp())
 
 
 # --- An order in each state, as the pipeline and the actions leave it ------------------------
@@ -336,46 +350,38 @@ def test_the_order_has_the_documented_shape(state: str) -> None:
 
 
 @pytest.mark.parametrize("state", STATES)
-def test_the_api_reads_show_what_the_orm_prefetch_shows(state: str) -> None:
+def test_the_stored_document_is_the_representation_and_get_and_the_list_send_it(
+    state: str,
+) -> None:
     order = STATES[state]()
     other = OrderFactory.create(environment=order.environment)  # a neighbour on the list page
     AssetFactory.create(item=OrderItemFactory.create(order=other, position=1), position=1)
 
-    fetched, parts = order_with_parts_get(environment=order.environment, order_id=order.id)
-    listed = order_parts(orders=[other, fetched])
+    text = Order.objects.get(id=order.id).document
+    urls = Urls(BASE_URL, urls_expiry(order))
+    representation = order_representation(loaded(order), urls=urls)
 
-    expected = shown(order)
-    assert order_representation(fetched, base_url=BASE_URL, parts=parts) == expected
-    assert order_representation(fetched, base_url=BASE_URL, parts=listed[order.id]) == expected
-    assert order_representation(other, base_url=BASE_URL, parts=listed[other.id]) == shown(other)
-    page, _ = order_list(environment=order.environment, filters=OrderFilter())
-    assert [order_representation(o, base_url=BASE_URL, parts=listed[o.id]) for o in page] == [
-        shown(other),
-        expected,
+    assert text == orjson.dumps(representation).decode()  # byte for byte
+    assert order_document_text(environment_id=order.environment_id, order_id=order.id) == text
+    page = order_list(environment=order.environment, filters=OrderFilter())
+    assert orders_documents_texts(page) == [
+        (other.id, Order.objects.get(id=other.id).document),
+        (order.id, text),
     ]
 
 
-@pytest.mark.parametrize("state", STATES)
-def test_the_get_read_of_the_shown_fields_shows_what_the_orm_prefetch_shows(state: str) -> None:
-    order = STATES[state]()
-
-    fetched, parts = order_shown_get(environment=order.environment, order_id=order.id)
-
-    assert order_representation(fetched, base_url=BASE_URL, parts=parts) == shown(order)
-
-
-def test_the_api_read_keeps_items_and_assets_in_position_order() -> None:
+def test_the_document_keeps_items_and_assets_in_position_order() -> None:
     order = OrderFactory.create(item=None)
     second = OrderItemFactory.create(order=order, position=1, asset=None)
     first = OrderItemFactory.create(order=order, position=0, asset=None)
     AssetFactory.create(item=second, position=1, print_area="back")
     AssetFactory.create(item=second, position=0, print_area="front")
 
-    _, parts = order_with_parts_get(environment=order.environment, order_id=order.id)
+    items = shown(order)["items"]
 
-    assert [item.id for item in parts.items] == [first.id, second.id]
-    assert parts.assets[first.id] == []
-    assert [asset.print_area for asset in parts.assets[second.id]] == ["front", "back"]
+    assert [item["id"] for item in items] == [first.public_id, second.public_id]
+    assert items[0]["assets"] == []
+    assert [asset["printArea"] for asset in items[1]["assets"]] == ["front", "back"]
 
 
 def test_the_states_show_every_stage_every_detail_state_and_every_part() -> None:
@@ -414,15 +420,31 @@ def test_the_check_finds_undocumented_missing_and_mistyped_keys() -> None:
     ]
 
 
-def test_the_api_reads_give_rows_of_the_stored_values() -> None:
+def test_the_document_shows_the_stored_values_exactly() -> None:
     order = with_every_optional_field()
-
-    fetched, parts = order_with_parts_get(environment=order.environment, order_id=order.id)
-
-    assert isinstance(fetched, Row) and not isinstance(fetched, Order)
-    assert fetched.public_id == order.public_id
     stored = Order.objects.get(id=order.id)
-    assert vars(fetched) == {
-        field.attname: getattr(stored, field.attname) for field in Order._meta.concrete_fields
+    item = order.items.get()
+
+    document = shown(order)
+
+    assert document["id"] == order.public_id
+    assert document["omsId"] == str(2**62)  # a string: no JSON reader rounds it
+    assert (document["merchantReference"], document["idempotencyKey"]) == ("MR-1001", "key-1")
+    assert document["callbackUrl"] == "https://hooks.example.com/in"
+    assert document["created"] == stored.created.isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z"
+    )
+    assert document["recipient"]["address"]["line2"] == "Flat 2"
+    assert document["metadata"] == {"channel": "web", "nested": {"list": [1, 2]}}
+    assert document["branding"] == stored.branding
+    assert document["packingSlip"] == {
+        "url": "https://images.example.com/slip.pdf",
+        "status": "Complete",
     }
-    assert [item.public_id for item in parts.items] == [i.public_id for i in order.items.all()]
+    assert (document["tag"], document["usSalesTaxAlreadyCollected"]) == ("spring", True)
+    [shown_item] = document["items"]
+    assert (shown_item["id"], shown_item["omsId"]) == (item.public_id, "7")
+    assert shown_item["recipientCost"] == {"amount": "30.00", "currency": "GBP"}
+    assert shown_item["spine"] == {"text": "Ada", "textSizePx": 12}
+    assert shown_item["thumbnailUrl"].startswith(f"{BASE_URL}/media/{item.thumbnail}?expires=")
+    assert [a["pageCount"] for a in shown_item["assets"]] == [40, None]

@@ -14,6 +14,7 @@ from orders.lab_orders import lab_order
 from orders.models import Asset, Order, PipelineStep, Shipment, Stage
 from orders.pipeline.retention import images_purge_expired
 from orders.tasks import images_purge_expired_task
+from tests.support.documents import document_rewritten
 from tests.support.images import jpeg_bytes
 from tests.support.orders import order_via_api, submitted_order_with_files
 from tests.support.pipeline import advance_to
@@ -50,6 +51,7 @@ def test_an_order_still_in_progress_keeps_its_files(
         pipeline_step=PipelineStep.DOWNLOAD,
         last_updated=timezone.now() - timedelta(days=40),
     )
+    document_rewritten(order)
 
     assert images_purge_expired_task() == 0
     assert all(default_storage.exists(name) for name in files)
@@ -68,6 +70,8 @@ def test_an_order_ended_without_submission_loses_its_files_after_its_last_update
     now = timezone.now()
     Order.objects.filter(id=old.id).update(**ended, last_updated=now - timedelta(days=31))
     Order.objects.filter(id=recent.id).update(**ended, last_updated=now - timedelta(days=29))
+    document_rewritten(old)
+    document_rewritten(recent)
 
     assert images_purge_expired_task() == 1
 

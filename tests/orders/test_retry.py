@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from orders.models import Asset, Order, PipelineStep
 from orders.retry import RetryRefused, order_failed_step_retry
 from staff.models import AuditEntry
+from tests.support.documents import document_rewritten
 from tests.support.images import jpeg_bytes
 from tests.support.orders import fetch, order_create_via_api, pk, stage_is
 from tests.support.pipeline import order_failed
@@ -96,6 +97,7 @@ def test_only_the_urls_of_assets_that_failed_change(
     Order.objects.filter(id=pk(order_id)).update(
         pipeline_step=PipelineStep.FAILED, due_at=None, download_assets="Error"
     )
+    document_rewritten(pk(order_id))
     asset = Asset.objects.get(item__order_id=pk(order_id))  # not in Error itself
 
     with pytest.raises(

@@ -27,6 +27,7 @@ from orders.pipeline.state_machine import (
     order_transition,
 )
 from tests.orders.factories import OrderFactory
+from tests.support.documents import document_rewritten
 from tests.support.state_writes import ROOT, WRITERS, state_columns_set, state_writes_watched
 
 # The stage an order shows at each step (InProgress elsewhere).
@@ -147,6 +148,7 @@ def test_a_write_of_the_orders_state_from_another_module_is_caught() -> None:
     with state_writes_watched() as watch:
         scope["reopen"](Order, order.id)
         Order.objects.filter(id=order.id).update(last_updated=timezone.now())  # not the state
+    document_rewritten(order)
 
     assert [(writer, set(columns)) for writer, columns, _ in watch.refused] == [
         ("orders/actions.py", {"pipeline_step"})

@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 
 from orders.models import Asset, Order, OrderItem, Shipment
 from orders.pipeline.steps.allocate import order_allocate
+from tests.support.documents import document_rewritten
 from tests.support.images import jpeg_bytes, pdf_bytes
 from tests.support.servers import serve
 from webhooks.models import CallbackEvent
@@ -234,4 +235,5 @@ def submitted_order_with_files(api: APIClient, *, days_ago: int) -> tuple[Order,
     )
     OrderItem.objects.filter(order=order).update(thumbnail=names[2])
     Order.objects.filter(id=order.id).update(submitted_at=timezone.now() - timedelta(days=days_ago))
+    document_rewritten(order)
     return order, names

@@ -11,6 +11,7 @@ from orders.issues import ITEM_UNAVAILABLE, LAB_CANCELLED, LAB_ERROR
 from orders.models import DetailState, Order, PipelineStep, Stage
 from tests.merchants.factories import MerchantFactory
 from tests.orders.factories import OrderFactory, OrderIssueFactory, ShipmentFactory
+from tests.support.documents import document_rewritten
 from tests.webhooks.factories import CallbackEventFactory
 from webhooks.models import CallbackState
 
@@ -29,6 +30,7 @@ class Made:
 
 def _ended(order: Order, at: datetime) -> None:
     Order.objects.filter(id=order.id).update(last_updated=at)
+    document_rewritten(order)
 
 
 def _hour(at: datetime) -> str:

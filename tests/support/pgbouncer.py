@@ -4,7 +4,7 @@
 and password) until the block ends and yields the URL to reach the same database through it.
 Run as a module it wraps a command: the command runs with ``DATABASE_URL`` pointing through
 PgBouncer and ``DATABASE_PREPARED_STATEMENTS=0``, as a deployment behind it does
-(``make test`` runs the API and pipeline tests so):
+(``make test`` runs its tests of pooling so, the Makefile's ``POOLED_TESTS``):
 
     python -m tests.support.pgbouncer .venv/bin/pytest -q tests/api
 """

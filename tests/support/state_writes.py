@@ -3,10 +3,9 @@
 ``StateWrites`` is a database execute wrapper. For every UPDATE of the order table that sets
 ``pipeline_step``, ``stage``, ``due_at`` or the claim (``claimed_until``, ``claim_token``) it
 finds the writer, the innermost frame of the project's own code that sent it
-(``common/db.py``, ``common/joined.py`` and ``common/claim_statements.py``, which only build
-and run statements for their callers, and the frameworks are passed over), and records it as
-refused unless it is one
-of ``WRITERS`` (the state machine and its claims) or a test arranging its data. Inserts are
+(``common/db.py``, which only builds and runs statements for its
+callers, and the frameworks are passed over), and records it as refused unless it is one of
+``WRITERS`` (the state machine and its claims) or a test arranging its data. Inserts are
 creations (their first state comes from ``order_first_state``) and are not checked.
 """
 
@@ -26,8 +25,6 @@ STATE_COLUMNS = frozenset({"pipeline_step", "stage", "due_at", "claimed_until", 
 # Frames of the project that send statements for others (the writer is their caller).
 PASSED_OVER = (
     "common/db.py",
-    "common/joined.py",
-    "common/claim_statements.py",
     "tests/support/state_writes.py",
 )
 

@@ -190,6 +190,8 @@ def worker_environment(folder: Path, base_url: str, **overrides: str) -> dict[st
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.local",
+        # This process's key: the file URLs the worker signs in documents are those signed here.
+        DJANGO_SECRET_KEY=settings.SECRET_KEY,
         DATABASE_URL=f"{database_url()}?application_name={WORKER_APPLICATION}",
         DATABASE_CONN_MAX_AGE="0",
         REDIS_URL=settings.REDIS_URL,

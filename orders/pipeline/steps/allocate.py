@@ -16,6 +16,7 @@ from labs.allocation import (
     plan_basket,
 )
 from orders.charges import charges_write
+from orders.document import order_document_write
 from orders.issues import ITEM_UNAVAILABLE
 from orders.models import (
     Asset,
@@ -82,13 +83,16 @@ def order_cost(order: Order) -> Decimal | None:
 
 
 def order_allocate(*, order: Order) -> bool | None:
-    """Create shipments and charges (inside the caller's transaction).
+    """Create shipments and charges (inside the caller's transaction, which they share with
+    the order's document, written here).
 
     True when allocated; None when every failure is ``TemporarilyUnavailable`` (out of stock at
     every lab) or ``NoConfiguredLab`` (a Live item only the simulator makes, where it may not):
     the order waits and allocation is tried again later; False when no plan can ever exist.
     Each item that cannot be placed has one ``order.items.ItemUnavailable`` issue, updated at
-    each attempt (not appended) and removed once the order is allocated.
+    each attempt (not appended) and removed once the order is allocated. The order's document
+    is written with what changed (its shipments, charges, items' availability and issues), as
+    tests and tools call the step directly.
     """
     parts = order_allocation_parts(order=order)
     if parts.shipments:
@@ -110,6 +114,7 @@ def order_allocate(*, order: Order) -> bool | None:
                 error_code=ITEM_UNAVAILABLE,
                 defaults={"description": "; ".join(f.description for f in failures)},
             )
+        order_document_write(order.id)
         return None if temporary and infeasible.failures_by_item_key else False
     # ItemUnavailable issues are written at creation and by allocation alone (under the
     # order's claim, or its row lock in orders.actions): those read are all there are.
@@ -137,6 +142,7 @@ def order_allocate(*, order: Order) -> bool | None:
     # No shipment, so no charges of an earlier allocation either: both are written together
     # (and ``orders.actions`` deletes both to allocate again).
     charges_write(order=order, plan=plan, items=items, shipments=shipments)
+    order_document_write(order.id)
     return True
 
 

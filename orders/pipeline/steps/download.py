@@ -29,7 +29,6 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from common.db import rows_update
 from common.files import file_store
 from common.http import (
     DownloadedFile,
@@ -48,6 +47,7 @@ from orders.artwork.files import (
     inspect_asset_file,
     sniff_format,
 )
+from orders.document import order_document_write
 from orders.issues import (
     ASSET_FAILED_TO_DOWNLOAD,
     ASSET_NOT_DOWNLOADED,
@@ -339,7 +339,8 @@ LastRecord = Callable[[], tuple[str, datetime | None]]
 
 def order_assets_download(*, order: Order) -> LastRecord:
     """Attempt every due asset and order file once, and record every attempt but the last
-    (each under our claim, in a transaction of its own, as it ends); return the last record.
+    (each under our claim, in a transaction of its own with the order's document, as it
+    ends); return the last record.
 
     The last record, called by the state machine inside the transaction that moves the order
     on (``order_claimed_transaction``), writes the last attempt (nothing when none was due) and
@@ -385,6 +386,7 @@ def order_assets_download(*, order: Order) -> LastRecord:
                 else:
                     with order_claimed_transaction(order=order):
                         record(future.result(), timezone.now())
+                        order_document_write(order.id)
     except BaseException:
         folder.cleanup()
         raise
@@ -531,7 +533,8 @@ def _record_attempt(
             f"(attempt {attempts} of {attempts_allowed(fetched)}): {fetched.error}",
         )  # fmt: skip
     attempt = {name: getattr(asset, name) for name in _ATTEMPT_FIELDS}
-    if not rows_update(Asset, {"id": asset.id}, attempt):  # as save(update_fields=...) raised
+    # A row gone is an error, as ``save(update_fields=...)`` made it.
+    if not Asset.objects.filter(id=asset.id).update(**attempt):
         raise DatabaseError(f"Asset {asset.public_id}: its row is gone.")
     _item_status(asset.item, item_assets)
 
@@ -553,7 +556,7 @@ def _item_status(item: OrderItem, assets: list[Asset]) -> None:
     else:
         status = ItemStatus.NOT_YET_DOWNLOADED
     if item.status != status:
-        rows_update(OrderItem, {"id": item.id}, {"status": status})
+        OrderItem.objects.filter(id=item.id).update(status=status)
         item.status = status  # the instance its assets share (``_assets``)
 
 

@@ -15,10 +15,10 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import DatabaseError
 
-from common.db import rows_update
 from labs.catalogue import CatalogueSnapshot, catalogue_snapshot
 from orders.artwork.printready import PrintReadyError, render_print_ready
 from orders.artwork.spine import SPINE_AREA, area_pixels, render_spine, spine_size
+from orders.document import order_changed
 from orders.issues import PRINT_READY_FAILED
 from orders.models import Asset, Order, OrderIssue, OrderItem
 from orders.pipeline.claims import order_claim_renew
@@ -127,12 +127,14 @@ def order_assets_prepare(*, order: Order, claimed: bool = True) -> bool:
             continue
         asset.print_file = result.print_file
         asset.thumbnail = result.thumbnail
-        _asset_record(asset, print_file=asset.print_file, thumbnail=asset.thumbnail)
-        # The item shows its default print area; another area's image only when it has none.
-        item_row: dict[str, object] = {"id": asset.item_id}
-        if asset.print_area != DEFAULT_PRINT_AREA:
-            item_row["thumbnail"] = ""
-        rows_update(OrderItem, item_row, {"thumbnail": result.thumbnail})
+        with _shown_change(order):
+            _asset_record(asset, print_file=asset.print_file, thumbnail=asset.thumbnail)
+            # The item shows its default print area; another area's image only when it has
+            # none.
+            item_row = OrderItem.objects.filter(id=asset.item_id)
+            if asset.print_area != DEFAULT_PRINT_AREA:
+                item_row = item_row.filter(thumbnail="")
+            item_row.update(thumbnail=result.thumbnail)
     for item in items:
         if _spine_wanted(item, assets[item.id]):
             if catalogue is None:
@@ -141,14 +143,26 @@ def order_assets_prepare(*, order: Order, claimed: bool = True) -> bool:
     return ok
 
 
+@contextlib.contextmanager
+def _shown_change(order: Order) -> Iterator[None]:
+    """A change the order's document shows (a thumbnail, an issue), in one transaction with
+    the document. The order row is locked first, as the actions lock it before its items and
+    assets: an action meanwhile waits for this write or is seen by its document, and neither
+    document misses the other's change."""
+    with order_changed(order.id):
+        Order.objects.select_for_update(no_key=True).filter(id=order.id).exists()
+        yield
+
+
 def _print_ready_issue(order: Order, item: OrderItem, asset: Asset, description: str) -> None:
     """The asset's one ``PrintReadyFailed`` issue (on its item), replaced, not appended."""
-    OrderIssue.objects.update_or_create(
-        order=order,
-        asset=asset,
-        error_code=PRINT_READY_FAILED,
-        defaults={"object_id": item.public_id, "description": description},
-    )
+    with _shown_change(order):
+        OrderIssue.objects.update_or_create(
+            order=order,
+            asset=asset,
+            error_code=PRINT_READY_FAILED,
+            defaults={"object_id": item.public_id, "description": description},
+        )
 
 
 def _original_fetch(
@@ -171,8 +185,9 @@ def _original_fetch(
             )
             return False
         original_store(asset, fetched)
-    _asset_record(asset, source_file=asset.source_file)
-    OrderIssue.objects.filter(order=order, asset=asset, error_code=PRINT_READY_FAILED).delete()
+    with _shown_change(order):
+        _asset_record(asset, source_file=asset.source_file)
+        OrderIssue.objects.filter(order=order, asset=asset, error_code=PRINT_READY_FAILED).delete()
     return True
 
 
@@ -203,26 +218,26 @@ def _spine_draw(
             storage_prefix=f"orders/{order.id}/items/{item.id}/spine",
         )
     except PrintReadyError as exc:
-        OrderIssue.objects.update_or_create(
-            order=order,
-            object_id=item.public_id,
-            asset=None,
-            error_code=PRINT_READY_FAILED,
-            defaults={"description": f"The spine of {item.public_id} cannot be printed: {exc}"},
-        )
+        description = f"The spine of {item.public_id} cannot be printed: {exc}"
+        with _shown_change(order):
+            OrderIssue.objects.update_or_create(
+                order=order,
+                object_id=item.public_id,
+                asset=None,
+                error_code=PRINT_READY_FAILED,
+                defaults={"description": description},
+            )
         return False
     item.spine_print_file, item.spine_thumbnail = result.print_file, result.thumbnail
-    rows_update(
-        OrderItem,
-        {"id": item.id},
-        {"spine_print_file": result.print_file, "spine_thumbnail": result.thumbnail},
+    OrderItem.objects.filter(id=item.id).update(
+        spine_print_file=result.print_file, spine_thumbnail=result.thumbnail
     )
     return True
 
 
 def _asset_record(asset: Asset, **files: str) -> None:
     """Write the asset's files to its row (an error if the row is gone, as ``save`` raised)."""
-    if not rows_update(Asset, {"id": asset.id}, files):
+    if not Asset.objects.filter(id=asset.id).update(**files):
         raise DatabaseError(f"Asset {asset.public_id}: its row is gone.")
 
 

@@ -7,7 +7,6 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from common.db import rows_update
 from labs.connectors import (
     LAB_CANCELLED,
     LabConnector,
@@ -17,6 +16,7 @@ from labs.connectors import (
     lab_connector,
 )
 from orders.charges import refund_write
+from orders.document import order_document_write
 from orders.events import shipment_changed
 from orders.issues import LAB_CANCELLED as LAB_CANCELLED_ISSUE
 from orders.issues import LAB_ERROR as LAB_ERROR_ISSUE
@@ -117,8 +117,9 @@ def _submitted(connector: LabConnector, shipment: Shipment, payload: LabOrder) -
 
 def _submission_intent_record(shipment: Shipment) -> None:
     """Record on the shipment (not yet submitted) that it is being sent to its lab."""
-    intent = {"lab_operation": SUBMIT_OPERATION, "lab_operation_since": timezone.now()}
-    rows_update(Shipment, {"id": shipment.id, "submitted_at": None}, intent)
+    Shipment.objects.filter(id=shipment.id, submitted_at=None).update(
+        lab_operation=SUBMIT_OPERATION, lab_operation_since=timezone.now()
+    )
     shipment.lab_operation = SUBMIT_OPERATION
 
 
@@ -143,6 +144,7 @@ def _refusal_record(order: Order, shipment: Shipment, message: str, *, final: bo
                 f"{shipment.public_id} {progress}: {message}"
             },
         )
+        order_document_write(order.id)
     shipment.submit_attempts = attempts
     return attempts
 
@@ -161,18 +163,19 @@ def shipment_submission_record(
     then the lab order is withdrawn here (``parts``: as ``lab_order`` takes them)."""
     try:
         with order_claimed_transaction(order=order):
-            rows_update(
-                Shipment,
-                {"id": shipment.id, "status": ShipmentStatus.PROCESSING},
-                {
-                    "submitted_at": submitted_at,
-                    "lab_order_reference": reference,
-                    "simulated": connector.simulated,
-                    "lab_operation": "",
-                    "lab_operation_since": None,
-                },
+            Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING).update(
+                submitted_at=submitted_at,
+                lab_order_reference=reference,
+                simulated=connector.simulated,
+                lab_operation="",
+                lab_operation_since=None,
             )
-            OrderIssue.objects.filter(order=order, object_id=shipment.public_id).delete()
+            # The document shows the issues, not the submission: written when one went.
+            cleared, _ = OrderIssue.objects.filter(
+                order=order, object_id=shipment.public_id
+            ).delete()
+            if cleared:
+                order_document_write(order.id)
     except BaseException as exc:
         cancelled = Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.CANCELLED)
         if isinstance(exc, ClaimLost) and cancelled.exists():
@@ -198,7 +201,7 @@ class Tracked:
 
 def order_shipments_track(*, order: Order) -> Tracked:
     """Ask each lab where its shipment stands; record production, dispatch and a lab's own
-    cancel or failure (inside the caller's transaction).
+    cancel or failure (inside the caller's transaction, with the order's document).
 
     The caller records the ``Shipped`` events once it has moved the order on, so each event
     shows the order as it then is (``shipping: InProgress``), and the events of lab orders the
@@ -289,6 +292,12 @@ def order_shipments_track(*, order: Order) -> Tracked:
     if tracked.all_shipped and _lab_cancelled_with_items(order):
         tracked.all_shipped = False
         tracked.stranded = True
+    if tracked.shipped_now or tracked.cancelled_now or tracked.failed_now:
+        # What the labs did shows on the order's document (shipments shipped with their
+        # tracking, cancelled, issues): written here, under the order's lock taken above, so
+        # that a caller outside the state machine (whose moves and events write it again)
+        # leaves it true too.
+        order_document_write(order.id)
     return tracked
 
 
@@ -359,7 +368,8 @@ def _shipped_record(shipment: Shipment, progress: LabProgress, *, produced: bool
         "tracking_url": progress.tracking_url,
     }
     written = {**shipped, "in_production_at": shipment.in_production_at} if produced else shipped
-    if not rows_update(Shipment, {"id": shipment.id, "status": ShipmentStatus.PROCESSING}, written):
+    processing = Shipment.objects.filter(id=shipment.id, status=ShipmentStatus.PROCESSING)
+    if not processing.update(**written):
         return False
     for name, value in shipped.items():
         setattr(shipment, name, value)
