@@ -1,4 +1,4 @@
-"""CPU a request of the create and quote paths, in one process, and where it goes.
+"""CPU a request of the create, quote, get and list paths, in one process, and where it goes.
 
 Sets up one configuration in a scratch folder (the embedded default: SQLite and the filesystem
 broker; or, given ``--database-url`` and ``--redis-url``, PostgreSQL and Redis: the database is
@@ -18,7 +18,7 @@ cannot. ``--floor`` also measures the minimal view (``bench/minimal_site.py``) t
 a child process.
 
     .venv/bin/python bench/profile_create.py [--database-url postgres://.../scratch
-        --redis-url redis://.../8] [--requests 500] [--paths create quote] [--floor]
+        --redis-url redis://.../8] [--requests 500] [--paths create quote get list] [--floor]
         [--profile] [--queries] [--instructions] [--top 40]
 """
 
@@ -181,6 +181,16 @@ def service(args: argparse.Namespace) -> None:
         "create": sender(application, "POST", "/v4.0/orders", json.dumps(ORDER).encode(), headers),
         "quote": sender(application, "POST", "/v4.0/quotes", json.dumps(QUOTE).encode(), headers),
     }
+    if {"get", "list"} & set(args.paths):
+        # A hundred orders to list, one of them to get.
+        from orders.models import Order
+
+        for _ in range(100):
+            assert paths["create"]() == 200
+        order = Order.objects.order_by("-id").first()
+        assert order is not None
+        paths["get"] = sender(application, "GET", f"/v4.0/orders/{order.public_id}", b"", headers)
+        paths["list"] = sender(application, "GET", "/v4.0/orders?top=100", b"", headers)
     for name in args.paths:
         assert paths[name]() == 200, name
     gc.freeze()  # as gunicorn's post_worker_init does
