@@ -64,6 +64,7 @@ def confirm(page: Any, order: Order, action: str, *, fill: dict[str, str] | None
     """From the order page: the action's link, its confirmation page (which fits the window
     and says what will happen), the form filled, confirmed; the message on the order page."""
     page.click(f"a.order-action[data-action={action}]")
+    page.locator("#explanation").wait_for()  # the confirmation page, not the order's unloading
     fits_the_window(page)
     assert page.locator("#explanation").inner_text().strip()
     for selector, value in (fill or {}).items():
@@ -72,6 +73,7 @@ def confirm(page: Any, order: Order, action: str, *, fill: dict[str, str] | None
         else:
             page.fill(selector, value)
     page.click("#confirm")
+    page.locator(".messagelist").wait_for()
     assert page.url.endswith(f"/admin/orders/order/{order.id}/change/"), page.url
     return str(page.inner_text(".messagelist"))
 
@@ -112,6 +114,7 @@ def test_an_operator_does_each_action_an_order_offers(
         assert "submit" not in offered(page)
     if "asset-url" in actions:
         page.click("a.order-action[data-action=asset-url]")
+        page.locator("input[type=url]").wait_for()
         fits_the_window(page)
         page.fill("input[type=url]", "https://images.example.com/corrected.jpg")
         page.click("#confirm")
