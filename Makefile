@@ -104,14 +104,16 @@ typecheck: install
 imports: install
 	$(VENV)/bin/lint-imports
 
-# The suite in two runs: the quick tests on two processes (pytest-xdist, a test file each at a
-# time; each process has its own test database and the Redis database after REDIS_URL's, see
-# config/settings/test.py), then the tests marked slow (real workers and servers, some timing
-# what they do) one at a time, with nothing else of the suite running beside them, and those
-# marked serial (tests pytest-xdist cannot tell apart, see tests/conftest.py). The slow tests
-# also marked side_by_side only wait on their workers and servers (they time nothing and kill
-# no worker): the first run has them with its quick tests.
-QUICK := -n 2 --dist loadfile -m "(not slow or side_by_side) and not serial"
+# The suite in two runs. First the quick tests, with the slow ones marked side_by_side (they
+# wait on their own workers and servers, their bounds are minutes rather than ratios, and they
+# kill only their own workers), on four processes (pytest-xdist, a test file each at a time,
+# the files of slow tests first; each process has its own test database and the Redis database
+# after REDIS_URL's, see config/settings/test.py): most of their time is spent waiting, so four
+# keep two cores busy. Then the other slow tests (those that time one merchant's or lab's work
+# against another's, or slow clients against a server) one at a time, with nothing else of the
+# suite running beside them, and those marked serial (tests pytest-xdist cannot tell apart, see
+# tests/conftest.py).
+QUICK := -n 4 --dist loadfile -m "(not slow or side_by_side) and not serial"
 ALONE := -m "(slow and not side_by_side) or serial"
 # Then the tests of pooling once more, in one run through PgBouncer in transaction mode started
 # on a free port in front of the same server, with DATABASE_PREPARED_STATEMENTS=0: the
@@ -134,7 +136,7 @@ test: install browser nginx pgbouncer lint typecheck imports
 # The tests that start no worker or server (not marked slow), for a developer's quick check:
 # `make test`'s first run without its side_by_side tests, then the serial ones.
 quick: install browser
-	$(TEST_ENV) $(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not slow and not serial"
+	$(TEST_ENV) $(VENV)/bin/pytest -q -n 4 --dist loadfile -m "not slow and not serial"
 	$(TEST_ENV) $(VENV)/bin/pytest -q -m "serial and not slow"
 
 clean:

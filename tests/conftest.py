@@ -220,8 +220,12 @@ def flush_post_migrate_skipped_when_kept() -> Iterator[None]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests sharing a node id with another (schemathesis' operations, test_fuzz.py) are marked
     ``serial``: pytest-xdist tells tests apart by node id and would run one of them only, so
-    ``make test`` runs these in its one-process run."""
+    ``make test`` runs these in its one-process run. Files with slow tests are run first."""
     counts = collections.Counter(item.nodeid for item in items)
     for item in items:
         if counts[item.nodeid] > 1:
             item.add_marker(pytest.mark.serial)
+    # The files of slow tests first (in their order): pytest-xdist hands files out in this
+    # order, so a long file starts early rather than ending the run alone.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)

@@ -24,6 +24,7 @@ from tests.support.worker import Worker, needs_worker, purge_queues, start_worke
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,  # its bounds are minutes; it kills its own workers only
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
     needs_worker,

@@ -17,10 +17,14 @@ from config.env import BASE_DIR
 from tests.support.local_stack import LocalStack, checkout_copy, make_run
 from tests.support.web import free_port
 
-pytestmark = pytest.mark.skipif(
-    subprocess.run(["git", "rev-parse"], cwd=BASE_DIR, capture_output=True).returncode != 0,
-    reason="not a git checkout",
-)
+pytestmark = [
+    pytest.mark.slow,  # make run's web, worker and scheduler
+    pytest.mark.side_by_side,
+    pytest.mark.skipif(
+        subprocess.run(["git", "rev-parse"], cwd=BASE_DIR, capture_output=True).returncode != 0,
+        reason="not a git checkout",
+    ),
+]
 # From submission to shipped at the stand-in (time on hold not counted).
 SHIP_SECONDS = 45
 ADMIN_PASSWORD = "a-long-enough-admin-passphrase"

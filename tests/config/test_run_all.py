@@ -11,9 +11,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 
 from tests.support.local_stack import LocalStack, run_all
+
+# scripts/run_all's web, workers and scheduler.
+pytestmark = [pytest.mark.slow, pytest.mark.side_by_side]
 
 
 def wait_for(condition: Callable[[], Any], seconds: float, what: str) -> Any:

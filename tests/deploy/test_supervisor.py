@@ -31,6 +31,7 @@ from tests.support.topology import Topology, topology_running
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,  # its bounds are minutes; it kills its own workers only
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
     needs_nginx,

@@ -35,6 +35,7 @@ from webhooks.models import CallbackEvent
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,  # its bounds are minutes; it kills its own workers only
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue", "workers_base_url"),
     needs_worker,

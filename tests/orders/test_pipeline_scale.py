@@ -48,6 +48,7 @@ from webhooks.models import CallbackEvent
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.side_by_side,  # its bounds are minutes; it kills its own workers only
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("catalogue"),
     pytest.mark.skipif(not CAN_RUN_WORKER, reason=NO_WORKER),

@@ -41,7 +41,11 @@ from tests.support.worker import (
 from webhooks.delivery import RETRY_DELAYS
 from webhooks.models import CallbackEvent, CallbackState
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.side_by_side,  # its bound is 50 s for a few seconds' work
+    pytest.mark.django_db(transaction=True),
+]
 
 ANSWER_SECONDS = 0.3
 # Eleven attempts of one event over about 7.5 s instead of three days.
