@@ -96,19 +96,18 @@ def orders_documents_write(order_ids: Iterable[int]) -> None:
         order_document_write(order_id)
 
 
-def _current(order_id: int, stored: Stored) -> str:
-    """The document to send for ``stored``: itself unless it was never written or its URLs
-    expire within ``REFRESH_MARGIN``; then rendered now, and stored unless a change wrote
-    another meanwhile (the write is conditional on the text read, so it never undoes one)."""
-    if stored.text and (
-        stored.urls_expire is None or stored.urls_expire - timezone.now() > REFRESH_MARGIN
-    ):
-        return stored.text
-    _, fresh = order_document_render(_loaded(order_id))
-    Order.objects.filter(id=order_id, document=stored.text).update(
-        document=fresh.text, document_urls_expire=fresh.urls_expire
+def _current(order_id: int, text: str, urls_expire: datetime | None, fresh_until: datetime) -> str:
+    """The document to send for the stored ``text``: itself when written and its URLs do not
+    expire by ``fresh_until`` (``REFRESH_MARGIN`` from now); else rendered now, and stored
+    unless a change wrote another meanwhile (the write is conditional on the text read, so it
+    never undoes one)."""
+    if text and (urls_expire is None or urls_expire > fresh_until):
+        return text
+    _, stored = order_document_render(_loaded(order_id))
+    Order.objects.filter(id=order_id, document=text).update(
+        document=stored.text, document_urls_expire=stored.urls_expire
     )
-    return fresh.text
+    return stored.text
 
 
 def order_document_text(*, environment_id: int, order_id: int) -> str | None:
@@ -117,13 +116,19 @@ def order_document_text(*, environment_id: int, order_id: int) -> str | None:
     row = row_values(
         Order, ("document", "document_urls_expire"), id=order_id, environment=environment_id
     )
-    return None if row is None else _current(order_id, Stored(*row))
+    if row is None:
+        return None
+    text, expire = row
+    return _current(order_id, text, expire, timezone.now() + REFRESH_MARGIN)
 
 
 def orders_documents_texts(queryset: QuerySet[Order]) -> list[tuple[int, str]]:
     """Each order's id and stored document, for ``queryset`` (filtered, ordered, sliced)."""
     rows = queryset.values_list("id", "document", "document_urls_expire")
-    return [(order_id, _current(order_id, Stored(text, expire))) for order_id, text, expire in rows]
+    fresh_until = timezone.now() + REFRESH_MARGIN
+    return [
+        (order_id, _current(order_id, text, expire, fresh_until)) for order_id, text, expire in rows
+    ]
 
 
 def order_documents_refresh(*, limit: int = 500) -> int:

@@ -92,6 +92,27 @@ def test_a_document_near_its_urls_expiry_is_rendered_afresh_when_read(
     assert json.loads(stored.document) == shown
 
 
+def test_a_list_page_renders_afresh_the_documents_near_their_urls_expiry_only(
+    sandbox_api: APIClient,
+) -> None:
+    order = _with_thumbnail(sandbox_api)
+    other = Order.objects.get(id=_number(order_create_via_api(sandbox_api)))
+    near = timezone.now() + REFRESH_MARGIN - timedelta(minutes=1)
+    Order.objects.filter(id=order.id).update(document_urls_expire=near)
+    kept = Order.objects.get(id=other.id).document
+
+    listed = sandbox_api.get("/v4.0/orders").json()["orders"]
+
+    shown = next(o for o in listed if o["id"] == order.public_id)
+    url = shown["items"][0]["thumbnailUrl"]
+    expires = int(url.split("expires=")[1].split("&")[0])
+    assert expires - timezone.now().timestamp() > REFRESH_MARGIN.total_seconds()
+    stored = Order.objects.get(id=order.id)
+    assert stored.document_urls_expire is not None and stored.document_urls_expire > near
+    assert json.loads(stored.document) == shown
+    assert Order.objects.get(id=other.id).document == kept  # fresh: sent as stored
+
+
 def test_a_document_never_written_is_rendered_when_read(sandbox_api: APIClient) -> None:
     order_id = order_create_via_api(sandbox_api)
     expected = sandbox_api.get(f"/v4.0/orders/{order_id}").json()["order"]
