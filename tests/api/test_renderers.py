@@ -13,7 +13,7 @@ from api.renderers import ApiJsonRenderer
 TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 CASES: list[Any] = [
     {"name": "plain ascii", "n": 1, "ok": True, "none": None},
-    {"name": "Zoë Ångström – ‘quoted’ €"},
+    {"name": "Zoë Ångström \u2013 \u2018quoted\u2019 €"},
     {"name": "line\u2028separator and\u2029paragraph", "list": ["\u2028"]},
     {"nested": [{"a": "\u2029"}, {"b": "é\u2028"}]},
     {"amount": Decimal("12.50")},  # a type orjson refuses: the framework's encoder writes it
