@@ -165,27 +165,18 @@ def order_validate(
     basket = [BasketItem.of_validated(item) for item in items]
     failures: dict[str, list[tuple[str, str]]] = {}
     unavailable: dict[str, list[str]] = {}
-    plan = None
+    plan: AllocationPlan | None = None
     country_code, method = data["recipient"]["address"]["countryCode"], data["shippingMethod"]
     try:
-        if priced:
-            plan = plan_basket(
-                items=basket,
-                country_code=country_code,
-                shipping_method=method,
-                currency=currency,
-                catalogue=catalogue,
-                sandbox=sandbox,
-            )
-        else:
-            basket_check(
-                items=basket,
-                country_code=country_code,
-                shipping_method=method,
-                currency=currency,
-                catalogue=catalogue,
-                sandbox=sandbox,
-            )
+        # Priced when the order is paid for first; else only checked (priced at allocation).
+        plan = (plan_basket if priced else basket_check)(
+            items=basket,
+            country_code=country_code,
+            shipping_method=method,
+            currency=currency,
+            catalogue=catalogue,
+            sandbox=sandbox,
+        )
     except UnknownCurrency as unknown:
         raise ValidationFailed.single(
             "body", "UnknownCurrency", f"{unknown} The account's billing currency cannot be priced."
