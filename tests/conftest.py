@@ -206,13 +206,16 @@ def pooled_test_database_released(request: pytest.FixtureRequest) -> Iterator[No
 @pytest.fixture(scope="session", autouse=True)
 def flush_post_migrate_skipped_when_kept() -> Iterator[None]:
     """Between transactional tests the flush sends ``post_migrate`` only when it has emptied
-    what its receivers make (``tests.support.postgresql.flush_post_migrate``)."""
+    what its receivers make (``tests.support.postgresql.flush_post_migrate``), and is tried
+    again when PostgreSQL ends its TRUNCATE as a deadlock's victim (a module's worker, kept
+    between its tests, writing as the flush takes its tables: the flush rolled back whole)."""
     from django.core.management.commands import flush
 
-    from tests.support.postgresql.base import flush_post_migrate
+    from tests.support.postgresql.base import flush_post_migrate, flush_retried_on_deadlock
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(flush, "emit_post_migrate_signal", flush_post_migrate)
+        patch.setattr(flush.Command, "handle", flush_retried_on_deadlock(flush.Command.handle))
         yield
 
 

@@ -16,9 +16,11 @@ what its receivers make (content types, permissions, the version triggers) is al
 and asking each app for it again took about a fifth of a second a transactional test.
 """
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from django.core.management.base import CommandError
 from django.core.management.sql import emit_post_migrate_signal
 from django.db import connections
 from django.db.backends.postgresql import base, operations
@@ -64,3 +66,20 @@ def flush_post_migrate(verbosity: int, interactive: bool, db: str, **kwargs: Any
     if getattr(connections[db].ops, "flush_kept_migrated", False):
         return
     emit_post_migrate_signal(verbosity, interactive, db, **kwargs)
+
+
+def flush_retried_on_deadlock(handle: Callable[..., Any]) -> Callable[..., Any]:
+    """``flush``'s ``handle``, run again (up to twice more) when its TRUNCATE was chosen as a
+    deadlock's victim: the flush runs in one transaction, so a failed one changed nothing."""
+
+    def retried(command: Any, **options: Any) -> Any:
+        for attempt in range(3):
+            try:
+                return handle(command, **options)
+            except CommandError as failed:
+                if attempt == 2 or "deadlock detected" not in str(failed.__cause__):
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+        return None
+
+    return retried
