@@ -40,15 +40,6 @@ M = TypeVar("M", bound=Model)
 logger = logging.getLogger(__name__)
 
 
-def _rows(cursor: Any) -> list[Any]:
-    """The rows of the cursor's current result; [] for a statement that returns none. (Asked
-    of the result's status: psycopg builds ``description`` anew, an object per column.)"""
-    if not hasattr(cursor, "pgresult"):  # not psycopg
-        return list(cursor.fetchall()) if cursor.description else []
-    result = cursor.pgresult
-    return list(cursor.fetchall()) if result is not None and result.nfields else []
-
-
 def _postgresql() -> bool:
     return connection.vendor == "postgresql"
 
