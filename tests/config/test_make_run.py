@@ -22,19 +22,18 @@ from pytest_httpserver import HTTPServer
 from standardwebhooks.webhooks import Webhook
 
 from config.env import BASE_DIR
-from tests.support.local_stack import LocalStack, checkout_copy, make_run, newcomer_environment
+from tests.support.local_stack import (
+    MAKE_RUN_MARKS,
+    LocalStack,
+    checkout_copy,
+    make_run,
+    newcomer_environment,
+)
 from tests.support.servers import Receiver
 from tests.support.web import free_port, wait_until_listening
 
 # Each test starts from what git holds (a clone, or the files a clone would hold).
-pytestmark = [
-    pytest.mark.slow,  # make run's web, worker and scheduler
-    pytest.mark.side_by_side,
-    pytest.mark.skipif(
-        subprocess.run(["git", "rev-parse"], cwd=BASE_DIR, capture_output=True).returncode != 0,
-        reason="not a git checkout",
-    ),
-]
+pytestmark = MAKE_RUN_MARKS
 
 
 def test_make_run_in_a_fresh_clone_invokes_no_apt_get_sudo_or_nginx(tmp_path: Path) -> None:

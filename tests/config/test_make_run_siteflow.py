@@ -5,7 +5,6 @@ stand-in first, while staff held it there. One ``make run`` in a copy of the che
 module, on the embedded default, on free ports."""
 
 import re
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,18 +12,10 @@ from typing import Any
 import pytest
 import requests
 
-from config.env import BASE_DIR
-from tests.support.local_stack import LocalStack, checkout_copy, make_run
+from tests.support.local_stack import MAKE_RUN_MARKS, LocalStack, checkout_copy, make_run
 from tests.support.web import free_port
 
-pytestmark = [
-    pytest.mark.slow,  # make run's web, worker and scheduler
-    pytest.mark.side_by_side,
-    pytest.mark.skipif(
-        subprocess.run(["git", "rev-parse"], cwd=BASE_DIR, capture_output=True).returncode != 0,
-        reason="not a git checkout",
-    ),
-]
+pytestmark = MAKE_RUN_MARKS
 # From submission to shipped at the stand-in (time on hold not counted).
 SHIP_SECONDS = 45
 ADMIN_PASSWORD = "a-long-enough-admin-passphrase"

@@ -21,9 +21,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from config.env import BASE_DIR
 from tests.support.web import free_port
 
+# The marks of a module whose tests run ``make run`` from what git holds: slow (make run's web,
+# worker and scheduler; they only wait on them), and skipped outside a git checkout.
+MAKE_RUN_MARKS = [
+    pytest.mark.slow,
+    pytest.mark.side_by_side,
+    pytest.mark.skipif(
+        subprocess.run(["git", "rev-parse"], cwd=BASE_DIR, capture_output=True).returncode != 0,
+        reason="not a git checkout",
+    ),
+]
 READY = re.compile(r"^Ready on http://127\.0\.0\.1:(\d+)", re.MULTILINE)
 # Variables of this process a newcomer's shell would not have.
 _NOT_A_NEWCOMERS = (
